@@ -1,0 +1,888 @@
+# Chunk compression and decompression over C-Blosc2 contexts.
+#
+# This is the only bcolzx extension that links C-Blosc2.  Every call into the
+# library happens with the GIL released, on a context owned by a Python
+# object (never the library's global context), so that threads using
+# different objects never contend and the module holds no mutable state.
+
+from cpython.buffer cimport PyBuffer_Release
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.pythread cimport (
+    PyThread_acquire_lock,
+    PyThread_allocate_lock,
+    PyThread_free_lock,
+    PyThread_release_lock,
+    PyThread_type_lock,
+    WAIT_LOCK,
+)
+from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdlib cimport calloc, free
+from libc.string cimport memcmp, memcpy, memset
+
+cimport cblosc2 as c
+
+from bcolzx._ext._buffers cimport get_buffer
+
+from bcolzx.errors import TruncatedDataError, blosc2_error
+
+# Registering codecs and filters with the library (plugin filters fail without
+# it).  Idempotent, and private to this module's own copy of C-Blosc2.
+c.blosc2_init()
+
+CODECS = {
+    "blosclz": c.BLOSC_BLOSCLZ,
+    "lz4": c.BLOSC_LZ4,
+    "lz4hc": c.BLOSC_LZ4HC,
+    "zlib": c.BLOSC_ZLIB,
+    "zstd": c.BLOSC_ZSTD,
+}
+NOSHUFFLE = c.BLOSC_NOSHUFFLE
+SHUFFLE = c.BLOSC_SHUFFLE
+BITSHUFFLE = c.BLOSC_BITSHUFFLE
+FILTERS = (NOSHUFFLE, SHUFFLE, BITSHUFFLE)
+
+SPECIAL_NONE = c.BLOSC2_NO_SPECIAL
+SPECIAL_ZERO = c.BLOSC2_SPECIAL_ZERO
+SPECIAL_NAN = c.BLOSC2_SPECIAL_NAN
+SPECIAL_VALUE = c.BLOSC2_SPECIAL_VALUE
+
+MAX_OVERHEAD = c.BLOSC2_MAX_OVERHEAD
+MAX_BUFFERSIZE = c.BLOSC2_MAX_BUFFERSIZE
+MIN_HEADER_LENGTH = c.BLOSC_MIN_HEADER_LENGTH
+#: C-Blosc2 version the extension was compiled against.
+BUILD_VERSION = (c.BLOSC2_VERSION_MAJOR, c.BLOSC2_VERSION_MINOR, c.BLOSC2_VERSION_RELEASE)
+
+cdef extern from *:
+    # Set by setup.py: 1 when libblosc2.a is linked into this module.
+    int BCOLZX_BLOSC2_STATIC
+
+LINKAGE = "static" if BCOLZX_BLOSC2_STATIC else "shared"
+
+
+# The quiet NaNs C-Blosc2 writes for a NaN special chunk (little endian).
+cdef const unsigned char* _NAN32 = b"\x00\x00\xc0\x7f"
+cdef const unsigned char* _NAN64 = b"\x00\x00\x00\x00\x00\x00\xf8\x7f"
+
+
+def blosc2_version():
+    """The version string of the C-Blosc2 library running in this process.
+
+    Returns
+    -------
+    str
+        For example ``"3.3.5"``.  With the default static build this is the
+        C-Blosc2 compiled into bcolzx, whatever python-blosc2 is installed.
+    """
+    return c.blosc2_get_version_string().decode("ascii")
+
+
+def blosc2_version_date():
+    """The release date string of the C-Blosc2 bcolzx was built with.
+
+    Returns
+    -------
+    str
+    """
+    return c.BLOSC2_VERSION_DATE.decode("ascii")
+
+
+def compressor_list():
+    """The codecs compiled into C-Blosc2.
+
+    Returns
+    -------
+    list of str
+        Codec names, e.g. ``["blosclz", "lz4", "lz4hc", "zlib", "zstd"]``.
+    """
+    return c.blosc2_list_compressors().decode("ascii").split(",")
+
+
+cdef object _error(int rc, str operation, bint decoding, object chunk=None):
+    return blosc2_error(rc, operation, c.blosc2_error_string(rc).decode("utf-8", "replace"),
+                        decoding=decoding, chunk=chunk)
+
+
+cdef int _check_src_size(Py_ssize_t size, str what) except -1:
+    if size > c.BLOSC2_MAX_BUFFERSIZE:
+        raise ValueError(f"{what} has {size} bytes; a chunk holds at most {c.BLOSC2_MAX_BUFFERSIZE}")
+    return 0
+
+
+cdef int _chunk_sizes(const uint8_t* src, Py_ssize_t srcsize, int32_t* nbytes,
+                      int32_t* cbytes, int32_t* blocksize, object chunk=None) except -1:
+    """Read and check a chunk's header sizes against the bytes available."""
+    cdef int rc
+    if srcsize < c.BLOSC_MIN_HEADER_LENGTH:
+        raise TruncatedDataError(
+            f"chunk has {srcsize} bytes, fewer than the {c.BLOSC_MIN_HEADER_LENGTH}-byte header",
+            chunk=chunk)
+    with nogil:
+        rc = c.blosc2_cbuffer_sizes(src, nbytes, cbytes, blocksize)
+    if rc < 0:
+        raise _error(rc, "reading chunk header", True, chunk)
+    if cbytes[0] > srcsize:
+        raise TruncatedDataError(f"chunk header says {cbytes[0]} bytes, only {srcsize} given",
+                                 chunk=chunk)
+    if nbytes[0] < 0 or cbytes[0] < c.BLOSC_MIN_HEADER_LENGTH:
+        raise _error(-11, "reading chunk header", True, chunk)
+    return 0
+
+
+def chunk_sizes(src):
+    """The sizes recorded in a compressed chunk's header.
+
+    Parameters
+    ----------
+    src : buffer
+        A C-Blosc2 (or C-Blosc 1.x) chunk, or at least its first 16 bytes.
+
+    Returns
+    -------
+    tuple of int
+        ``(nbytes, cbytes, blocksize)``: uncompressed size, compressed size
+        (header included) and block size, in bytes.
+
+    Raises
+    ------
+    TruncatedDataError
+        If `src` is shorter than a header or than the chunk it describes.
+    CorruptDataError
+        If the header is invalid.
+    """
+    cdef Py_buffer view
+    cdef int32_t nbytes, cbytes, blocksize
+    cdef int rc
+    get_buffer(src, &view, False, "src")
+    try:
+        if view.len < c.BLOSC_MIN_HEADER_LENGTH:
+            raise TruncatedDataError(
+                f"chunk has {view.len} bytes, fewer than the {c.BLOSC_MIN_HEADER_LENGTH}-byte header")
+        with nogil:
+            rc = c.blosc2_cbuffer_sizes(view.buf, &nbytes, &cbytes, &blocksize)
+        if rc < 0:
+            raise _error(rc, "reading chunk header", True)
+        return nbytes, cbytes, blocksize
+    finally:
+        PyBuffer_Release(&view)
+
+
+def chunk_info(src):
+    """Describe a compressed chunk from its header.
+
+    Parameters
+    ----------
+    src : buffer
+        A complete C-Blosc2 or C-Blosc 1.x chunk.
+
+    Returns
+    -------
+    dict
+        ``nbytes``, ``cbytes``, ``blocksize``, ``typesize``, ``version``
+        (chunk format version), ``codec`` (the compression library, e.g.
+        ``"LZ4"``) and ``memcpyed`` (stored without compression).
+
+    Raises
+    ------
+    TruncatedDataError, CorruptDataError
+        If the chunk is shorter than its header says, or its header is invalid.
+    """
+    cdef Py_buffer view
+    cdef int32_t nbytes, cbytes, blocksize
+    cdef size_t typesize
+    cdef int flags, version, versionlz
+    get_buffer(src, &view, False, "src")
+    try:
+        _chunk_sizes(<const uint8_t*>view.buf, view.len, &nbytes, &cbytes, &blocksize)
+        with nogil:
+            c.blosc1_cbuffer_metainfo(view.buf, &typesize, &flags)
+            c.blosc2_cbuffer_versions(view.buf, &version, &versionlz)
+        return {
+            "nbytes": nbytes,
+            "cbytes": cbytes,
+            "blocksize": blocksize,
+            "typesize": typesize,
+            "version": version,
+            "codec": c.blosc2_cbuffer_complib(view.buf).decode("ascii", "replace"),
+            "memcpyed": bool(flags & c.BLOSC_MEMCPYED),
+        }
+    finally:
+        PyBuffer_Release(&view)
+
+
+cdef class _Locked:
+    """Base for objects owning C-Blosc2 contexts: one user at a time.
+
+    A context is not safe for concurrent use; the lock (taken without the
+    GIL) makes sharing one object between threads slow but never unsafe.
+    """
+    def __cinit__(self, *args, **kwargs):
+        self._lock = PyThread_allocate_lock()
+        if self._lock == NULL:
+            raise MemoryError("cannot allocate a lock")
+
+    def __dealloc__(self):
+        if self._lock != NULL:
+            PyThread_free_lock(self._lock)
+
+    cdef void acquire(self) noexcept nogil:
+        PyThread_acquire_lock(self._lock, WAIT_LOCK)
+
+    cdef void release(self) noexcept nogil:
+        PyThread_release_lock(self._lock)
+
+
+cdef int _check_nthreads(object nthreads) except -1:
+    if not isinstance(nthreads, int) or isinstance(nthreads, bool):
+        raise TypeError(f"nthreads must be an int, not {type(nthreads).__name__}")
+    if not 1 <= nthreads <= 1024:
+        raise ValueError(f"nthreads must be between 1 and 1024, not {nthreads}")
+    return nthreads
+
+
+cdef class Compressor(_Locked):
+    """Compress buffers into C-Blosc2 chunks with fixed parameters.
+
+    Parameters
+    ----------
+    cname : {'blosclz', 'lz4', 'lz4hc', 'zlib', 'zstd'}
+        The codec.
+    clevel : int
+        Compression level, 0 (no compression) to 9.
+    shuffle : {0, 1, 2}
+        Filter: NOSHUFFLE, SHUFFLE (byte shuffle) or BITSHUFFLE.
+    typesize : int
+        Size in bytes of one item, for the shuffle filters.
+    blocksize : int
+        Size of the blocks C-Blosc2 splits a chunk into; 0 picks one.
+    nthreads : int
+        Threads C-Blosc2 uses inside one chunk.
+
+    Raises
+    ------
+    ValueError
+        For an unknown codec or an out-of-range parameter.
+    TypeError
+        For a parameter of the wrong type.
+    """
+    def __cinit__(self, str cname="lz4", int clevel=5, int shuffle=SHUFFLE, int typesize=8,
+                  int blocksize=0, nthreads=1):
+        cdef c.blosc2_cparams cp = c.BLOSC2_CPARAMS_DEFAULTS
+        if cname not in CODECS:
+            raise ValueError(f"unknown codec {cname!r}; choose one of {sorted(CODECS)}")
+        if not 0 <= clevel <= 9:
+            raise ValueError(f"clevel must be between 0 and 9, not {clevel}")
+        if shuffle not in FILTERS:
+            raise ValueError(f"shuffle must be 0 (none), 1 (byte) or 2 (bit), not {shuffle}")
+        if not 1 <= typesize <= c.BLOSC2_MAXTYPESIZE:
+            raise ValueError(f"typesize must be between 1 and {c.BLOSC2_MAXTYPESIZE}, not {typesize}")
+        if blocksize < 0:
+            raise ValueError(f"blocksize must be >= 0, not {blocksize}")
+        _check_nthreads(nthreads)
+        self.cname, self.clevel, self.shuffle = cname, clevel, shuffle
+        self.typesize, self.blocksize, self.nthreads = typesize, blocksize, nthreads
+        cp.compcode = CODECS[cname]
+        cp.clevel = clevel
+        cp.typesize = typesize
+        cp.blocksize = blocksize
+        cp.nthreads = nthreads
+        cp.filters[c.BLOSC2_MAX_FILTERS - 1] = shuffle
+        with nogil:
+            self.ctx = c.blosc2_create_cctx(cp)
+        if self.ctx == NULL:
+            raise MemoryError("cannot create a C-Blosc2 compression context")
+
+    def __dealloc__(self):
+        if self.ctx != NULL:
+            c.blosc2_free_ctx(self.ctx)
+
+    def __repr__(self):
+        return (f"Compressor(cname={self.cname!r}, clevel={self.clevel}, shuffle={self.shuffle}, "
+                f"typesize={self.typesize}, blocksize={self.blocksize}, nthreads={self.nthreads})")
+
+    cdef int _compress(self, const void* src, Py_ssize_t srcsize, void* dest,
+                       Py_ssize_t destsize) except -1:
+        cdef int rc
+        _check_src_size(srcsize, "src")
+        if destsize > c.BLOSC2_MAX_BUFFERSIZE + c.BLOSC2_MAX_OVERHEAD:
+            destsize = c.BLOSC2_MAX_BUFFERSIZE + c.BLOSC2_MAX_OVERHEAD
+        with nogil:
+            self.acquire()
+            rc = c.blosc2_compress_ctx(self.ctx, src, <int32_t>srcsize, dest, <int32_t>destsize)
+            self.release()
+        if rc < 0:
+            raise _error(rc, "compress", False)
+        if rc == 0:
+            # C-Blosc2 returns 0 when the output would not fit in destsize.
+            raise _error(-6, "compress", False)
+        return rc
+
+    def compress(self, src):
+        """Compress a buffer into a new chunk.
+
+        Parameters
+        ----------
+        src : buffer
+            Any C-contiguous buffer (bytes, NumPy array, memoryview...) of at
+            most ``MAX_BUFFERSIZE`` bytes.
+
+        Returns
+        -------
+        bytes
+            The chunk: a C-Blosc2 header followed by the compressed blocks.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If `src` is not a C-contiguous buffer or is too large.
+        CodecError
+            If C-Blosc2 fails.
+        """
+        cdef Py_buffer view
+        cdef bytes out
+        cdef int n
+        get_buffer(src, &view, False, "src")
+        try:
+            _check_src_size(view.len, "src")
+            out = PyBytes_FromStringAndSize(NULL, view.len + c.BLOSC2_MAX_OVERHEAD)
+            n = self._compress(view.buf, view.len, PyBytes_AS_STRING(out), len(out))
+        finally:
+            PyBuffer_Release(&view)
+        # Slicing a bytes object copies; shrinking in place is not exposed
+        # safely, but the copy is of compressed bytes only when they shrank.
+        return out if n == len(out) else out[:n]
+
+    def compress_into(self, src, dest):
+        """Compress a buffer into a caller-supplied output buffer.
+
+        Parameters
+        ----------
+        src : buffer
+            Data to compress.
+        dest : writable buffer
+            Receives the chunk; ``len(src) + MAX_OVERHEAD`` bytes always suffice.
+
+        Returns
+        -------
+        int
+            The number of bytes written to `dest`.
+
+        Raises
+        ------
+        BufferTooSmallError
+            If the chunk does not fit in `dest`.
+        TypeError, ValueError, CodecError
+            As for :meth:`compress`.
+        """
+        cdef Py_buffer sview, dview
+        get_buffer(src, &sview, False, "src")
+        try:
+            get_buffer(dest, &dview, True, "dest")
+            try:
+                return self._compress(sview.buf, sview.len, dview.buf, dview.len)
+            finally:
+                PyBuffer_Release(&dview)
+        finally:
+            PyBuffer_Release(&sview)
+
+
+cdef extern from "<pthread.h>" nogil:
+    ctypedef struct pthread_t:
+        pass
+    int pthread_create(pthread_t* thread, const void* attr,
+                       void* (*start)(void*) noexcept nogil, void* arg)
+    int pthread_join(pthread_t thread, void** retval)
+
+
+cdef struct _Batch:
+    # One worker's share of a decompress_many call: chunks [first, stop).
+    c.blosc2_context* ctx
+    const uint8_t** srcs
+    int32_t* srcsizes
+    uint8_t** dests
+    int32_t* destsizes
+    Py_ssize_t first
+    Py_ssize_t stop
+    int rc                  # first error code, 0 if none
+    Py_ssize_t failed       # index of the chunk that failed
+
+
+cdef void* _run_batch(void* arg) noexcept nogil:
+    cdef _Batch* b = <_Batch*>arg
+    cdef Py_ssize_t i
+    cdef int rc
+    for i in range(b.first, b.stop):
+        rc = c.blosc2_decompress_ctx(b.ctx, b.srcs[i], b.srcsizes[i], b.dests[i], b.destsizes[i])
+        if rc != b.destsizes[i]:
+            b.rc = rc if rc < 0 else -3
+            b.failed = i
+            break
+    return NULL
+
+
+cdef class Decompressor(_Locked):
+    """Decompress C-Blosc2 and C-Blosc 1.x chunks.
+
+    Parameters
+    ----------
+    nthreads : int
+        Threads to use: inside a chunk for :meth:`decompress`, across chunks
+        for :meth:`decompress_many`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad `nthreads`.
+    """
+    def __cinit__(self, nthreads=1):
+        cdef c.blosc2_dparams dp = c.BLOSC2_DPARAMS_DEFAULTS
+        cdef int i
+        self.nthreads = _check_nthreads(nthreads)
+        self.workers = <c.blosc2_context**>calloc(self.nthreads, sizeof(c.blosc2_context*))
+        if self.workers == NULL:
+            raise MemoryError("cannot allocate decompression contexts")
+        dp.nthreads = self.nthreads
+        self.ctx = c.blosc2_create_dctx(dp)
+        dp.nthreads = 1
+        for i in range(self.nthreads):
+            self.workers[i] = c.blosc2_create_dctx(dp)
+            if self.workers[i] == NULL:
+                raise MemoryError("cannot create a C-Blosc2 decompression context")
+        if self.ctx == NULL:
+            raise MemoryError("cannot create a C-Blosc2 decompression context")
+
+    def __dealloc__(self):
+        cdef int i
+        if self.ctx != NULL:
+            c.blosc2_free_ctx(self.ctx)
+        if self.workers != NULL:
+            for i in range(self.nthreads):
+                if self.workers[i] != NULL:
+                    c.blosc2_free_ctx(self.workers[i])
+            free(self.workers)
+
+    def __repr__(self):
+        return f"Decompressor(nthreads={self.nthreads})"
+
+    cdef int _decompress(self, const uint8_t* src, Py_ssize_t srcsize, void* dest,
+                         Py_ssize_t destsize) except -1:
+        cdef int32_t nbytes, cbytes, blocksize
+        cdef int rc
+        _chunk_sizes(src, srcsize, &nbytes, &cbytes, &blocksize)
+        if nbytes > destsize:
+            raise _error(-6, f"decompress ({nbytes} bytes into {destsize})", False)
+        with nogil:
+            self.acquire()
+            rc = c.blosc2_decompress_ctx(self.ctx, src, cbytes, dest, nbytes)
+            self.release()
+        if rc < 0:
+            raise _error(rc, "decompress", True)
+        if rc != nbytes:
+            raise _error(-3, "decompress", True)
+        return rc
+
+    def decompress(self, src, out=None):
+        """Decompress one chunk.
+
+        Parameters
+        ----------
+        src : buffer
+            A complete chunk; bytes after its end are ignored.
+        out : writable buffer, optional
+            Where to write the data, at least the chunk's ``nbytes`` long.
+            Decompression goes straight into it, with no intermediate copy.
+
+        Returns
+        -------
+        bytes or buffer
+            A new bytes object, or `out` when given.
+
+        Raises
+        ------
+        TruncatedDataError
+            If `src` is shorter than the chunk its header describes.
+        CorruptDataError
+            If the chunk cannot be decoded.
+        BufferTooSmallError
+            If `out` is too small.
+        """
+        cdef Py_buffer sview, dview
+        cdef int32_t nbytes, cbytes, blocksize
+        cdef bytes result
+        get_buffer(src, &sview, False, "src")
+        try:
+            if out is None:
+                _chunk_sizes(<const uint8_t*>sview.buf, sview.len, &nbytes, &cbytes, &blocksize)
+                result = PyBytes_FromStringAndSize(NULL, nbytes)
+                self._decompress(<const uint8_t*>sview.buf, sview.len,
+                                 PyBytes_AS_STRING(result), nbytes)
+                return result
+            get_buffer(out, &dview, True, "out")
+            try:
+                self._decompress(<const uint8_t*>sview.buf, sview.len, dview.buf, dview.len)
+            finally:
+                PyBuffer_Release(&dview)
+            return out
+        finally:
+            PyBuffer_Release(&sview)
+
+    def getitem(self, src, Py_ssize_t start, Py_ssize_t nitems, out=None):
+        """Decompress a range of items of a chunk, touching only its blocks.
+
+        Parameters
+        ----------
+        src : buffer
+            A complete chunk.
+        start, nitems : int
+            The range, counted in items of the chunk's typesize.
+        out : writable buffer, optional
+            Receives the ``nitems * typesize`` bytes.
+
+        Returns
+        -------
+        bytes or buffer
+            A new bytes object, or `out` when given.
+
+        Raises
+        ------
+        IndexError
+            If the range is not inside the chunk.
+        TruncatedDataError, CorruptDataError
+            If the chunk is damaged.
+        BufferTooSmallError
+            If `out` is too small.
+        """
+        cdef Py_buffer sview, dview
+        cdef int32_t nbytes, cbytes, blocksize
+        cdef size_t typesize
+        cdef int flags, rc
+        cdef Py_ssize_t size, destsize
+        cdef void* dest
+        cdef bint held = False
+        cdef object result
+        get_buffer(src, &sview, False, "src")
+        try:
+            _chunk_sizes(<const uint8_t*>sview.buf, sview.len, &nbytes, &cbytes, &blocksize)
+            c.blosc1_cbuffer_metainfo(sview.buf, &typesize, &flags)
+            if typesize == 0:
+                raise _error(-11, "getitem", True)
+            if start < 0 or nitems < 0 or (start + nitems) * <Py_ssize_t>typesize > nbytes:
+                raise IndexError(f"items [{start}, {start + nitems}) are outside a chunk of "
+                                 f"{nbytes // typesize} items")
+            size = nitems * typesize
+            if out is None:
+                result = PyBytes_FromStringAndSize(NULL, size)
+                dest, destsize = PyBytes_AS_STRING(result), size
+            else:
+                result = out
+                get_buffer(out, &dview, True, "out")
+                held = True  # keeps `out` from being resized while we write
+                dest, destsize = dview.buf, dview.len
+            if destsize < size:
+                raise _error(-6, f"getitem ({size} bytes into {destsize})", False)
+            if size == 0:
+                return result
+            with nogil:
+                self.acquire()
+                rc = c.blosc2_getitem_ctx(self.ctx, sview.buf, cbytes, <int>start,
+                                          <int>nitems, dest, <int32_t>size)
+                self.release()
+            if rc < 0:
+                raise _error(rc, "getitem", True)
+            if rc != size:
+                raise _error(-3, "getitem", True)
+            return result
+        finally:
+            if held:
+                PyBuffer_Release(&dview)
+            PyBuffer_Release(&sview)
+
+    def decompress_many(self, chunks, out):
+        """Decompress a sequence of chunks, one after another, into one buffer.
+
+        The chunks are shared out among ``nthreads`` threads (each with its
+        own context); every chunk is decompressed straight into its place in
+        `out`.
+
+        Parameters
+        ----------
+        chunks : sequence of buffers
+            Complete chunks, in output order.
+        out : writable buffer
+            Receives the concatenated data; must hold the sum of the chunks'
+            ``nbytes``.
+
+        Returns
+        -------
+        int
+            The number of bytes written.
+
+        Raises
+        ------
+        TruncatedDataError, CorruptDataError
+            If a chunk is damaged; the message names its position.
+        BufferTooSmallError
+            If `out` is too small.
+        """
+        cdef Py_ssize_t n = len(chunks), i, got = 0, total = 0
+        cdef Py_buffer dview
+        cdef Py_buffer* views = NULL
+        cdef const uint8_t** srcs = NULL
+        cdef int32_t* srcsizes = NULL
+        cdef uint8_t** dests = NULL
+        cdef int32_t* destsizes = NULL
+        cdef _Batch* batches = NULL
+        cdef pthread_t* threads = NULL
+        cdef int32_t nbytes, cbytes, blocksize
+        cdef int nworkers, w, started = 0
+        cdef uint8_t* base
+        get_buffer(out, &dview, True, "out")
+        try:
+            views = <Py_buffer*>calloc(n + 1, sizeof(Py_buffer))
+            srcs = <const uint8_t**>calloc(n + 1, sizeof(uint8_t*))
+            srcsizes = <int32_t*>calloc(n + 1, sizeof(int32_t))
+            dests = <uint8_t**>calloc(n + 1, sizeof(uint8_t*))
+            destsizes = <int32_t*>calloc(n + 1, sizeof(int32_t))
+            if not (views and srcs and srcsizes and dests and destsizes):
+                raise MemoryError()
+            base = <uint8_t*>dview.buf
+            for i in range(n):
+                get_buffer(chunks[i], &views[i], False, f"chunks[{i}]")
+                got = i + 1
+                _chunk_sizes(<const uint8_t*>views[i].buf, views[i].len,
+                             &nbytes, &cbytes, &blocksize, i)
+                if total + nbytes > dview.len:
+                    raise _error(-6, f"decompress_many (chunk {i} ends past byte {dview.len})",
+                                 False)
+                srcs[i] = <const uint8_t*>views[i].buf
+                srcsizes[i] = cbytes
+                dests[i] = base + total
+                destsizes[i] = nbytes
+                total += nbytes
+            nworkers = self.nthreads if self.nthreads < n else <int>n
+            if nworkers < 1:
+                return 0
+            batches = <_Batch*>calloc(nworkers, sizeof(_Batch))
+            threads = <pthread_t*>calloc(nworkers, sizeof(pthread_t))
+            if batches == NULL or threads == NULL:
+                raise MemoryError()
+            for w in range(nworkers):
+                batches[w].ctx = self.workers[w]
+                batches[w].srcs = srcs
+                batches[w].srcsizes = srcsizes
+                batches[w].dests = dests
+                batches[w].destsizes = destsizes
+                batches[w].first = n * w // nworkers
+                batches[w].stop = n * (w + 1) // nworkers
+            with nogil:
+                self.acquire()
+                # Worker 0 runs on this thread; the others on new threads.
+                for w in range(1, nworkers):
+                    if pthread_create(&threads[w], NULL, _run_batch, &batches[w]) != 0:
+                        break
+                    started = w
+                _run_batch(&batches[0])
+                for w in range(1, started + 1):
+                    pthread_join(threads[w], NULL)
+                # Whatever could not get a thread runs here.
+                for w in range(started + 1, nworkers):
+                    _run_batch(&batches[w])
+                self.release()
+            for w in range(nworkers):
+                if batches[w].rc < 0:
+                    raise _error(batches[w].rc, "decompress_many", True, batches[w].failed)
+            return total
+        finally:
+            for i in range(got):
+                PyBuffer_Release(&views[i])
+            PyBuffer_Release(&dview)
+            free(views)
+            free(srcs)
+            free(srcsizes)
+            free(dests)
+            free(destsizes)
+            free(batches)
+            free(threads)
+
+
+# --- constant chunks ----------------------------------------------------------
+
+cdef int _special_kind(const uint8_t* p, Py_ssize_t n, Py_ssize_t typesize) noexcept nogil:
+    """The special kind of a buffer of n bytes, or SPECIAL_NONE."""
+    cdef Py_ssize_t i
+    if n == 0 or typesize <= 0 or n % typesize != 0:
+        return c.BLOSC2_NO_SPECIAL
+    # Periodic with period typesize <=> every item equals the first one.
+    if n > typesize and memcmp(p, p + typesize, n - typesize) != 0:
+        return c.BLOSC2_NO_SPECIAL
+    for i in range(typesize):
+        if p[i] != 0:
+            break
+    else:
+        return c.BLOSC2_SPECIAL_ZERO
+    if (typesize == 4 and memcmp(p, _NAN32, 4) == 0) or (typesize == 8 and memcmp(p, _NAN64, 8) == 0):
+        return c.BLOSC2_SPECIAL_NAN
+    return c.BLOSC2_SPECIAL_VALUE
+
+
+def special_value(src, Py_ssize_t typesize):
+    """Recognise a buffer made of one repeated item.
+
+    Parameters
+    ----------
+    src : buffer
+        The data of a chunk.
+    typesize : int
+        Item size in bytes.
+
+    Returns
+    -------
+    tuple
+        ``(kind, value)``: `kind` is ``SPECIAL_ZERO`` (every byte zero),
+        ``SPECIAL_NAN`` (every item the quiet NaN C-Blosc2 writes, typesize 4
+        or 8), ``SPECIAL_VALUE`` (every item equal to `value`, a bytes object
+        of `typesize` bytes) or ``SPECIAL_NONE`` (anything else, including an
+        empty buffer); `value` is None unless the kind is ``SPECIAL_VALUE``.
+
+    Raises
+    ------
+    ValueError
+        If `typesize` is not positive.
+    """
+    cdef Py_buffer view
+    cdef int kind
+    if typesize <= 0:
+        raise ValueError(f"typesize must be positive, not {typesize}")
+    get_buffer(src, &view, False, "src")
+    try:
+        with nogil:
+            kind = _special_kind(<const uint8_t*>view.buf, view.len, typesize)
+        value = (<const char*>view.buf)[:typesize] if kind == c.BLOSC2_SPECIAL_VALUE else None
+        return kind, value
+    finally:
+        PyBuffer_Release(&view)
+
+
+def special_chunk(int kind, Py_ssize_t nbytes, int typesize, value=None):
+    """Make a C-Blosc2 chunk that stores no data, only a repeated value.
+
+    Parameters
+    ----------
+    kind : int
+        ``SPECIAL_ZERO``, ``SPECIAL_NAN`` or ``SPECIAL_VALUE``.
+    nbytes : int
+        Uncompressed size of the chunk, a multiple of `typesize`.
+    typesize : int
+        Item size in bytes (4 or 8 for NaN).
+    value : bytes, optional
+        The item, `typesize` bytes, for ``SPECIAL_VALUE``.
+
+    Returns
+    -------
+    bytes
+        A chunk of ``MAX_OVERHEAD`` bytes (plus `typesize` for a value).
+
+    Raises
+    ------
+    ValueError
+        For an unknown kind, a bad size or a missing/mis-sized value.
+    """
+    cdef c.blosc2_cparams cp = c.BLOSC2_CPARAMS_DEFAULTS
+    cdef bytes out
+    cdef const unsigned char* v = NULL
+    cdef int rc
+    if nbytes < 0 or nbytes > c.BLOSC2_MAX_BUFFERSIZE or typesize <= 0 or nbytes % typesize:
+        raise ValueError(f"nbytes={nbytes} must be a multiple of typesize={typesize} "
+                         f"between 0 and {c.BLOSC2_MAX_BUFFERSIZE}")
+    cp.typesize = typesize
+    out = PyBytes_FromStringAndSize(NULL, c.BLOSC2_MAX_OVERHEAD + typesize)
+    if kind == c.BLOSC2_SPECIAL_ZERO:
+        rc = c.blosc2_chunk_zeros(cp, <int32_t>nbytes, PyBytes_AS_STRING(out), len(out))
+    elif kind == c.BLOSC2_SPECIAL_NAN:
+        if typesize not in (4, 8):
+            raise ValueError(f"NaN chunks need typesize 4 or 8, not {typesize}")
+        rc = c.blosc2_chunk_nans(cp, <int32_t>nbytes, PyBytes_AS_STRING(out), len(out))
+    elif kind == c.BLOSC2_SPECIAL_VALUE:
+        if not isinstance(value, bytes) or len(value) != typesize:
+            raise ValueError(f"a value chunk needs value as {typesize} bytes")
+        v = value
+        rc = c.blosc2_chunk_repeatval(cp, <int32_t>nbytes, PyBytes_AS_STRING(out), len(out), v)
+    else:
+        raise ValueError(f"unknown special kind {kind}")
+    if rc < 0:
+        raise _error(rc, "special_chunk", False)
+    return out[:rc]
+
+
+def fill_special(out, int kind, Py_ssize_t typesize, value=None):
+    """Fill a buffer with a special value, as a special chunk would decode.
+
+    Parameters
+    ----------
+    out : writable buffer
+        Its length must be a multiple of `typesize`.
+    kind, typesize, value
+        As for :func:`special_chunk`.
+
+    Returns
+    -------
+    buffer
+        `out`.
+
+    Raises
+    ------
+    ValueError
+        For an unknown kind or inconsistent sizes.
+    """
+    cdef Py_buffer view
+    cdef const unsigned char* item
+    cdef uint8_t* p
+    cdef Py_ssize_t done, n
+    if typesize <= 0:
+        raise ValueError(f"typesize must be positive, not {typesize}")
+    if kind == c.BLOSC2_SPECIAL_ZERO:
+        item = NULL
+    elif kind == c.BLOSC2_SPECIAL_NAN:
+        if typesize not in (4, 8):
+            raise ValueError(f"NaN needs typesize 4 or 8, not {typesize}")
+        item = _NAN32 if typesize == 4 else _NAN64
+    elif kind == c.BLOSC2_SPECIAL_VALUE:
+        if not isinstance(value, bytes) or len(value) != typesize:
+            raise ValueError(f"a value fill needs value as {typesize} bytes")
+        item = value
+    else:
+        raise ValueError(f"unknown special kind {kind}")
+    get_buffer(out, &view, True, "out")
+    try:
+        if view.len % typesize:
+            raise ValueError(f"out has {view.len} bytes, not a multiple of typesize {typesize}")
+        p = <uint8_t*>view.buf
+        n = view.len
+        with nogil:
+            if item == NULL:
+                memset(p, 0, n)
+            elif n > 0:
+                memcpy(p, item, typesize)
+                done = typesize
+                while done < n:   # double the filled prefix each step
+                    memcpy(p + done, p, done if 2 * done <= n else n - done)
+                    done *= 2
+        return out
+    finally:
+        PyBuffer_Release(&view)
+
+
+# --- import-time ABI check (shared builds only) ----------------------------
+
+def _runtime_version_tuple():
+    return tuple(int(x) for x in blosc2_version().split(".")[:3] if x.isdigit())
+
+
+if not BCOLZX_BLOSC2_STATIC:
+    # Linked against a libblosc2.so: the library found at run time must be the
+    # one the structs and enums here were compiled for.
+    _rt = _runtime_version_tuple()
+    if _rt[:1] != BUILD_VERSION[:1] or _rt[:2] < BUILD_VERSION[:2]:
+        raise ImportError(
+            f"bcolzx was built against C-Blosc2 {'.'.join(map(str, BUILD_VERSION))} but the "
+            f"libblosc2 loaded at run time is {blosc2_version()}; reinstall bcolzx "
+            "(pip install --force-reinstall --no-binary bcolzx bcolzx) or the matching blosc2")

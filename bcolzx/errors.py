@@ -1,0 +1,181 @@
+"""The bcolzx exception hierarchy.
+
+Every exception bcolzx raises on purpose derives from :class:`BcolzxError`
+and also from the builtin exception that legacy bcolz code (or any Python
+caller) would catch for the same situation: corrupt data is a
+:class:`ValueError`, a write to a read-only dataset is a
+:class:`PermissionError` (hence an ``IOError``/``OSError``), and so on.
+Plain argument mistakes raise the plain builtins (:class:`TypeError`,
+:class:`ValueError`, :class:`IndexError`).
+
+:func:`blosc2_error` is the one place where C-Blosc2 return codes become
+exceptions.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BcolzxError",
+    "CodecError",
+    "CorruptDataError",
+    "ChecksumError",
+    "TruncatedDataError",
+    "UnsupportedFormatError",
+    "ReadOnlyError",
+    "BufferTooSmallError",
+    "BcolzxMemoryError",
+    "InvalidParameterError",
+    "blosc2_error",
+]
+
+
+class BcolzxError(Exception):
+    """Root of every exception raised by bcolzx.
+
+    Attributes
+    ----------
+    code : int or None
+        The C-Blosc2 return code behind the error, when there is one.
+    """
+
+    code: int | None = None
+
+
+class CodecError(BcolzxError, RuntimeError):
+    """C-Blosc2 failed for a reason that is neither bad input nor bad data."""
+
+
+class InvalidParameterError(BcolzxError, ValueError):
+    """C-Blosc2 rejected a parameter passed through from the caller."""
+
+
+class CorruptDataError(BcolzxError, ValueError):
+    """Stored data is damaged: it cannot be decoded or fails a check.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong.
+    path : str, optional
+        The file holding the damaged data, when known.
+    chunk : int, optional
+        The number of the damaged chunk, when known.
+    code : int, optional
+        The C-Blosc2 return code, when the damage was found by C-Blosc2.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        chunk: int | None = None,
+        code: int | None = None,
+    ) -> None:
+        where = []
+        if path is not None:
+            where.append(f"file {path!s}")
+        if chunk is not None:
+            where.append(f"chunk {chunk}")
+        full = f"{message} ({', '.join(where)})" if where else message
+        super().__init__(full)
+        self.path = path
+        self.chunk = chunk
+        self.code = code
+
+
+class ChecksumError(CorruptDataError):
+    """A stored checksum does not match the data it protects."""
+
+
+class TruncatedDataError(CorruptDataError):
+    """Stored data ends before its header says it should."""
+
+
+class UnsupportedFormatError(BcolzxError, ValueError):
+    """Data written in a format (or format version) this bcolzx cannot read."""
+
+
+class ReadOnlyError(BcolzxError, PermissionError):
+    """A write was attempted on data opened read-only (mode ``'r'``)."""
+
+
+class BufferTooSmallError(BcolzxError, ValueError):
+    """An output buffer given by the caller cannot hold the result."""
+
+
+class BcolzxMemoryError(BcolzxError, MemoryError):
+    """C-Blosc2 could not allocate memory."""
+
+
+# C-Blosc2 return codes (blosc2.h, enum BLOSC2_ERROR_*) grouped by meaning.
+_CORRUPT_CODES = {
+    -2: "bad stream",
+    -3: "invalid data",
+    -11: "invalid header",
+    -17: "bad run-length encoding",
+}
+_TRUNCATED_CODES = {-5}
+_INVALID_ARGUMENT_CODES = {-8, -12, -22, -35}
+_UNSUPPORTED_CODES = {-7, -10}
+_MEMORY_CODES = {-4}
+_BUFFER_CODES = {-6}
+# Codes that, when met while *decoding*, can only mean the input is damaged.
+_DECODE_FAILURE_CODES = {-1, -9, -18, -27}
+
+
+def blosc2_error(
+    code: int,
+    operation: str,
+    message: str,
+    *,
+    decoding: bool = False,
+    path: str | None = None,
+    chunk: int | None = None,
+) -> BcolzxError:
+    """Turn a negative C-Blosc2 return code into a bcolzx exception.
+
+    Parameters
+    ----------
+    code : int
+        The negative value returned by a C-Blosc2 function.
+    operation : str
+        What bcolzx was doing, e.g. ``"decompress"``; leads the message.
+    message : str
+        C-Blosc2's own text for the code (``blosc2_error_string``).
+    decoding : bool, optional
+        True when the input was stored data being decoded: then failures that
+        can only come from damaged input are reported as corruption.
+    path, chunk : optional
+        Where the data came from, carried by :class:`CorruptDataError`.
+
+    Returns
+    -------
+    BcolzxError
+        The exception to raise (the caller raises it, so that tracebacks
+        point at the failing call).
+
+    Raises
+    ------
+    ValueError
+        If `code` is not negative: success codes are not errors.
+    """
+    if code >= 0:
+        raise ValueError(f"blosc2 return code {code} is not an error")
+    text = f"{operation} failed: {message} (blosc2 error {code})"
+    if code in _TRUNCATED_CODES and decoding:
+        return TruncatedDataError(text, path=path, chunk=chunk, code=code)
+    if code in _CORRUPT_CODES or (decoding and code in _DECODE_FAILURE_CODES | _TRUNCATED_CODES):
+        return CorruptDataError(text, path=path, chunk=chunk, code=code)
+    if code in _UNSUPPORTED_CODES:
+        exc: BcolzxError = UnsupportedFormatError(text)
+    elif code in _MEMORY_CODES:
+        exc = BcolzxMemoryError(text)
+    elif code in _BUFFER_CODES or code in _TRUNCATED_CODES:
+        exc = BufferTooSmallError(text)
+    elif code in _INVALID_ARGUMENT_CODES:
+        exc = InvalidParameterError(text)
+    else:
+        exc = CodecError(text)
+    exc.code = code
+    return exc

@@ -1,0 +1,53 @@
+"""Build the Cython extensions of bcolzx against the C-Blosc2 in the blosc2 wheel.
+
+Metadata lives in pyproject.toml; this file only lists the extensions.
+Set ``BCOLZX_DEBUG=1`` to build with bounds and wraparound checks on.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+HERE = Path(__file__).resolve().parent
+VENDOR = HERE / "c-blosc-vendor"
+sys.path.insert(0, str(VENDOR))
+from find_blosc2 import locate  # noqa: E402
+
+DEBUG = os.environ.get("BCOLZX_DEBUG", "") not in ("", "0")
+DIRECTIVES = {
+    "language_level": 3,
+    "boundscheck": DEBUG,
+    "wraparound": DEBUG,
+    "initializedcheck": DEBUG,
+    "cdivision": True,
+    "embedsignature": True,
+    "linetrace": False,
+}
+CFLAGS = ["-O0", "-g"] if DEBUG else ["-O3"]
+
+blosc2 = locate()
+extensions = [
+    # The only module that links C-Blosc2; others reach it through codec.pxd.
+    Extension(
+        "bcolzx._ext.codec",
+        ["bcolzx/_ext/codec.pyx"],
+        extra_compile_args=CFLAGS,
+        **blosc2.extension_kwargs(),
+    ),
+    Extension(
+        "bcolzx._ext.checksum",
+        ["bcolzx/_ext/checksum.pyx"],
+        extra_compile_args=CFLAGS,
+    ),
+]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        compiler_directives=DIRECTIVES,
+        include_path=[str(VENDOR)],
+    ),
+)
