@@ -1,0 +1,313 @@
+"""Checksum kernels: CRC-32C (Castagnoli) and Adler-32.
+
+CRC-32C has two implementations that always agree: a hardware one built on
+the x86-64 SSE4.2 ``crc32`` instruction (three interleaved streams, see
+``crc32c_x86.h``) and a portable slicing-by-8 table-driven one.
+:func:`crc32c` picks the hardware path whenever the CPU has it.  Adler-32
+gives the same values as :func:`zlib.adler32`.
+
+All functions accept any C-contiguous object with the buffer protocol
+(``bytes``, ``bytearray``, ``memoryview``, numpy arrays of any dtype, ...)
+and release the GIL while they checksum.
+"""
+
+from libc.stdint cimport uint32_t
+from cpython.buffer cimport PyBuffer_Release
+
+from bcolzx._ext._buffers cimport get_buffer
+
+
+cdef extern from "crc32c_x86.h" nogil:
+    enum:
+        BCOLZX_CRC32C_LONG
+        BCOLZX_CRC32C_SHORT
+    int bcolzx_crc32c_hw_available()
+    uint32_t bcolzx_crc32c_hw(uint32_t reg, const unsigned char* p, size_t n,
+                              const uint32_t* shift_long, const uint32_t* shift_short)
+
+
+# Adler-32: modulus, and the longest run of bytes whose sums fit 32 bits.
+cdef enum:
+    _BASE = 65521
+    _NMAX = 5552
+
+# Reflected CRC-32C polynomial.
+cdef uint32_t _POLY = 0x82F63B78u
+
+CHECKSUMS = {"none": 0, "crc32c": 1, "adler32": 2}
+
+# _SLICE[k][b]: raw register of byte b followed by k zero bytes, from zero.
+cdef uint32_t _SLICE[8][256]
+# Flat 4 x 256 tables appending BCOLZX_CRC32C_LONG / _SHORT zero bytes to the
+# raw register, one table per register byte.
+cdef uint32_t _SHIFT_LONG[1024]
+cdef uint32_t _SHIFT_SHORT[1024]
+cdef bint _have_hw = False
+
+
+cdef void _build_shift_table(uint32_t* table, size_t nbytes) noexcept nogil:
+    """Fill `table` with the operator "append `nbytes` zero bytes".
+
+    The operator is linear over GF(2), so it is fixed by the images of the
+    32 single-bit registers (its columns); the tables then hold the XOR of
+    the columns selected by each value of each register byte.
+    """
+    cdef uint32_t cols[32]
+    cdef uint32_t reg
+    cdef size_t i, j, k, b
+    for i in range(32):
+        reg = (<uint32_t>1) << i
+        for j in range(nbytes):
+            reg = (reg >> 8) ^ _SLICE[0][reg & 0xFF]
+        cols[i] = reg
+    for k in range(4):
+        table[k * 256] = 0
+        for b in range(1, 256):
+            # Add the column of the lowest set bit of b to the entry without it.
+            j = 0
+            while not (b >> j) & 1:
+                j += 1
+            table[k * 256 + b] = table[k * 256 + (b & (b - 1))] ^ cols[8 * k + j]
+
+
+cdef void _init_tables() noexcept nogil:
+    cdef uint32_t reg
+    cdef size_t b, k, bit
+    for b in range(256):
+        reg = <uint32_t>b
+        for bit in range(8):
+            reg = (reg >> 1) ^ (_POLY if reg & 1 else 0)
+        _SLICE[0][b] = reg
+    for k in range(1, 8):
+        for b in range(256):
+            reg = _SLICE[k - 1][b]
+            _SLICE[k][b] = (reg >> 8) ^ _SLICE[0][reg & 0xFF]
+    _build_shift_table(_SHIFT_LONG, BCOLZX_CRC32C_LONG)
+    _build_shift_table(_SHIFT_SHORT, BCOLZX_CRC32C_SHORT)
+
+
+cdef inline uint32_t _load_le32(const unsigned char* p) noexcept nogil:
+    # Byte-wise so it is endian-independent; compilers merge it into one load.
+    return (<uint32_t>p[0] | (<uint32_t>p[1] << 8)
+            | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24))
+
+
+cdef uint32_t _crc32c_sw(uint32_t reg, const unsigned char* p, size_t n) noexcept nogil:
+    """Slicing-by-8 update of the raw (un-inverted) register."""
+    cdef uint32_t lo, hi
+    while n >= 8:
+        lo = reg ^ _load_le32(p)
+        hi = _load_le32(p + 4)
+        reg = (_SLICE[7][lo & 0xFF] ^ _SLICE[6][(lo >> 8) & 0xFF]
+               ^ _SLICE[5][(lo >> 16) & 0xFF] ^ _SLICE[4][lo >> 24]
+               ^ _SLICE[3][hi & 0xFF] ^ _SLICE[2][(hi >> 8) & 0xFF]
+               ^ _SLICE[1][(hi >> 16) & 0xFF] ^ _SLICE[0][hi >> 24])
+        p += 8
+        n -= 8
+    while n > 0:
+        reg = (reg >> 8) ^ _SLICE[0][(reg ^ p[0]) & 0xFF]
+        p += 1
+        n -= 1
+    return reg
+
+
+cdef uint32_t crc32c_update(uint32_t crc, const unsigned char* data, size_t n) noexcept nogil:
+    """Continue the finished CRC-32C value `crc` over `n` bytes at `data`."""
+    if _have_hw:
+        return ~bcolzx_crc32c_hw(~crc, data, n, _SHIFT_LONG, _SHIFT_SHORT)
+    return ~_crc32c_sw(~crc, data, n)
+
+
+cdef uint32_t adler32_update(uint32_t adler, const unsigned char* data, size_t n) noexcept nogil:
+    """Continue the Adler-32 value `adler` over `n` bytes at `data`, as zlib."""
+    cdef uint32_t a = adler & 0xFFFF
+    cdef uint32_t b = adler >> 16
+    cdef uint32_t s, w
+    cdef size_t block, i
+    while True:
+        block = n if n < _NMAX else _NMAX
+        n -= block
+        # 16 bytes at a time: a += sum(x_i), b += 16*a + sum((16 - i) * x_i),
+        # exactly the serial result, without its one-byte dependency chain.
+        while block >= 16:
+            s = 0
+            w = 0
+            for i in range(16):
+                s += data[i]
+                w += (16 - <uint32_t>i) * data[i]
+            b += 16 * a + w
+            a += s
+            data += 16
+            block -= 16
+        while block > 0:
+            a += data[0]
+            b += a
+            data += 1
+            block -= 1
+        # At most _NMAX bytes since a, b < 2**16: neither sum has overflowed.
+        a %= _BASE
+        b %= _BASE
+        if n == 0:
+            return (b << 16) | a
+
+
+with nogil:
+    _init_tables()
+_have_hw = bcolzx_crc32c_hw_available() != 0
+
+HAVE_HARDWARE_CRC32C = bool(_have_hw)
+# Bytes consumed by one round of the three-way interleave, short and long
+# (for tests that probe the round boundaries).
+_INTERLEAVE_ROUNDS = (3 * BCOLZX_CRC32C_SHORT, 3 * BCOLZX_CRC32C_LONG)
+
+
+def crc32c(data, uint32_t value=0):
+    """Compute the CRC-32C (Castagnoli) checksum of a buffer.
+
+    Uses the SSE4.2 ``crc32`` instruction when the CPU has it (see
+    :data:`HAVE_HARDWARE_CRC32C`) and the portable table-driven code
+    otherwise; both give the same result.
+
+    Parameters
+    ----------
+    data : buffer
+        Any C-contiguous object supporting the buffer protocol; its raw
+        bytes are checksummed whatever its format or item size.
+    value : int, optional
+        The result of a previous call, to continue the checksum over
+        concatenated data (like :func:`zlib.crc32`).  Default 0, the start.
+
+    Returns
+    -------
+    int
+        The CRC-32C, an unsigned 32-bit integer.
+
+    Raises
+    ------
+    TypeError
+        If `data` does not support the buffer protocol.
+    ValueError
+        If `data` is not C-contiguous.
+    OverflowError
+        If `value` is not in ``range(2**32)``.
+    """
+    cdef Py_buffer view
+    get_buffer(data, &view, False, "data")
+    try:
+        with nogil:
+            value = crc32c_update(value, <const unsigned char*>view.buf, <size_t>view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return value
+
+
+def crc32c_portable(data, uint32_t value=0):
+    """Compute CRC-32C with the portable slicing-by-8 code only.
+
+    Parameters
+    ----------
+    data : buffer
+        Any C-contiguous object supporting the buffer protocol.
+    value : int, optional
+        The result of a previous call, to continue the checksum.  Default 0.
+
+    Returns
+    -------
+    int
+        The CRC-32C, equal to ``crc32c(data, value)``.
+
+    Raises
+    ------
+    TypeError
+        If `data` does not support the buffer protocol.
+    ValueError
+        If `data` is not C-contiguous.
+    OverflowError
+        If `value` is not in ``range(2**32)``.
+    """
+    cdef Py_buffer view
+    get_buffer(data, &view, False, "data")
+    try:
+        with nogil:
+            value = ~_crc32c_sw(~value, <const unsigned char*>view.buf, <size_t>view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return value
+
+
+def crc32c_hardware(data, uint32_t value=0):
+    """Compute CRC-32C with the SSE4.2 ``crc32`` instruction only.
+
+    Parameters
+    ----------
+    data : buffer
+        Any C-contiguous object supporting the buffer protocol.
+    value : int, optional
+        The result of a previous call, to continue the checksum.  Default 0.
+
+    Returns
+    -------
+    int
+        The CRC-32C, equal to ``crc32c(data, value)``.
+
+    Raises
+    ------
+    RuntimeError
+        If the CPU has no SSE4.2 ``crc32`` instruction (or bcolzx was built
+        for an architecture without one); see :data:`HAVE_HARDWARE_CRC32C`.
+    TypeError
+        If `data` does not support the buffer protocol.
+    ValueError
+        If `data` is not C-contiguous.
+    OverflowError
+        If `value` is not in ``range(2**32)``.
+    """
+    cdef Py_buffer view
+    if not _have_hw:
+        raise RuntimeError("hardware CRC-32C is unavailable: no SSE4.2 crc32 instruction "
+                           "on this CPU or architecture")
+    get_buffer(data, &view, False, "data")
+    try:
+        with nogil:
+            value = ~bcolzx_crc32c_hw(~value, <const unsigned char*>view.buf,
+                                      <size_t>view.len, _SHIFT_LONG, _SHIFT_SHORT)
+    finally:
+        PyBuffer_Release(&view)
+    return value
+
+
+def adler32(data, uint32_t value=1):
+    """Compute the Adler-32 checksum of a buffer, as :func:`zlib.adler32`.
+
+    Parameters
+    ----------
+    data : buffer
+        Any C-contiguous object supporting the buffer protocol.
+    value : int, optional
+        The result of a previous call, to continue the checksum over
+        concatenated data.  Default 1, the start.  (For a `value` that no
+        Adler-32 can produce, one with a 16-bit half >= 65521, the result is
+        fully reduced and may differ from zlib's by a multiple of 65521.)
+
+    Returns
+    -------
+    int
+        The Adler-32, an unsigned 32-bit integer.
+
+    Raises
+    ------
+    TypeError
+        If `data` does not support the buffer protocol.
+    ValueError
+        If `data` is not C-contiguous.
+    OverflowError
+        If `value` is not in ``range(2**32)``.
+    """
+    cdef Py_buffer view
+    get_buffer(data, &view, False, "data")
+    try:
+        with nogil:
+            value = adler32_update(value, <const unsigned char*>view.buf, <size_t>view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return value
