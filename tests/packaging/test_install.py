@@ -3,15 +3,22 @@
 import json
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
 
 def _run(code, env=None):
-    """Run `code` in a fresh interpreter (this venv's), return its stdout parsed as JSON."""
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
-    )
+    """Run `code` in a fresh interpreter (this venv's), return its stdout parsed as JSON.
+
+    It runs in a temporary directory so that the source tree (which `python -c`
+    would put first on sys.path) never shadows the installed package.
+    """
+    with tempfile.TemporaryDirectory() as cwd:
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+            cwd=cwd,
+        )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
