@@ -1,0 +1,21 @@
+"""The code examples in README.md and in docstrings run as written."""
+
+import doctest
+from pathlib import Path
+
+import pytest
+
+import bcolzx.toplevel
+
+ROOT = Path(__file__).parents[1]
+
+
+def test_readme_examples_run():
+    result = doctest.testfile(str(ROOT / "README.md"), module_relative=False, verbose=False)
+    assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("module", [bcolzx.toplevel])
+def test_docstring_examples_run(module):
+    result = doctest.testmod(module, verbose=False)
+    assert result.attempted > 0 and result.failed == 0
