@@ -161,6 +161,31 @@ HAVE_HARDWARE_CRC32C = bool(_have_hw)
 _INTERLEAVE_ROUNDS = (3 * BCOLZX_CRC32C_SHORT, 3 * BCOLZX_CRC32C_LONG)
 
 
+ctypedef uint32_t (*_update_fn)(uint32_t, const unsigned char*, size_t) noexcept nogil
+
+
+cdef uint32_t _crc32c_portable_update(uint32_t crc, const unsigned char* data,
+                                      size_t n) noexcept nogil:
+    return ~_crc32c_sw(~crc, data, n)
+
+
+cdef uint32_t _crc32c_hardware_update(uint32_t crc, const unsigned char* data,
+                                      size_t n) noexcept nogil:
+    return ~bcolzx_crc32c_hw(~crc, data, n, _SHIFT_LONG, _SHIFT_SHORT)
+
+
+cdef uint32_t _checksum(object data, uint32_t value, _update_fn update) except? 0:
+    """Run `update` over the bytes of `data` with the GIL released."""
+    cdef Py_buffer view
+    get_buffer(data, &view, False, "data")
+    try:
+        with nogil:
+            value = update(value, <const unsigned char*>view.buf, <size_t>view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return value
+
+
 def crc32c(data, uint32_t value=0):
     """Compute the CRC-32C (Castagnoli) checksum of a buffer.
 
@@ -191,14 +216,7 @@ def crc32c(data, uint32_t value=0):
     OverflowError
         If `value` is not in ``range(2**32)``.
     """
-    cdef Py_buffer view
-    get_buffer(data, &view, False, "data")
-    try:
-        with nogil:
-            value = crc32c_update(value, <const unsigned char*>view.buf, <size_t>view.len)
-    finally:
-        PyBuffer_Release(&view)
-    return value
+    return _checksum(data, value, crc32c_update)
 
 
 def crc32c_portable(data, uint32_t value=0):
@@ -225,14 +243,7 @@ def crc32c_portable(data, uint32_t value=0):
     OverflowError
         If `value` is not in ``range(2**32)``.
     """
-    cdef Py_buffer view
-    get_buffer(data, &view, False, "data")
-    try:
-        with nogil:
-            value = ~_crc32c_sw(~value, <const unsigned char*>view.buf, <size_t>view.len)
-    finally:
-        PyBuffer_Release(&view)
-    return value
+    return _checksum(data, value, _crc32c_portable_update)
 
 
 def crc32c_hardware(data, uint32_t value=0):
@@ -262,18 +273,10 @@ def crc32c_hardware(data, uint32_t value=0):
     OverflowError
         If `value` is not in ``range(2**32)``.
     """
-    cdef Py_buffer view
     if not _have_hw:
         raise RuntimeError("hardware CRC-32C is unavailable: no SSE4.2 crc32 instruction "
                            "on this CPU or architecture")
-    get_buffer(data, &view, False, "data")
-    try:
-        with nogil:
-            value = ~bcolzx_crc32c_hw(~value, <const unsigned char*>view.buf,
-                                      <size_t>view.len, _SHIFT_LONG, _SHIFT_SHORT)
-    finally:
-        PyBuffer_Release(&view)
-    return value
+    return _checksum(data, value, _crc32c_hardware_update)
 
 
 def adler32(data, uint32_t value=1):
@@ -303,11 +306,4 @@ def adler32(data, uint32_t value=1):
     OverflowError
         If `value` is not in ``range(2**32)``.
     """
-    cdef Py_buffer view
-    get_buffer(data, &view, False, "data")
-    try:
-        with nogil:
-            value = adler32_update(value, <const unsigned char*>view.buf, <size_t>view.len)
-    finally:
-        PyBuffer_Release(&view)
-    return value
+    return _checksum(data, value, adler32_update)
