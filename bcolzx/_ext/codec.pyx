@@ -873,16 +873,34 @@ def fill_special(out, int kind, Py_ssize_t typesize, value=None):
 
 # --- import-time ABI check (shared builds only) ----------------------------
 
-def _runtime_version_tuple():
-    return tuple(int(x) for x in blosc2_version().split(".")[:3] if x.isdigit())
+def check_runtime_version(str runtime, tuple build):
+    """Check that a shared libblosc2 loaded at run time suits this build.
+
+    Parameters
+    ----------
+    runtime : str
+        Version string of the library loaded (``blosc2_get_version_string``).
+    build : tuple of int
+        ``(major, minor, release)`` of the headers bcolzx was compiled with.
+
+    Raises
+    ------
+    ImportError
+        If the major versions differ or the runtime minor version is older:
+        the structs and enums compiled into bcolzx may not match the library.
+    """
+    parts = []
+    for text in runtime.split(".")[:3]:
+        digits = "".join(ch for ch in text if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    rt = tuple(parts)
+    if rt[:1] != build[:1] or rt[:2] < build[:2]:
+        raise ImportError(
+            f"bcolzx was built against C-Blosc2 {'.'.join(map(str, build))} but the "
+            f"libblosc2 loaded at run time is {runtime}; rebuild bcolzx "
+            "(pip install --force-reinstall --no-binary bcolzx bcolzx) or install the matching "
+            "C-Blosc2")
 
 
 if not BCOLZX_BLOSC2_STATIC:
-    # Linked against a libblosc2.so: the library found at run time must be the
-    # one the structs and enums here were compiled for.
-    _rt = _runtime_version_tuple()
-    if _rt[:1] != BUILD_VERSION[:1] or _rt[:2] < BUILD_VERSION[:2]:
-        raise ImportError(
-            f"bcolzx was built against C-Blosc2 {'.'.join(map(str, BUILD_VERSION))} but the "
-            f"libblosc2 loaded at run time is {blosc2_version()}; reinstall bcolzx "
-            "(pip install --force-reinstall --no-binary bcolzx bcolzx) or the matching blosc2")
+    check_runtime_version(blosc2_version(), BUILD_VERSION)

@@ -289,3 +289,16 @@ def test_library_information():
     assert codec.LINKAGE in ("static", "shared")
     assert codec.BUILD_VERSION >= (2, 14, 0)
     assert "Compressor(cname='zstd'" in repr(codec.Compressor("zstd"))
+
+
+@pytest.mark.parametrize(
+    "runtime, ok",
+    [("3.3.5", True), ("3.3.0", True), ("3.4.1", True), ("3.2.9", False), ("2.22.1", False),
+     ("4.0.0", False), ("3.3.5.dev", True), ("3.10.0-rc1", True)],
+)
+def test_shared_build_refuses_an_incompatible_runtime_library(runtime, ok):
+    if ok:
+        codec.check_runtime_version(runtime, (3, 3, 5))
+    else:
+        with pytest.raises(ImportError, match="built against C-Blosc2 3.3.5"):
+            codec.check_runtime_version(runtime, (3, 3, 5))
