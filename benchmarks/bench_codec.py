@@ -32,20 +32,28 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import json
 import math
+import os
 import platform
 import sys
+import threading
 import time
 
-import numpy as np
+# NumPy's OpenBLAS starts a spinning helper thread per core at import; on a
+# small machine it competes with the threads measured here.  Nothing below
+# uses BLAS.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 try:
-    import blosc2
+    import blosc2  # noqa: E402
 except ImportError:  # pragma: no cover - the benchmark needs the comparison
     sys.exit("bench_codec.py needs python-blosc2: pip install .[bench]")
 
-from bcolzx._ext import codec
+from bcolzx._ext import codec  # noqa: E402
 
 CLEVEL = 5
 TYPESIZE = 8
@@ -218,6 +226,42 @@ def many_chunk_case(shape, cname, data, chunk_bytes, repeat, min_time, records):
     return rec
 
 
+def machine_scaling(repeat: int) -> dict:
+    """How much 2 threads gain on this machine, for pure compute and for memory traffic.
+
+    A yardstick for the decompress_many speedup: sha256 of two 8 MiB buffers
+    (CPU-bound, releases the GIL) and NumPy copies of two 64 MiB arrays
+    (memory-bandwidth-bound), one after another vs on two threads.
+    """
+    rng = np.random.default_rng(1)
+    hbufs = [rng.integers(0, 256, 8 * MiB, dtype=np.uint8).tobytes() for _ in range(2)]
+    srcs = [np.ones(8 * MiB) for _ in range(2)]
+    dsts = [np.zeros(8 * MiB) for _ in range(2)]
+
+    def on_threads(jobs):
+        def run():
+            threads = [threading.Thread(target=job) for job in jobs]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        return run
+
+    def in_turn(jobs):
+        def run():
+            for job in jobs:
+                job()
+        return run
+
+    sha = [lambda b=b: hashlib.sha256(b).digest() for b in hbufs]
+    copy = [lambda s=s, d=d: np.copyto(d, s) for s, d in zip(srcs, dsts)]
+    best = compare({"sha1": in_turn(sha), "sha2": on_threads(sha),
+                    "copy1": in_turn(copy), "copy2": on_threads(copy)}, repeat, 0.0)
+    return {"sha256_speedup": best["sha1"] / best["sha2"],
+            "memcpy_speedup": best["copy1"] / best["copy2"],
+            "memcpy_1thread_MBps": mbps(2 * srcs[0].nbytes, best["copy1"])}
+
+
 def overhead_case(repeat, records):
     """Per-call cost on a tiny (1 KiB) chunk, where the Python layer dominates."""
     src = np.arange(128, dtype=np.int64)
@@ -240,6 +284,19 @@ def overhead_case(repeat, records):
         records.append({"section": "overhead", "op": op, "bcolzx_s": best["bcolzx"],
                         "blosc2_s": best["blosc2"]})
         print(f"{op:<18} {best['bcolzx'] * 1e6:>8.2f} {best['blosc2'] * 1e6:>8.2f}")
+
+    # decompress_many starts its extra threads on every call: its fixed cost.
+    raw = np.random.default_rng(2).random(2 * 64 * 1024 // 8).view(np.uint8)
+    half = raw.nbytes // 2
+    chunks = [comp.compress(raw[:half]), comp.compress(raw[half:])]
+    out = np.empty_like(raw)
+    dec1, dec2 = codec.Decompressor(1), codec.Decompressor(2)
+    best = compare({"many1": lambda: dec1.decompress_many(chunks, out),
+                    "many2": lambda: dec2.decompress_many(chunks, out)}, repeat, 0.05)
+    records.append({"section": "overhead", "op": "decompress_many 2x64KiB",
+                    "many1_s": best["many1"], "many2_s": best["many2"]})
+    print(f"decompress_many, 2 chunks of 64 KiB: {best['many1'] * 1e6:.1f} us on 1 thread, "
+          f"{best['many2'] * 1e6:.1f} us on 2 (thread start-up per call)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -298,7 +355,12 @@ def main(argv: list[str] | None = None) -> int:
                 single_chunk_case(shape, cname, src, args.repeat, args.min_time, records, single_rows)
 
     if many_bytes:
-        print(f"\nmany chunks: {many_bytes / MiB:g} MiB per case into one preallocated output (MB/s)")
+        scaling = machine_scaling(max(args.repeat, 15))
+        records.append({"section": "machine", **scaling})
+        print(f"\nmachine check, 2 threads vs 1: sha256 (CPU-bound) {scaling['sha256_speedup']:.2f}x, "
+              f"memory copy (bandwidth-bound, {scaling['memcpy_1thread_MBps']:.0f} MB/s on 1 thread) "
+              f"{scaling['memcpy_speedup']:.2f}x")
+        print(f"many chunks: {many_bytes / MiB:g} MiB per case into one preallocated output (MB/s)")
         print(f"{'shape':<7} {'codec':<8} {'MiB':>5} {'chunks':>6} {'cratio':>7} "
               f"{'many(1)':>10} {'many(2)':>10} {'2 vs 1':>8} {'b2 loop nt=2':>10} {'many(2)/b2':>8}")
         for shape in shapes:

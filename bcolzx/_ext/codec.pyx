@@ -6,7 +6,9 @@
 # different objects never contend and the module holds no mutable state.
 
 from cpython.buffer cimport PyBuffer_Release
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, _PyBytes_Resize
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.pythread cimport (
     PyThread_acquire_lock,
     PyThread_allocate_lock,
@@ -49,6 +51,8 @@ SPECIAL_VALUE = c.BLOSC2_SPECIAL_VALUE
 MAX_OVERHEAD = c.BLOSC2_MAX_OVERHEAD
 MAX_BUFFERSIZE = c.BLOSC2_MAX_BUFFERSIZE
 MIN_HEADER_LENGTH = c.BLOSC_MIN_HEADER_LENGTH
+# decompress_many gives each extra thread at least this much output.
+cdef Py_ssize_t _BYTES_PER_WORKER = 1 << 20
 #: C-Blosc2 version the extension was compiled against.
 BUILD_VERSION = (c.BLOSC2_VERSION_MAJOR, c.BLOSC2_VERSION_MINOR, c.BLOSC2_VERSION_RELEASE)
 
@@ -100,6 +104,19 @@ def compressor_list():
 cdef object _error(int rc, str operation, bint decoding, object chunk=None):
     return blosc2_error(rc, operation, c.blosc2_error_string(rc).decode("utf-8", "replace"),
                         decoding=decoding, chunk=chunk)
+
+
+cdef bytes _shrink(PyObject* owned, Py_ssize_t size):
+    """Shrink a new bytes object in place (a realloc, not a copy).
+
+    `owned` must hold the only reference to the object, as _PyBytes_Resize
+    requires; that reference passes to the returned object.
+    """
+    if _PyBytes_Resize(&owned, size) < 0:   # on failure `owned` was released
+        raise MemoryError()
+    result = <bytes>owned   # a second reference, for Python ...
+    Py_DECREF(result)       # ... so release the one we were given
+    return result
 
 
 cdef int _check_src_size(Py_ssize_t size, str what) except -1:
@@ -339,6 +356,7 @@ cdef class Compressor(_Locked):
         """
         cdef Py_buffer view
         cdef bytes out
+        cdef PyObject* owned
         cdef int n
         get_buffer(src, &view, False, "src")
         try:
@@ -347,9 +365,12 @@ cdef class Compressor(_Locked):
             n = self._compress(view.buf, view.len, PyBytes_AS_STRING(out), len(out))
         finally:
             PyBuffer_Release(&view)
-        # Slicing a bytes object copies; shrinking in place is not exposed
-        # safely, but the copy is of compressed bytes only when they shrank.
-        return out if n == len(out) else out[:n]
+        if n == len(out):
+            return out
+        owned = <PyObject*>out
+        Py_INCREF(out)
+        out = None          # `owned` now holds the only reference
+        return _shrink(owned, n)
 
     def compress_into(self, src, dest):
         """Compress a buffer into a caller-supplied output buffer.
@@ -658,7 +679,9 @@ cdef class Decompressor(_Locked):
                 dests[i] = base + total
                 destsizes[i] = nbytes
                 total += nbytes
-            nworkers = self.nthreads if self.nthreads < n else <int>n
+            # A thread costs tens of microseconds to start: give each at least
+            # _BYTES_PER_WORKER of output, or run on this thread alone.
+            nworkers = <int>min(self.nthreads, n, max(1, total // _BYTES_PER_WORKER))
             if nworkers < 1:
                 return 0
             batches = <_Batch*>calloc(nworkers, sizeof(_Batch))
@@ -810,7 +833,7 @@ def special_chunk(int kind, Py_ssize_t nbytes, int typesize, value=None):
         raise ValueError(f"unknown special kind {kind}")
     if rc < 0:
         raise _error(rc, "special_chunk", False)
-    return out[:rc]
+    return out[:rc]  # a few dozen bytes: the copy costs nothing
 
 
 def fill_special(out, int kind, Py_ssize_t typesize, value=None):
