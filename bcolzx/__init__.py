@@ -5,7 +5,16 @@ side effects: it starts no threads, runs no subprocess and imports no
 optional dependency.
 """
 
-from bcolzx._ext.codec import BITSHUFFLE, NOSHUFFLE, SHUFFLE
+try:
+    from bcolzx._ext.codec import BITSHUFFLE, NOSHUFFLE, SHUFFLE
+except ModuleNotFoundError as _exc:  # pragma: no cover - depends on how Python was started
+    if _exc.name != "bcolzx._ext.codec":
+        raise
+    raise ImportError(
+        f"bcolzx is being imported from {__path__[0]}, a source tree whose Cython extensions "
+        "are not built. Run Python from another directory to use the installed bcolzx, or "
+        "build in place with 'pip install --no-build-isolation -e .'."
+    ) from None
 from bcolzx.errors import (
     BcolzxError,
     BcolzxMemoryError,

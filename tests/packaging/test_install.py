@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +92,18 @@ def test_coexists_with_python_blosc2_in_either_import_order(first):
         " codec.blosc2_version(), blosc2.blosc2_ext.__file__]))"
     )
     assert got[:4] == [True, True, True, True]
+
+
+def test_importing_an_unbuilt_source_tree_explains_itself(tmp_path):
+    import shutil
+
+    import bcolzx
+
+    pkg = Path(bcolzx.__file__).parent
+    shutil.copytree(pkg, tmp_path / "bcolzx", ignore=shutil.ignore_patterns("*.so", "*.pyd"))
+    proc = subprocess.run(
+        [sys.executable, "-c", "import bcolzx"], capture_output=True, text=True, cwd=tmp_path,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert "source tree whose Cython extensions are not built" in proc.stderr
