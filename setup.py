@@ -42,6 +42,11 @@ extensions = [
         ["bcolzx/_ext/checksum.pyx"],
         extra_compile_args=CFLAGS,
     ),
+    Extension(
+        "bcolzx._ext.index",
+        ["bcolzx/_ext/index.pyx"],
+        extra_compile_args=CFLAGS,
+    ),
 ]
 
 setup(

@@ -11,6 +11,9 @@ from hypothesis import strategies as st
 
 from bcolzx._ext import checksum
 
+from ..reference import crc32c_reference
+
+
 crc32c = checksum.crc32c
 crc32c_portable = checksum.crc32c_portable
 crc32c_hardware = checksum.crc32c_hardware
@@ -27,27 +30,6 @@ FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCh
 def require_hardware() -> None:
     if not checksum.HAVE_HARDWARE_CRC32C:
         pytest.skip("CPU has no SSE4.2 crc32 instruction")
-
-
-def _reference_table() -> list[int]:
-    table = []
-    for byte in range(256):
-        reg = byte
-        for _ in range(8):
-            reg = (reg >> 1) ^ (0x82F63B78 if reg & 1 else 0)
-        table.append(reg)
-    return table
-
-
-REF_TABLE = _reference_table()
-
-
-def crc32c_reference(data: bytes, value: int = 0) -> int:
-    """Byte-at-a-time CRC-32C in pure Python, for small inputs."""
-    reg = value ^ 0xFFFFFFFF
-    for byte in data:
-        reg = (reg >> 8) ^ REF_TABLE[(reg ^ byte) & 0xFF]
-    return reg ^ 0xFFFFFFFF
 
 
 CRC_FUNCS = [
