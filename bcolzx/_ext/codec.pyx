@@ -17,7 +17,7 @@ from cpython.pythread cimport (
     PyThread_type_lock,
     WAIT_LOCK,
 )
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int32_t, uint8_t
 from libc.stdlib cimport calloc, free
 from libc.string cimport memcmp, memcpy, memset
 
