@@ -1,0 +1,106 @@
+"""Small JSON files of a dataset: read with clear errors, written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any
+
+from bcolzx.errors import CorruptDataError
+
+
+def fsync_dir(path: str) -> None:
+    """fsync a directory, so that a rename or a new file in it is durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: str, data: bytes, *, durable: bool = True) -> None:
+    """Replace the file at `path` with `data` so that readers see old or new, never half.
+
+    Writes a temporary file in the same directory, fsyncs it, renames it over
+    `path` and fsyncs the directory.
+
+    Parameters
+    ----------
+    path : str
+        The file to write.
+    data : bytes
+        Its new contents.
+    durable : bool
+        fsync file and directory (default); False only for throwaway data.
+
+    Raises
+    ------
+    OSError
+        If the file system refuses; `path` is then unchanged.
+    """
+    directory = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            if durable:
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    if durable:
+        fsync_dir(directory)
+
+
+def write_json(path: str, obj: Any, *, durable: bool = True) -> None:
+    """Write `obj` as JSON to `path` atomically (see :func:`write_atomic`).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If `obj` cannot be represented in JSON; nothing is written.
+    OSError
+        If the file system refuses.
+    """
+    data = json.dumps(obj, allow_nan=True).encode("utf-8")
+    write_atomic(path, data, durable=durable)
+
+
+def read_json(path: str, *, kind: type | None = dict) -> Any:
+    """Read a JSON file of a dataset.
+
+    Parameters
+    ----------
+    path : str
+        The file.
+    kind : type, optional
+        The type the top-level value must have (default dict).
+
+    Returns
+    -------
+    object
+        The decoded value.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    CorruptDataError
+        If it is not valid JSON (UTF-8) or not of type `kind`.
+    """
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CorruptDataError(f"invalid JSON: {exc}", path=path) from None
+    if kind is not None and not isinstance(obj, kind):
+        raise CorruptDataError(f"expected a JSON {kind.__name__}, found {type(obj).__name__}",
+                               path=path)
+    return obj

@@ -1,0 +1,73 @@
+"""Names, versions and defaults of the bcolzx format (docs/format/README.md §1–§2)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from bcolzx._ext import index as _index
+
+#: Value of ``meta/storage["format"]`` for datasets in this format.
+FORMAT_NAME = "bcolzx"
+#: Major version of docs/format; readers refuse higher ones.
+FORMAT_VERSION = 1
+
+ATTRS_FILE = "__attrs__"
+META_DIR = "meta"
+DATA_DIR = "data"
+SIZES_FILE = "sizes"
+STORAGE_FILE = "storage"
+ROOTDIRS_FILE = "__rootdirs__"
+
+CHECKSUMS = {
+    "none": _index.CHECKSUM_NONE,
+    "crc32c": _index.CHECKSUM_CRC32C,
+    "adler32": _index.CHECKSUM_ADLER32,
+}
+
+#: Defaults (see docs/format/README.md, "Defaults").
+DEFAULT_CHECKSUM = "crc32c"
+DEFAULT_CHUNK_BYTES = 1 << 20
+DEFAULT_CHUNKS_PER_SUPERCHUNK = 256
+DEFAULT_BLOCKSIZE = 0
+
+_SUPERCHUNK_RE = re.compile(r"^__(0|[1-9][0-9]*)\.bin$")
+
+
+def superchunk_name(number: int) -> str:
+    """File name of superchunk `number` inside ``data/``.
+
+    Parameters
+    ----------
+    number : int
+        The superchunk's sequential number, from 0.
+
+    Returns
+    -------
+    str
+        ``"__{number}.bin"``.
+
+    Raises
+    ------
+    ValueError
+        If `number` is negative.
+    """
+    if number < 0:
+        raise ValueError(f"superchunk number must be >= 0, not {number}")
+    return f"__{number}.bin"
+
+
+def superchunk_number(name: str) -> int | None:
+    """The number in a superchunk file name, or None for any other name."""
+    m = _SUPERCHUNK_RE.match(name)
+    return int(m.group(1)) if m else None
+
+
+def meta_path(rootdir: str | os.PathLike, name: str) -> str:
+    """Path of ``meta/<name>`` in a dataset."""
+    return os.path.join(os.fspath(rootdir), META_DIR, name)
+
+
+def data_path(rootdir: str | os.PathLike, number: int) -> str:
+    """Path of superchunk `number` of a dataset."""
+    return os.path.join(os.fspath(rootdir), DATA_DIR, superchunk_name(number))

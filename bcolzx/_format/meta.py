@@ -1,0 +1,268 @@
+"""The ``meta/sizes`` and ``meta/storage`` files (docs/format/README.md §1–§2)."""
+
+from __future__ import annotations
+
+import base64
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from bcolzx._format import layout
+from bcolzx._format.jsonfile import read_json, write_json
+from bcolzx.errors import CorruptDataError, UnsupportedFormatError
+
+
+def dtype_to_json(dtype: np.dtype) -> Any:
+    """The JSON form of a dtype: its string, or its ``descr`` list when structured."""
+    dtype = np.dtype(dtype)
+    return dtype.descr if dtype.fields is not None else str(dtype)
+
+
+def _tuples(obj):
+    if isinstance(obj, list):
+        return tuple(_tuples(x) for x in obj) if obj and not isinstance(obj[0], list) else \
+            [_tuples(x) for x in obj]
+    return obj
+
+
+def dtype_from_json(obj: Any, path: str | None = None) -> np.dtype:
+    """Inverse of :func:`dtype_to_json`.
+
+    Raises
+    ------
+    CorruptDataError
+        If `obj` does not describe a dtype.
+    """
+    try:
+        if isinstance(obj, str):
+            return np.dtype(obj)
+        if isinstance(obj, list):
+            return np.dtype([tuple(_tuples(f)) if isinstance(f, list) else f for f in obj])
+    except (TypeError, ValueError) as exc:
+        raise CorruptDataError(f"invalid dtype {obj!r}: {exc}", path=path) from None
+    raise CorruptDataError(f"invalid dtype {obj!r}", path=path)
+
+
+def dflt_to_json(value: np.ndarray) -> Any:
+    """The JSON form of a default value (a 0-d array of the dataset's dtype).
+
+    Plain numbers, strings and bools are written as JSON values, as legacy
+    bcolz does; anything else as ``{"raw": base64 of its bytes}``.
+    """
+    kind = value.dtype.kind
+    if value.dtype.fields is None and value.ndim == 0:
+        if kind in "biu":
+            return value.item()
+        if kind == "f":
+            v = float(value)
+            return v if math.isfinite(v) else {"raw": base64.b64encode(value.tobytes()).decode()}
+        if kind == "S":
+            return value.item().decode("latin-1")
+        if kind == "U":
+            return value.item()
+    return {"raw": base64.b64encode(value.tobytes()).decode()}
+
+
+def dflt_from_json(obj: Any, dtype: np.dtype, path: str | None = None) -> np.ndarray:
+    """Inverse of :func:`dflt_to_json`: a 0-d array of `dtype`.
+
+    Raises
+    ------
+    CorruptDataError
+        If `obj` cannot be a value of `dtype`.
+    """
+    try:
+        if isinstance(obj, dict) and set(obj) == {"raw"}:
+            raw = base64.b64decode(obj["raw"], validate=True)
+            if len(raw) != dtype.itemsize:
+                raise ValueError(f"{len(raw)} bytes for an item of {dtype.itemsize}")
+            return np.frombuffer(raw, dtype=dtype).reshape(()).copy()
+        if dtype.kind == "S" and isinstance(obj, str):
+            obj = obj.encode("latin-1")
+        if dtype.kind in "Mm" and isinstance(obj, int):
+            return np.array(obj, dtype=np.int64).view(dtype).reshape(())
+        return np.array(obj, dtype=dtype).reshape(())
+    except (TypeError, ValueError, OverflowError, UnicodeError) as exc:
+        raise CorruptDataError(f"invalid dflt {obj!r} for {dtype}: {exc}", path=path) from None
+
+
+@dataclass(frozen=True)
+class CParams:
+    """Compression parameters as ``meta/storage["cparams"]`` stores them."""
+
+    clevel: int = 5
+    shuffle: int = 1
+    cname: str = "lz4"
+    quantize: int = 0
+
+    def to_json(self) -> dict:
+        return {"clevel": self.clevel, "shuffle": self.shuffle, "cname": self.cname,
+                "quantize": self.quantize}
+
+    @classmethod
+    def from_json(cls, obj: Any, path: str | None = None) -> "CParams":
+        if not isinstance(obj, dict):
+            raise CorruptDataError("cparams must be a JSON object", path=path)
+        try:
+            shuffle = obj.get("shuffle", 1)
+            return cls(clevel=int(obj.get("clevel", 5)),
+                       shuffle=int(shuffle) if not isinstance(shuffle, bool) else int(shuffle),
+                       cname=str(obj.get("cname", "blosclz")),
+                       quantize=int(obj.get("quantize", 0)))
+        except (TypeError, ValueError) as exc:
+            raise CorruptDataError(f"invalid cparams {obj!r}: {exc}", path=path) from None
+
+
+@dataclass(frozen=True)
+class Storage:
+    """Contents of ``meta/storage``: how a dataset's data is stored."""
+
+    dtype: np.dtype
+    chunklen: int
+    cparams: CParams = field(default_factory=CParams)
+    expectedlen: int = 0
+    dflt: Any = None  # a 0-d array of dtype; None means zeros
+    chunks_per_superchunk: int = layout.DEFAULT_CHUNKS_PER_SUPERCHUNK
+    checksum: str = layout.DEFAULT_CHECKSUM
+    blocksize: int = layout.DEFAULT_BLOCKSIZE
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+        if self.dflt is None:
+            object.__setattr__(self, "dflt", np.zeros((), dtype=self.dtype))
+        if self.chunklen < 1:
+            raise ValueError(f"chunklen must be >= 1, not {self.chunklen}")
+        if not 1 <= self.chunks_per_superchunk <= 1 << 20:
+            raise ValueError(f"chunks_per_superchunk must be in 1..2**20, "
+                             f"not {self.chunks_per_superchunk}")
+        if self.checksum not in layout.CHECKSUMS:
+            raise ValueError(f"checksum must be one of {sorted(layout.CHECKSUMS)}, "
+                             f"not {self.checksum!r}")
+        if self.blocksize < 0:
+            raise ValueError(f"blocksize must be >= 0, not {self.blocksize}")
+
+    def replace(self, **changes) -> "Storage":
+        return replace(self, **changes)
+
+    def to_json(self) -> dict:
+        return {
+            "dtype": dtype_to_json(self.dtype),
+            "cparams": self.cparams.to_json(),
+            "chunklen": self.chunklen,
+            "expectedlen": self.expectedlen,
+            "dflt": dflt_to_json(self.dflt),
+            "format": layout.FORMAT_NAME,
+            "format_version": layout.FORMAT_VERSION,
+            "chunks_per_superchunk": self.chunks_per_superchunk,
+            "checksum": self.checksum,
+            "blocksize": self.blocksize,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict, path: str | None = None) -> "Storage":
+        """Decode ``meta/storage``.
+
+        Raises
+        ------
+        UnsupportedFormatError
+            For a legacy bcolz (format v1) dataset or a newer format version.
+        CorruptDataError
+            For missing or invalid keys.
+        """
+        if obj.get("format") != layout.FORMAT_NAME:
+            raise UnsupportedFormatError(
+                f"{path}: not a bcolzx-format dataset (format {obj.get('format')!r}; legacy "
+                "bcolz datasets have no 'format' key)")
+        version = obj.get("format_version")
+        if not isinstance(version, int) or version < 1:
+            raise CorruptDataError(f"invalid format_version {version!r}", path=path)
+        if version > layout.FORMAT_VERSION:
+            raise UnsupportedFormatError(
+                f"{path}: format version {version} is newer than this bcolzx reads "
+                f"({layout.FORMAT_VERSION}); upgrade bcolzx")
+        missing = [k for k in ("dtype", "cparams", "chunklen", "chunks_per_superchunk",
+                               "checksum") if k not in obj]
+        if missing:
+            raise CorruptDataError(f"missing keys {missing}", path=path)
+        dtype = dtype_from_json(obj["dtype"], path)
+        try:
+            return cls(
+                dtype=dtype,
+                chunklen=_int(obj["chunklen"]),
+                cparams=CParams.from_json(obj["cparams"], path),
+                expectedlen=_int(obj.get("expectedlen", 0)),
+                dflt=dflt_from_json(obj.get("dflt", 0), dtype, path),
+                chunks_per_superchunk=_int(obj["chunks_per_superchunk"]),
+                checksum=obj["checksum"],
+                blocksize=_int(obj.get("blocksize", 0)),
+            )
+        except (TypeError, ValueError) as exc:
+            raise CorruptDataError(f"invalid storage metadata: {exc}", path=path) from None
+
+
+def _int(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected an integer, found {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Contents of ``meta/sizes``: the shape and byte counts legacy clients read."""
+
+    shape: tuple[int, ...]
+    nbytes: int
+    cbytes: int
+
+    def to_json(self) -> dict:
+        return {"shape": list(self.shape), "nbytes": self.nbytes, "cbytes": self.cbytes}
+
+    @classmethod
+    def from_json(cls, obj: dict, path: str | None = None) -> "Sizes":
+        try:
+            shape = tuple(_int(x) for x in obj["shape"])
+            if not shape or any(x < 0 for x in shape):
+                raise ValueError(f"bad shape {shape}")
+            return cls(shape, _int(obj.get("nbytes", 0)), _int(obj.get("cbytes", 0)))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptDataError(f"invalid sizes metadata: {exc}", path=path) from None
+
+
+def read_storage(rootdir: str) -> Storage:
+    """Read and validate ``meta/storage``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file is missing.
+    CorruptDataError, UnsupportedFormatError
+        As :meth:`Storage.from_json`.
+    """
+    path = layout.meta_path(rootdir, layout.STORAGE_FILE)
+    return Storage.from_json(read_json(path), path)
+
+
+def read_sizes(rootdir: str) -> Sizes:
+    """Read and validate ``meta/sizes``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file is missing.
+    CorruptDataError
+        If it is invalid.
+    """
+    path = layout.meta_path(rootdir, layout.SIZES_FILE)
+    return Sizes.from_json(read_json(path), path)
+
+
+def write_storage(rootdir: str, storage: Storage) -> None:
+    """Write ``meta/storage`` atomically."""
+    write_json(layout.meta_path(rootdir, layout.STORAGE_FILE), storage.to_json())
+
+
+def write_sizes(rootdir: str, sizes: Sizes) -> None:
+    """Write ``meta/sizes`` atomically."""
+    write_json(layout.meta_path(rootdir, layout.SIZES_FILE), sizes.to_json())

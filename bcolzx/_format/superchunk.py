@@ -1,0 +1,376 @@
+"""One superchunk file ``data/__N.bin`` (docs/format/superchunk.md).
+
+:class:`SuperchunkFile` keeps the file's header fields and current index in
+memory and opens the file only for the duration of a call, so an idle
+dataset holds no file descriptor.  Writes follow the spec's order: chunk bytes
+after all live data, fsync, then the *other* index copy with the next
+generation, fsync.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from bcolzx._ext import index as _index
+from bcolzx._format.jsonfile import fsync_dir
+from bcolzx.errors import CorruptDataError, TruncatedDataError
+
+
+@dataclass(frozen=True)
+class Special:
+    """A chunk stored as a constant (kind as in the spec, value for kind 3)."""
+
+    kind: int
+    value: bytes | None = None
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """What every superchunk of a dataset shares (from ``meta/storage``)."""
+
+    nslots: int          # K
+    chunk_size: int      # uncompressed bytes of a full chunk
+    typesize: int        # item size of the dtype
+    checksum_type: int   # index.CHECKSUM_*
+
+    @property
+    def header_typesize(self) -> int:
+        return self.typesize if self.typesize <= 255 else 0
+
+    @property
+    def checksum_size(self) -> int:
+        return _index.checksum_size(self.checksum_type)
+
+
+def _pread_exact(fd: int, n: int, offset: int, path: str) -> bytes:
+    data = os.pread(fd, n, offset)
+    if len(data) != n:
+        raise TruncatedDataError(f"file ends at byte {offset + len(data)}, {n} bytes needed "
+                                 f"from {offset}", path=path)
+    return data
+
+
+class SuperchunkFile:
+    """A superchunk file: its geometry, its current index, its write state.
+
+    Use :meth:`create` or :meth:`load`; the constructor is internal.
+    """
+
+    def __init__(self, path: str, number: int, geometry: Geometry, index: _index.Index,
+                 current_copy: int):
+        self.path = path
+        self.number = number
+        self.geometry = geometry
+        self.index = index
+        self._current = current_copy
+        # Never write below the end of the data the durable index references.
+        self._floor = index.data_extent(geometry.checksum_size)
+        self._dirty = False       # index changed since the last commit
+        self._unsynced = False    # data written since the last fsync
+
+    # -- opening ---------------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: str, number: int, geometry: Geometry) -> "SuperchunkFile":
+        """Write a new, empty superchunk file (replacing any stale one) and return it.
+
+        Copy A is written empty with generation 1 and copy B empty with
+        generation 0, as the spec requires; the file is fsynced and renamed
+        into place, so a crash leaves either no file or a complete one.
+
+        Raises
+        ------
+        OSError
+            If the file system refuses.
+        """
+        g = geometry
+        header = _index.encode_header(g.checksum_type, g.header_typesize, g.chunk_size,
+                                      g.nslots, number)
+        a = _index.Index(g.nslots)
+        a.generation = 1
+        b = _index.Index(g.nslots)
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(header + a.encode() + b.encode())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        fsync_dir(os.path.dirname(path))
+        return cls(path, number, g, a, 0)
+
+    @classmethod
+    def load(cls, path: str, number: int, geometry: Geometry) -> "SuperchunkFile":
+        """Open an existing superchunk file: check its header, select its index.
+
+        Raises
+        ------
+        TruncatedDataError
+            If the file is missing or shorter than its header and indexes.
+        CorruptDataError
+            If the header is damaged or does not match `number` and
+            `geometry`, or no index copy is valid.
+        UnsupportedFormatError
+            If the file is of a newer format version.
+        """
+        g = geometry
+        isize = _index.index_size(g.nslots)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise TruncatedDataError("superchunk file is missing", path=path) from None
+        try:
+            size = os.fstat(fd).st_size
+            if size < _index.data_start(g.nslots):
+                raise TruncatedDataError(
+                    f"superchunk file has {size} bytes, fewer than its header and indexes "
+                    f"({_index.data_start(g.nslots)})", path=path)
+            head = _index.decode_header(_pread_exact(fd, _index.HEADER_SIZE, 0, path), path)
+            expected = {"superchunk_number": number, "nslots": g.nslots,
+                        "chunk_size": g.chunk_size, "checksum_type": g.checksum_type,
+                        "typesize": g.header_typesize}
+            wrong = {k: (head[k], v) for k, v in expected.items() if head[k] != v}
+            if wrong:
+                raise CorruptDataError(
+                    "superchunk header does not match the dataset's metadata: " + ", ".join(
+                        f"{k} is {got}, expected {want}" for k, (got, want) in wrong.items()),
+                    path=path)
+            copies = _pread_exact(fd, 2 * isize, _index.HEADER_SIZE, path)
+        finally:
+            os.close(fd)
+        idx = _index.select(copies[:isize], copies[isize:], g.nslots, size, g.checksum_size,
+                            g.header_typesize, path=path, chunk_size=g.chunk_size)
+        if idx.copy is None:  # both copies never written: only a crash inside create()
+            raise CorruptDataError("superchunk file was never initialised", path=path)
+        return cls(path, number, g, idx, idx.copy)
+
+    # -- reading ---------------------------------------------------------------
+
+    def global_number(self, slot: int) -> int:
+        return self.number * self.geometry.nslots + slot
+
+    def chunk_size_of(self, slot: int) -> int:
+        """Uncompressed bytes of the chunk in `slot`."""
+        if slot == self.index.nchunks - 1:
+            return self.index.last_chunk_size
+        return self.geometry.chunk_size
+
+    def read(self, slots: list[int]) -> list:
+        """The stored entries of `slots`: verified chunk bytes or :class:`Special`.
+
+        Data entries that lie next to each other in the file are read with
+        one ``pread``; each chunk's checksum is verified before it is returned.
+
+        Raises
+        ------
+        CorruptDataError
+            If a slot is empty or beyond the index's chunks.
+        ChecksumError
+            If a chunk fails its checksum.
+        TruncatedDataError
+            If the file is shorter than the index says.
+        """
+        idx, g = self.index, self.geometry
+        out: list = [None] * len(slots)
+        wanted = []  # (offset, nbytes, position in out, slot)
+        for pos, slot in enumerate(slots):
+            if slot >= idx.nchunks:
+                raise CorruptDataError(f"slot {slot} is beyond the {idx.nchunks} chunks the "
+                                       "index holds", path=self.path,
+                                       chunk=self.global_number(slot))
+            kind = idx.kind(slot)
+            if kind == "special":
+                k, value = idx.special(slot, min(max(g.typesize, 1), 8))
+                out[pos] = Special(k, value if k == _index.KIND_VALUE else None)
+            elif kind == "data":
+                off, nb = idx.entry(slot)
+                wanted.append((off, nb, pos, slot))
+            else:
+                raise CorruptDataError("chunk slot is empty", path=self.path,
+                                       chunk=self.global_number(slot))
+        if not wanted:
+            return out
+        csize = g.checksum_size
+        wanted.sort()
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            i = 0
+            while i < len(wanted):
+                j = i + 1  # extend the run while chunks are adjacent in the file
+                while j < len(wanted) and wanted[j][0] == wanted[j - 1][0] + wanted[j - 1][1] + csize:
+                    j += 1
+                start = wanted[i][0]
+                end = wanted[j - 1][0] + wanted[j - 1][1] + csize
+                blob = memoryview(_pread_exact(fd, end - start, start, self.path))
+                for off, nb, pos, slot in wanted[i:j]:
+                    chunk = blob[off - start: off - start + nb]
+                    if csize:
+                        _index.verify_chunk(g.checksum_type, self.global_number(slot), chunk,
+                                            blob[off - start + nb: off - start + nb + csize],
+                                            path=self.path)
+                    out[pos] = chunk
+                i = j
+        finally:
+            os.close(fd)
+        return out
+
+    # -- writing ---------------------------------------------------------------
+
+    def stored_nbytes(self, slot: int) -> int:
+        """Compressed bytes of the chunk in `slot` (0 for special or empty)."""
+        if slot < self.index.nchunks and self.index.kind(slot) == "data":
+            return self.index.entry(slot)[1]
+        return 0
+
+    def write(self, items: list[tuple[int, object, int]]) -> None:
+        """Store chunks: ``(slot, entry, uncompressed size)`` for each.
+
+        `entry` is compressed chunk bytes or a :class:`Special`.  Chunk bytes
+        and their checksums go after all live data (never over bytes the
+        durable index references); the index changes in memory until
+        :meth:`commit`.
+
+        Raises
+        ------
+        ValueError
+            If a slot would leave a gap, or a chunk is larger than allowed.
+        OSError
+            If the file system refuses.
+        """
+        idx, g = self.index, self.geometry
+        csize = g.checksum_size
+        fd = None
+        try:
+            for slot, entry, size in items:
+                if not 0 <= slot <= idx.nchunks or slot >= g.nslots:
+                    raise ValueError(f"slot {slot} would leave a gap after {idx.nchunks} chunks")
+                if not 0 < size <= g.chunk_size:
+                    raise ValueError(f"chunk of {size} bytes, chunk size is {g.chunk_size}")
+                if isinstance(entry, Special):
+                    idx.set_special(slot, entry.kind, entry.value, g.header_typesize)
+                else:
+                    if fd is None:
+                        fd = os.open(self.path, os.O_WRONLY)
+                    offset = max(self._floor, idx.data_extent(csize))
+                    parts = [entry]
+                    if csize:
+                        crc = _index.chunk_checksum(g.checksum_type, self.global_number(slot),
+                                                    entry)
+                        parts.append(crc.to_bytes(4, "little"))
+                    total = len(entry) + csize
+                    if os.pwritev(fd, parts, offset) != total:
+                        raise OSError(f"{self.path}: short write at {offset}")
+                    idx.set_data(slot, offset, len(entry))
+                    self._unsynced = True
+                if slot == idx.nchunks:
+                    idx.nchunks = slot + 1
+                if slot == idx.nchunks - 1:
+                    idx.last_chunk_size = size
+                elif size != g.chunk_size:
+                    raise ValueError(f"only the last chunk may be short (slot {slot})")
+                self._dirty = True
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def truncate(self, nchunks: int, last_size: int) -> None:
+        """Keep only the first `nchunks` slots (in memory until :meth:`commit`)."""
+        idx = self.index
+        if nchunks >= idx.nchunks:
+            return
+        for slot in range(nchunks, idx.nchunks):
+            idx.set_empty(slot)
+        idx.nchunks = nchunks
+        idx.last_chunk_size = last_size if nchunks else 0
+        self._dirty = True
+
+    @property
+    def dirty(self) -> bool:
+        return self._dirty
+
+    def commit(self, *, durable: bool = True) -> None:
+        """Make the in-memory index the file's current one.
+
+        fsyncs the chunk data, writes the copy that is not current with the
+        next generation, fsyncs again.
+
+        Raises
+        ------
+        OSError
+            If the file system refuses; the previous index stays current.
+        """
+        if not self._dirty:
+            return
+        idx = self.index
+        target = 1 - self._current
+        fd = os.open(self.path, os.O_WRONLY)
+        try:
+            if self._unsynced and durable:
+                os.fdatasync(fd)
+            idx.generation = idx.generation + 1
+            data = idx.encode()
+            if os.pwrite(fd, data, _index.index_offset(self.geometry.nslots, target)) != len(data):
+                raise OSError(f"{self.path}: short write of the index")
+            if durable:
+                os.fdatasync(fd)
+        finally:
+            os.close(fd)
+        self._current = target
+        self._floor = idx.data_extent(self.geometry.checksum_size)
+        self._dirty = self._unsynced = False
+
+    def compact(self) -> int:
+        """Rewrite the file with only its live chunks, back to back.
+
+        The new file is written beside the old one and renamed over it, so a
+        crash leaves one or the other.  Call :meth:`commit` first.
+
+        Returns
+        -------
+        int
+            Bytes reclaimed.
+
+        Raises
+        ------
+        ValueError
+            If the index has uncommitted changes.
+        """
+        if self._dirty:
+            raise ValueError("commit before compacting")
+        g, idx = self.geometry, self.index
+        csize = g.checksum_size
+        old_size = os.path.getsize(self.path)
+        new = _index.Index(g.nslots)
+        new.generation = 1
+        new.nchunks = idx.nchunks
+        new.last_chunk_size = idx.last_chunk_size
+        pos = _index.data_start(g.nslots)
+        header = _index.encode_header(g.checksum_type, g.header_typesize, g.chunk_size,
+                                      g.nslots, self.number)
+        tmp = self.path + ".compact"
+        src = os.open(self.path, os.O_RDONLY)
+        try:
+            with open(tmp, "wb") as f:
+                f.seek(pos)
+                for slot in range(idx.nchunks):
+                    kind = idx.kind(slot)
+                    if kind == "special":
+                        k, value = idx.special(slot, min(max(g.typesize, 1), 8))
+                        new.set_special(slot, k, value if k == _index.KIND_VALUE else None,
+                                        g.header_typesize)
+                    elif kind == "data":
+                        off, nb = idx.entry(slot)
+                        f.write(_pread_exact(src, nb + csize, off, self.path))
+                        new.set_data(slot, pos, nb)
+                        pos += nb + csize
+                f.seek(0)
+                f.write(header + new.encode() + _index.Index(g.nslots).encode())
+                f.flush()
+                os.fsync(f.fileno())
+        finally:
+            os.close(src)
+        os.replace(tmp, self.path)
+        fsync_dir(os.path.dirname(self.path))
+        self.index, self._current = new, 0
+        self._floor = new.data_extent(csize)
+        return old_size - pos

@@ -1,0 +1,88 @@
+"""The chunk-store interface."""
+
+from __future__ import annotations
+
+import abc
+
+from bcolzx._format.meta import Sizes, Storage
+from bcolzx._format.superchunk import Special
+
+__all__ = ["ChunkStore", "Special"]
+
+
+class ChunkStore(abc.ABC):
+    """Numbered chunks of one dataset: compressed bytes or constants.
+
+    Chunk ``i`` holds ``storage.chunklen`` rows, except that the last one may
+    be short (the persisted leftover).  An entry is the chunk's compressed
+    bytes (any buffer) or a :class:`Special`.
+
+    Attributes
+    ----------
+    storage : Storage
+        The dataset's storage metadata.
+    nchunks : int
+        Chunks stored (including a short last one).
+    cbytes : int
+        Compressed bytes of the stored chunks.
+    rowshape : tuple of int
+        Trailing shape of a row.
+    length : int
+        Rows the store held when opened (0 for a new one).
+    """
+
+    storage: Storage
+    nchunks: int
+    cbytes: int
+    rowshape: tuple = ()
+    length: int = 0
+    rootdir: str | None = None
+
+    @abc.abstractmethod
+    def get(self, first: int, stop: int) -> list:
+        """Entries of chunks ``first .. stop-1``, verified.
+
+        Raises
+        ------
+        IndexError
+            If the range is not within ``0 .. nchunks``.
+        CorruptDataError
+            If a chunk is missing or damaged.
+        """
+
+    @abc.abstractmethod
+    def put(self, items: list[tuple[int, object, int]]) -> None:
+        """Store ``(chunk number, entry, uncompressed bytes)`` items.
+
+        A number equal to ``nchunks`` appends; a smaller one rewrites.
+
+        Raises
+        ------
+        IndexError
+            If a number would leave a gap.
+        ReadOnlyError
+            If the store was opened read-only.
+        """
+
+    @abc.abstractmethod
+    def truncate(self, nchunks: int, last_size: int, sizes: Sizes) -> None:
+        """Keep the first `nchunks` chunks; the last is `last_size` bytes.
+
+        `sizes` is the metadata describing the shorter dataset: a persistent
+        store makes it durable *before* freeing anything.
+        """
+
+    @abc.abstractmethod
+    def commit(self, sizes: Sizes) -> None:
+        """Make everything stored so far durable, then record `sizes`."""
+
+    def compact(self) -> int:
+        """Reclaim space left by rewrites and truncations; returns bytes reclaimed."""
+        return 0
+
+    def close(self) -> None:
+        """Release what the store holds (it holds no file open between calls)."""
+
+    @property
+    def readonly(self) -> bool:
+        return False

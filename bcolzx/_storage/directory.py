@@ -1,0 +1,228 @@
+"""Chunks in a dataset directory: ``meta/`` JSON files and superchunk files."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from math import ceil, prod
+
+from bcolzx._format import layout
+from bcolzx._format.jsonfile import fsync_dir, write_json
+from bcolzx._format.meta import Sizes, Storage, read_sizes, read_storage, write_sizes, \
+    write_storage
+from bcolzx._format.superchunk import Geometry, SuperchunkFile
+from bcolzx._storage.base import ChunkStore, Special
+from bcolzx.errors import CorruptDataError, ReadOnlyError, TruncatedDataError
+
+
+class DirectoryStore(ChunkStore):
+    """A :class:`ChunkStore` over a dataset directory in the bcolzx format.
+
+    Use :meth:`create` or :meth:`open`.  Superchunk files are opened only
+    inside calls; their indexes are cached once read.
+
+    Parameters
+    ----------
+    rootdir : str
+        The dataset directory.
+    storage : Storage
+        Its ``meta/storage``.
+    sizes : Sizes
+        Its ``meta/sizes`` when opened.
+    readonly : bool
+        Refuse every write with :class:`ReadOnlyError`.
+    """
+
+    def __init__(self, rootdir: str, storage: Storage, sizes: Sizes, readonly: bool):
+        self.rootdir = os.fspath(rootdir)
+        self.storage = storage
+        self.rowshape = tuple(sizes.shape[1:])
+        rowbytes = storage.dtype.itemsize * prod(self.rowshape)
+        self.chunk_bytes = storage.chunklen * rowbytes
+        if not 0 < self.chunk_bytes < 2**31 - 64:
+            raise CorruptDataError(f"chunks of {self.chunk_bytes} bytes are not supported "
+                                   "(1 byte to 2 GiB)", path=self.rootdir)
+        self.geometry = Geometry(storage.chunks_per_superchunk, self.chunk_bytes,
+                                 storage.dtype.itemsize, layout.CHECKSUMS[storage.checksum])
+        self.length = length = sizes.shape[0]
+        self.nchunks = ceil(length / storage.chunklen)
+        self._last_size = (length - (self.nchunks - 1) * storage.chunklen) * rowbytes \
+            if self.nchunks else 0
+        self.cbytes = sizes.cbytes
+        self._readonly = readonly
+        self._files: dict[int, SuperchunkFile] = {}
+
+    # -- opening ---------------------------------------------------------------
+
+    @classmethod
+    def create(cls, rootdir: str, storage: Storage, rowshape: tuple = (),
+               attrs: dict | None = None) -> "DirectoryStore":
+        """Create an empty dataset directory.
+
+        ``meta/sizes`` is written last: a directory without it was never
+        completely created.
+
+        Raises
+        ------
+        FileExistsError
+            If `rootdir` exists and is not empty.
+        OSError
+            If the file system refuses.
+        """
+        rootdir = os.fspath(rootdir)
+        if os.path.exists(rootdir) and os.listdir(rootdir):
+            raise FileExistsError(f"{rootdir} exists and is not empty")
+        os.makedirs(os.path.join(rootdir, layout.META_DIR), exist_ok=True)
+        os.makedirs(os.path.join(rootdir, layout.DATA_DIR), exist_ok=True)
+        write_storage(rootdir, storage)
+        write_json(os.path.join(rootdir, layout.ATTRS_FILE), attrs or {})
+        sizes = Sizes((0, *rowshape), 0, 0)
+        write_sizes(rootdir, sizes)
+        fsync_dir(rootdir)
+        return cls(rootdir, storage, sizes, readonly=False)
+
+    @classmethod
+    def open(cls, rootdir: str, readonly: bool = False) -> "DirectoryStore":
+        """Open an existing dataset directory.
+
+        Raises
+        ------
+        FileNotFoundError
+            If `rootdir` or its metadata does not exist.
+        CorruptDataError, UnsupportedFormatError
+            If its metadata is damaged or of another format.
+        """
+        rootdir = os.fspath(rootdir)
+        if not os.path.isdir(rootdir):
+            raise FileNotFoundError(f"no dataset directory at {rootdir}")
+        return cls(rootdir, read_storage(rootdir), read_sizes(rootdir), readonly)
+
+    @property
+    def readonly(self) -> bool:
+        return self._readonly
+
+    def _check_writable(self) -> None:
+        if self._readonly:
+            raise ReadOnlyError(f"{self.rootdir} is opened read-only (mode 'r')")
+
+    # -- superchunk files ------------------------------------------------------
+
+    def _needed(self, number: int) -> tuple[int, int]:
+        """(slots the metadata needs in superchunk `number`, size of its last one)."""
+        k = self.geometry.nslots
+        n = max(0, min(k, self.nchunks - number * k))
+        last = self._last_size if number * k + n == self.nchunks else self.chunk_bytes
+        return n, (last if n else 0)
+
+    def _file(self, number: int, *, create: bool = False) -> SuperchunkFile:
+        sc = self._files.get(number)
+        if sc is not None:
+            return sc
+        path = layout.data_path(self.rootdir, number)
+        if create:
+            sc = SuperchunkFile.create(path, number, self.geometry)
+        else:
+            sc = SuperchunkFile.load(path, number, self.geometry)
+            needed, last = self._needed(number)
+            if sc.index.nchunks < needed:
+                raise TruncatedDataError(
+                    f"the index holds {sc.index.nchunks} chunks, the metadata needs {needed}",
+                    path=path)
+            # Chunks past what the metadata describes were written after the last
+            # complete flush (a crash): they do not exist.
+            sc.truncate(needed, last)
+        self._files[number] = sc
+        return sc
+
+    def files(self) -> list[str]:
+        """Paths of the superchunk files the metadata calls for."""
+        k = self.geometry.nslots
+        return [layout.data_path(self.rootdir, n) for n in range(ceil(self.nchunks / k))]
+
+    # -- the interface ---------------------------------------------------------
+
+    def get(self, first: int, stop: int) -> list:
+        if not 0 <= first <= stop <= self.nchunks:
+            raise IndexError(f"chunks {first}..{stop} outside 0..{self.nchunks}")
+        k = self.geometry.nslots
+        out = []
+        i = first
+        while i < stop:
+            number, slot = divmod(i, k)
+            end = min(stop, (number + 1) * k)
+            out.extend(self._file(number).read(list(range(slot, slot + end - i))))
+            i = end
+        return out
+
+    def put(self, items: list[tuple[int, object, int]]) -> None:
+        self._check_writable()
+        k = self.geometry.nslots
+        groups: dict[int, list] = {}
+        expect = self.nchunks
+        for i, entry, size in items:
+            if not 0 <= i <= expect:
+                raise IndexError(f"chunk {i} would leave a gap after {expect}")
+            expect = max(expect, i + 1)
+            groups.setdefault(i // k, []).append((i % k, entry, size))
+        for number, group in groups.items():
+            new = number * k >= self.nchunks and number not in self._files
+            sc = self._file(number, create=new)
+            for slot, entry, _ in group:
+                self.cbytes -= sc.stored_nbytes(slot)
+                if not isinstance(entry, Special):
+                    self.cbytes += len(entry)
+            sc.write(group)
+            self.nchunks = max(self.nchunks, number * k + sc.index.nchunks)
+        last_i, _, last_size = max(items, key=lambda t: t[0]) if items else (None, None, None)
+        if last_i is not None and last_i == self.nchunks - 1:
+            self._last_size = last_size
+
+    def commit(self, sizes: Sizes) -> None:
+        self._check_writable()
+        for sc in list(self._files.values()):
+            sc.commit()
+        write_sizes(self.rootdir, replace(sizes, cbytes=self.cbytes))
+
+    def truncate(self, nchunks: int, last_size: int, sizes: Sizes) -> None:
+        self._check_writable()
+        if nchunks > self.nchunks:
+            raise IndexError(f"cannot truncate {self.nchunks} chunks to {nchunks}")
+        k = self.geometry.nslots
+        for sc in self._files.values():  # pending writes first
+            sc.commit()
+        nfiles = ceil(nchunks / k)
+        for number in range(nfiles - 1 if nfiles else 0, ceil(self.nchunks / k)):
+            sc = self._file(number)
+            for slot in range(max(0, nchunks - number * k), sc.index.nchunks):
+                self.cbytes -= sc.stored_nbytes(slot)
+        # Metadata first: from here on the dataset is the shorter one ...
+        self.nchunks, self._last_size = nchunks, last_size
+        write_sizes(self.rootdir, replace(sizes, cbytes=self.cbytes))
+        # ... then free what it no longer uses.
+        if nfiles:
+            sc = self._file(nfiles - 1)
+            sc.truncate(nchunks - (nfiles - 1) * k, last_size)
+            sc.commit()
+        self._remove_files_from(nfiles)
+
+    def _remove_files_from(self, first: int) -> None:
+        data = os.path.join(self.rootdir, layout.DATA_DIR)
+        for name in os.listdir(data):
+            number = layout.superchunk_number(name)
+            if number is not None and number >= first:
+                os.unlink(os.path.join(data, name))
+                self._files.pop(number, None)
+        fsync_dir(data)
+
+    def compact(self) -> int:
+        self._check_writable()
+        reclaimed = 0
+        for number in range(ceil(self.nchunks / self.geometry.nslots)):
+            sc = self._file(number)
+            sc.commit()
+            reclaimed += sc.compact()
+        self._remove_files_from(ceil(self.nchunks / self.geometry.nslots))
+        return reclaimed
+
+    def close(self) -> None:
+        self._files.clear()

@@ -1,0 +1,381 @@
+"""Rows over chunks: the leftover, chunk encoding, reads and writes by row range.
+
+:class:`ChunkedArray` is the one code path between the public containers and
+a :class:`~bcolzx._storage.base.ChunkStore`.  Full chunks live in the store;
+the partial last chunk (the *leftover*) lives in memory and is stored as a
+short chunk on :meth:`flush`.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from bcolzx._ext import codec
+from bcolzx._format.meta import Sizes
+from bcolzx._storage.base import ChunkStore, Special
+from bcolzx.errors import CorruptDataError, ReadOnlyError
+
+_SPECIAL_IN_INDEX = (codec.SPECIAL_ZERO, codec.SPECIAL_NAN)
+
+
+class ChunkedArray:
+    """A growable 1-D sequence of rows (each ``rowshape`` items of ``dtype``) in chunks.
+
+    Parameters
+    ----------
+    store : ChunkStore
+        Where full chunks (and the flushed leftover) are kept; its ``rowshape``
+        and ``length`` (rows stored when it was opened) set the array's.
+    nthreads : int
+        Threads for compression and decompression.
+
+    Raises
+    ------
+    ValueError
+        If the chunk geometry is unusable.
+    CorruptDataError
+        If the stored leftover chunk cannot be read back.
+    """
+
+    def __init__(self, store: ChunkStore, nthreads: int = 1):
+        st = store.storage
+        self.store = store
+        self.dtype = st.dtype
+        self.rowshape = tuple(int(x) for x in store.rowshape)
+        length = store.length
+        self.chunklen = st.chunklen
+        self.itemsize = self.dtype.itemsize
+        self.rowbytes = self.itemsize * prod(self.rowshape)
+        self.chunk_bytes = self.chunklen * self.rowbytes
+        if self.chunk_bytes > codec.MAX_BUFFERSIZE or self.rowbytes == 0:
+            raise ValueError(f"chunks of {self.chunk_bytes} bytes are not supported "
+                             f"(rows of {self.rowbytes} bytes, chunklen {self.chunklen})")
+        cp = st.cparams
+        typesize = min(self.itemsize, 255) if self.itemsize else 1
+        self._comp = codec.Compressor(cp.cname, cp.clevel, cp.shuffle, typesize,
+                                      st.blocksize, nthreads)
+        self._dec = codec.Decompressor(nthreads)
+        self._leftover = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
+        self.nfull, self.nleft = divmod(length, self.chunklen)
+        self._leftover_stored = False
+        self._dirty = False
+        if self.nleft:
+            self._load_leftover()
+
+    # -- sizes -----------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self.nfull * self.chunklen + self.nleft
+
+    @property
+    def nbytes(self) -> int:
+        return len(self) * self.rowbytes
+
+    @property
+    def cbytes(self) -> int:
+        return self.store.cbytes
+
+    @property
+    def dirty(self) -> bool:
+        return self._dirty
+
+    def _sizes(self) -> Sizes:
+        return Sizes((len(self), *self.rowshape), self.nbytes, self.store.cbytes)
+
+    def _where(self, chunk: int) -> dict:
+        return {"path": self.store.rootdir, "chunk": chunk}
+
+    # -- chunk encoding --------------------------------------------------------
+
+    def _encode(self, rows: np.ndarray):
+        """Compressed bytes of `rows`, or a Special when they are one constant."""
+        kind, value = codec.special_value(rows, self.itemsize)
+        if kind in _SPECIAL_IN_INDEX or (kind == codec.SPECIAL_VALUE and self.itemsize <= 8):
+            return Special(kind, value)
+        return self._comp.compress(rows)
+
+    def _decode_into(self, entry, out: np.ndarray, chunk: int, stored_rows: int) -> None:
+        """Decode a stored chunk of `stored_rows` rows; its first ``len(out)`` rows go to `out`."""
+        if isinstance(entry, Special):
+            codec.fill_special(out, entry.kind, self.itemsize, entry.value)
+            return
+        nbytes = codec.chunk_sizes(entry)[0]
+        if nbytes != stored_rows * self.rowbytes:
+            raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected "
+                                   f"{stored_rows * self.rowbytes}", **self._where(chunk))
+        if len(out) == stored_rows:
+            self._dec.decompress(entry, out)
+        else:
+            tmp = np.empty((stored_rows, *self.rowshape), dtype=self.dtype)
+            self._dec.decompress(entry, tmp)
+            out[...] = tmp[: len(out)]
+
+    def _load_leftover(self) -> None:
+        (entry,) = self.store.get(self.nfull, self.nfull + 1)
+        out = self._leftover[: self.nleft]
+        if isinstance(entry, Special):
+            codec.fill_special(out, entry.kind, self.itemsize, entry.value)
+        else:
+            # A crash after an index write but before meta/sizes can leave this
+            # chunk holding more rows than the metadata counts: keep the prefix.
+            nbytes = codec.chunk_sizes(entry)[0]
+            if nbytes < self.nleft * self.rowbytes or nbytes % self.rowbytes:
+                raise CorruptDataError(f"last chunk decodes to {nbytes} bytes, expected at "
+                                       f"least {self.nleft * self.rowbytes}",
+                                       **self._where(self.nfull))
+            self._decode_into(entry, out, self.nfull, nbytes // self.rowbytes)
+        self._leftover_stored = True
+
+    # -- writing ---------------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        if self.store.readonly:
+            raise ReadOnlyError("the dataset is opened read-only (mode 'r')")
+
+    def append(self, rows: np.ndarray) -> None:
+        """Append rows (an array of shape ``(n, *rowshape)`` and this dtype).
+
+        Raises
+        ------
+        ReadOnlyError
+            If the store is read-only.
+        ValueError
+            If `rows` has the wrong shape.
+        """
+        self._check_writable()
+        rows = np.ascontiguousarray(rows, dtype=self.dtype)
+        if rows.shape[1:] != self.rowshape:
+            raise ValueError(f"rows of shape {rows.shape[1:]} cannot be appended to rows of "
+                             f"shape {self.rowshape}")
+        n, pos, items = len(rows), 0, []
+        if n == 0:
+            return
+        cl = self.chunklen
+        if self.nleft:
+            take = min(cl - self.nleft, n)
+            self._leftover[self.nleft:self.nleft + take] = rows[:take]
+            self.nleft += take
+            pos = take
+            self._leftover_stored = False
+            if self.nleft == cl:
+                items.append((self.nfull, self._encode(self._leftover), self.chunk_bytes))
+                self.nfull += 1
+                self.nleft = 0
+        while n - pos >= cl:
+            items.append((self.nfull, self._encode(rows[pos:pos + cl]), self.chunk_bytes))
+            self.nfull += 1
+            pos += cl
+        if pos < n:
+            self.nleft = n - pos
+            self._leftover[: self.nleft] = rows[pos:]
+            self._leftover_stored = False
+        self._dirty = True
+        if items:
+            self.store.put(items)
+
+    def write(self, start: int, rows: np.ndarray) -> None:
+        """Overwrite rows ``start .. start+len(rows)-1`` (all must exist).
+
+        Raises
+        ------
+        IndexError
+            If the range is not inside the array.
+        ReadOnlyError
+            If the store is read-only.
+        """
+        self._check_writable()
+        rows = np.ascontiguousarray(rows, dtype=self.dtype).reshape((-1, *self.rowshape))
+        stop = start + len(rows)
+        if not 0 <= start <= stop <= len(self):
+            raise IndexError(f"rows {start}..{stop} outside 0..{len(self)}")
+        cl, stored_end, items = self.chunklen, self.nfull * self.chunklen, []
+        pos = start
+        while pos < min(stop, stored_end):
+            c = pos // cl
+            a, b = pos - c * cl, min(stop, (c + 1) * cl) - c * cl
+            if a == 0 and b == cl:
+                chunk = rows[pos - start:pos - start + cl]
+            else:
+                chunk = np.empty((cl, *self.rowshape), dtype=self.dtype)
+                self._decode_into(self.store.get(c, c + 1)[0], chunk, c, cl)
+                chunk[a:b] = rows[pos - start:pos - start + (b - a)]
+            items.append((c, self._encode(chunk), self.chunk_bytes))
+            pos = c * cl + b
+        if items:
+            self.store.put(items)
+        if stop > stored_end:
+            lo = max(start, stored_end)
+            self._leftover[lo - stored_end:stop - stored_end] = rows[lo - start:]
+            self._leftover_stored = False
+        self._dirty = True
+
+    def resize(self, length: int, fill: np.ndarray | None = None) -> None:
+        """Grow (with `fill`, default zeros) or shrink to `length` rows.
+
+        Shrinking is durable at once, metadata first, then freed space.
+
+        Raises
+        ------
+        ValueError
+            If `length` is negative.
+        ReadOnlyError
+            If the store is read-only.
+        """
+        self._check_writable()
+        if length < 0:
+            raise ValueError(f"length must be >= 0, not {length}")
+        n = len(self)
+        if length > n:
+            row = np.zeros((), self.dtype) if fill is None else np.asarray(fill, self.dtype)
+            batch = np.empty((min(length - n, max(self.chunklen, 1)), *self.rowshape), self.dtype)
+            batch[...] = row
+            while n < length:
+                take = min(len(batch), length - n)
+                self.append(batch[:take])
+                n += take
+            return
+        if length == n:
+            return
+        self.flush()
+        stored_end = self.nfull * self.chunklen
+        if length >= stored_end:  # only the leftover shrinks; its stored chunk keeps a prefix
+            self.nleft = length - stored_end
+            self.store.commit(self._sizes())
+            return
+        old_nfull, old_nleft = self.nfull, self.nleft
+        self.nfull, self.nleft = divmod(length, self.chunklen)
+        keep = self.nfull
+        last = 0
+        if self.nleft:
+            keep += 1
+            stored_rows = self.chunklen if self.nfull < old_nfull else old_nleft
+            last = stored_rows * self.rowbytes
+            (entry,) = self.store.get(self.nfull, self.nfull + 1)
+            self._decode_into(entry, self._leftover[: self.nleft], self.nfull, stored_rows)
+        elif keep:
+            last = self.chunk_bytes
+        self.store.truncate(keep, last, self._sizes())
+        self._leftover_stored = True
+        self._dirty = False
+
+    def flush(self) -> None:
+        """Store the leftover as a short chunk and make everything durable.
+
+        Raises
+        ------
+        OSError
+            If the file system refuses; what was flushed before stays intact.
+        """
+        if not self._dirty or self.store.readonly:
+            return
+        if self.nleft and not self._leftover_stored:
+            rows = self._leftover[: self.nleft]
+            self.store.put([(self.nfull, self._encode(rows), self.nleft * self.rowbytes)])
+            self._leftover_stored = True
+        self.store.commit(self._sizes())
+        self._dirty = False
+
+    def compact(self) -> int:
+        """Flush, then reclaim the space of rewritten and truncated chunks."""
+        self._check_writable()
+        self.flush()
+        return self.store.compact()
+
+    # -- reading ---------------------------------------------------------------
+
+    def read(self, start: int, stop: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Rows ``start .. stop-1`` into `out` (a new array by default).
+
+        Whole chunks are decompressed straight into `out`, runs of them in
+        parallel; only the chunks that hold the rows are read.
+
+        Raises
+        ------
+        IndexError
+            If the range is not inside the array.
+        CorruptDataError, ChecksumError
+            If a chunk is damaged.
+        """
+        if not 0 <= start <= stop <= len(self):
+            raise IndexError(f"rows {start}..{stop} outside 0..{len(self)}")
+        if out is None:
+            out = np.empty((stop - start, *self.rowshape), dtype=self.dtype)
+        cl, stored_end = self.chunklen, self.nfull * self.chunklen
+        if start < stored_end:
+            c0, c1 = start // cl, (min(stop, stored_end) + cl - 1) // cl
+            entries = self.store.get(c0, c1)
+            run, run_at = [], 0
+            for c, entry in zip(range(c0, c1), entries):
+                a, b = max(start, c * cl), min(stop, (c + 1) * cl)
+                dest = out[a - start:b - start]
+                if b - a == cl and not isinstance(entry, Special):
+                    nbytes = codec.chunk_sizes(entry)[0]
+                    if nbytes != self.chunk_bytes:
+                        raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected "
+                                               f"{self.chunk_bytes}", **self._where(c))
+                    if not run:
+                        run_at = a - start
+                    run.append(entry)
+                    continue
+                self._flush_run(run, out, run_at, c)
+                run = []
+                if b - a == cl:
+                    self._decode_into(entry, dest, c, cl)
+                else:
+                    tmp = np.empty((cl, *self.rowshape), dtype=self.dtype)
+                    self._decode_into(entry, tmp, c, cl)
+                    dest[...] = tmp[a - c * cl:b - c * cl]
+            self._flush_run(run, out, run_at, c1)
+        if stop > stored_end:
+            lo = max(start, stored_end)
+            out[lo - start:] = self._leftover[lo - stored_end:stop - stored_end]
+        return out
+
+    def _flush_run(self, run: list, out: np.ndarray, at: int, next_chunk: int) -> None:
+        if not run:
+            return
+        region = out[at:at + len(run) * self.chunklen]
+        try:
+            self._dec.decompress_many(run, region)
+        except CorruptDataError as exc:
+            first = next_chunk - len(run)
+            raise CorruptDataError(str(exc), **self._where(
+                first + exc.chunk if exc.chunk is not None else None)) from None
+
+    def read_row(self, i: int) -> np.ndarray:
+        """Row `i` (a 0-d or ``rowshape`` array), decompressing only its block.
+
+        Raises
+        ------
+        IndexError
+            If `i` is not a row.
+        CorruptDataError, ChecksumError
+            If its chunk is damaged.
+        """
+        if not 0 <= i < len(self):
+            raise IndexError(f"row {i} outside 0..{len(self)}")
+        c, r = divmod(i, self.chunklen)
+        if c >= self.nfull:
+            return self._leftover[r].copy()
+        (entry,) = self.store.get(c, c + 1)
+        out = np.empty(self.rowshape, dtype=self.dtype)
+        if isinstance(entry, Special):
+            codec.fill_special(out.reshape(-1), entry.kind, self.itemsize, entry.value)
+            return out
+        nbytes = codec.chunk_sizes(entry)[0]
+        if nbytes != self.chunk_bytes:
+            raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected "
+                                   f"{self.chunk_bytes}", **self._where(c))
+        if self.itemsize <= 255:
+            per_row = self.rowbytes // self.itemsize
+            self._dec.getitem(entry, r * per_row, per_row, out.reshape(-1).view(np.uint8))
+        else:
+            self.read(i, i + 1, out.reshape((1, *self.rowshape)))
+        return out
+
+    def close(self) -> None:
+        """Flush and release the store."""
+        self.flush()
+        self.store.close()

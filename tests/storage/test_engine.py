@@ -1,0 +1,116 @@
+"""The chunked-array engine over memory and directory stores."""
+
+import numpy as np
+import pytest
+
+from bcolzx._ext import codec
+from bcolzx._storage import Special
+
+
+def _model(n, dtype="f8", seed=0):
+    rng = np.random.default_rng(seed)
+    return (np.cumsum(rng.normal(size=n)) * 100).astype(dtype)
+
+
+@pytest.mark.parametrize("n", [0, 1, 99, 100, 101, 399, 400, 401, 1234])
+def test_append_then_read_every_range(backend, n):
+    arr = backend.new(chunklen=100)
+    data = _model(n)
+    arr.append(data[: n // 3])
+    arr.append(data[n // 3:])
+    arr = backend.reopen(arr)
+    assert len(arr) == n
+    np.testing.assert_array_equal(arr.read(0, n), data)
+    for a, b in [(0, 1), (99, 101), (150, 399), (n - 1, n), (n // 2, n)]:
+        if 0 <= a <= b <= n:
+            np.testing.assert_array_equal(arr.read(a, b), data[a:b])
+    for i in {0, n // 2, n - 1} - {-1}:
+        if 0 <= i < n:
+            assert arr.read_row(i) == data[i]
+
+
+@pytest.mark.parametrize(
+    "dtype, rowshape",
+    [("i1", ()), ("u2", ()), ("i8", ()), ("f4", ()), ("c16", ()), ("?", ()), ("S10", ()),
+     ("U6", ()), ("M8[ns]", ()), ("f8", (3,)), ("i4", (2, 5)), ("V300", ()),
+     ([("a", "i4"), ("b", "f8"), ("s", "S3")], ())],
+)
+def test_dtypes_and_trailing_shapes_roundtrip(backend, dtype, rowshape):
+    arr = backend.new(dtype=dtype, chunklen=64, rowshape=rowshape)
+    n = 1000
+    raw = np.random.default_rng(1).integers(0, 50, size=n * np.dtype(dtype).itemsize *
+                                            int(np.prod(rowshape)), dtype=np.uint8)
+    if np.dtype(dtype).kind == "b":
+        raw %= 2
+    if np.dtype(dtype).kind == "U":
+        raw = np.random.default_rng(1).integers(65, 90, size=n * 6).astype("<u4").view("u1")
+    data = raw.view(dtype).reshape((n, *rowshape))
+    arr.append(data)
+    arr = backend.reopen(arr)
+    got = arr.read(0, n)
+    assert got.dtype == np.dtype(dtype) and got.shape == (n, *rowshape)
+    assert got.tobytes() == data.tobytes()
+    assert arr.read_row(777).tobytes() == data[777].tobytes()
+
+
+@pytest.mark.parametrize(
+    "values, kind",
+    [(np.zeros(300), codec.SPECIAL_ZERO), (np.full(300, np.nan), codec.SPECIAL_NAN),
+     (np.full(300, 7.5), codec.SPECIAL_VALUE)],
+)
+def test_constant_chunks_are_stored_as_specials(backend, values, kind):
+    arr = backend.new(chunklen=100)
+    arr.append(values)
+    entries = arr.store.get(0, 3)
+    assert all(isinstance(e, Special) and e.kind == kind for e in entries)
+    assert arr.cbytes == 0
+    arr = backend.reopen(arr)
+    assert arr.read(0, 300).tobytes() == values.tobytes()
+    assert arr.read_row(150).tobytes() == values[150].tobytes()
+
+
+def test_write_across_chunks_and_leftover(backend):
+    arr = backend.new(chunklen=100)
+    data = _model(1050)
+    arr.append(data)
+    arr.flush()
+    for start, n in [(0, 1), (95, 10), (199, 300), (990, 60), (1049, 1), (0, 1050)]:
+        new = -np.arange(n, dtype="f8") - start
+        arr.write(start, new)
+        data[start:start + n] = new
+    arr = backend.reopen(arr)
+    np.testing.assert_array_equal(arr.read(0, 1050), data)
+
+
+def test_resize_grows_with_fill_and_shrinks(backend):
+    arr = backend.new(chunklen=100, k=2)
+    data = _model(950)
+    arr.append(data)
+    arr.resize(1210, fill=np.float64(-1))
+    arr = backend.reopen(arr)
+    full = np.r_[data, np.full(260, -1.0)]
+    np.testing.assert_array_equal(arr.read(0, 1210), full)
+    for n in (1100, 1000, 950, 420, 400, 99, 0):
+        arr.resize(n)
+        arr = backend.reopen(arr)
+        assert len(arr) == n
+        np.testing.assert_array_equal(arr.read(0, n), full[:n])
+    arr.append(data[:10])
+    arr = backend.reopen(arr)
+    np.testing.assert_array_equal(arr.read(0, 10), data[:10])
+
+
+def test_bad_ranges_raise_index_error(backend):
+    arr = backend.new()
+    arr.append(np.arange(10.0))
+    for a, b in [(-1, 3), (5, 11), (7, 6)]:
+        with pytest.raises(IndexError):
+            arr.read(a, b)
+    with pytest.raises(IndexError):
+        arr.read_row(10)
+    with pytest.raises(IndexError):
+        arr.write(8, np.zeros(3))
+    with pytest.raises(ValueError):
+        arr.append(np.zeros((3, 2)))
+    with pytest.raises(ValueError):
+        arr.resize(-1)
