@@ -215,9 +215,14 @@ class Sizes:
     shape: tuple[int, ...]
     nbytes: int
     cbytes: int
+    #: The index generation of each superchunk file this state was committed with.
+    generations: tuple[int, ...] = ()
 
     def to_json(self) -> dict:
-        return {"shape": list(self.shape), "nbytes": self.nbytes, "cbytes": self.cbytes}
+        out = {"shape": list(self.shape), "nbytes": self.nbytes, "cbytes": self.cbytes}
+        if self.generations:
+            out["generations"] = list(self.generations)
+        return out
 
     @classmethod
     def from_json(cls, obj: dict, path: str | None = None) -> "Sizes":
@@ -225,7 +230,10 @@ class Sizes:
             shape = tuple(_int(x) for x in obj["shape"])
             if not shape or any(x < 0 for x in shape):
                 raise ValueError(f"bad shape {shape}")
-            return cls(shape, _int(obj.get("nbytes", 0)), _int(obj.get("cbytes", 0)))
+            gens = tuple(_int(g) for g in obj.get("generations", ()))
+            if any(g < 1 for g in gens):
+                raise ValueError(f"bad generations {gens}")
+            return cls(shape, _int(obj.get("nbytes", 0)), _int(obj.get("cbytes", 0)), gens)
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptDataError(f"invalid sizes metadata: {exc}", path=path) from None
 

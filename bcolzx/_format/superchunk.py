@@ -100,8 +100,14 @@ class SuperchunkFile:
         return cls(path, number, g, a, 0)
 
     @classmethod
-    def load(cls, path: str, number: int, geometry: Geometry) -> "SuperchunkFile":
+    def load(cls, path: str, number: int, geometry: Geometry,
+             generation: int | None = None) -> "SuperchunkFile":
         """Open an existing superchunk file: check its header, select its index.
+
+        `generation` is the index generation ``meta/sizes`` recorded for this
+        file: the copy with that generation is the committed one, whatever
+        the other copy holds (a newer, uncommitted generation, or an older
+        one).  Without it, the valid copy with the higher generation is used.
 
         Raises
         ------
@@ -138,11 +144,27 @@ class SuperchunkFile:
             copies = _pread_exact(fd, 2 * isize, _index.HEADER_SIZE, path)
         finally:
             os.close(fd)
-        idx = _index.select(copies[:isize], copies[isize:], g.nslots, size, g.checksum_size,
-                            g.header_typesize, path=path, chunk_size=g.chunk_size)
-        if idx.copy is None:  # both copies never written: only a crash inside create()
-            raise CorruptDataError("superchunk file was never initialised", path=path)
-        return cls(path, number, g, idx, idx.copy)
+        if generation is None:
+            idx = _index.select(copies[:isize], copies[isize:], g.nslots, size,
+                                g.checksum_size, g.header_typesize, path=path,
+                                chunk_size=g.chunk_size)
+            if idx.copy is None:  # both copies never written: a crash inside create()
+                raise CorruptDataError("superchunk file was never initialised", path=path)
+            return cls(path, number, g, idx, idx.copy)
+        problems = []
+        for which in (0, 1):
+            buf = copies[which * isize:(which + 1) * isize]
+            try:
+                idx = _index.Index.decode(buf, g.nslots, size, g.checksum_size,
+                                          g.header_typesize, path=path, chunk_size=g.chunk_size)
+            except CorruptDataError as exc:
+                problems.append(f"copy {'AB'[which]}: {exc}")
+                continue
+            if idx.generation == generation:
+                return cls(path, number, g, idx, which)
+            problems.append(f"copy {'AB'[which]} has generation {idx.generation}")
+        raise CorruptDataError(f"no valid index copy of generation {generation}, the one "
+                               "meta/sizes records (" + "; ".join(problems) + ")", path=path)
 
     # -- reading ---------------------------------------------------------------
 
@@ -341,7 +363,7 @@ class SuperchunkFile:
         csize = g.checksum_size
         old_size = os.path.getsize(self.path)
         new = _index.Index(g.nslots)
-        new.generation = 1
+        new.generation = idx.generation  # meta/sizes names it: the content is the same
         new.nchunks = idx.nchunks
         new.last_chunk_size = idx.last_chunk_size
         pos = _index.data_start(g.nslots)

@@ -8,8 +8,14 @@ from math import ceil, prod
 
 from bcolzx._format import layout
 from bcolzx._format.jsonfile import fsync_dir, write_json
-from bcolzx._format.meta import Sizes, Storage, read_sizes, read_storage, write_sizes, \
-    write_storage
+from bcolzx._format.meta import (
+    Sizes,
+    Storage,
+    read_sizes,
+    read_storage,
+    write_sizes,
+    write_storage,
+)
 from bcolzx._format.superchunk import Geometry, SuperchunkFile
 from bcolzx._storage.base import ChunkStore, Special
 from bcolzx.errors import CorruptDataError, ReadOnlyError, TruncatedDataError
@@ -49,6 +55,7 @@ class DirectoryStore(ChunkStore):
         self._last_size = (length - (self.nchunks - 1) * storage.chunklen) * rowbytes \
             if self.nchunks else 0
         self.cbytes = sizes.cbytes
+        self._generations = list(sizes.generations)
         self._readonly = readonly
         self._files: dict[int, SuperchunkFile] = {}
 
@@ -122,7 +129,8 @@ class DirectoryStore(ChunkStore):
         if create:
             sc = SuperchunkFile.create(path, number, self.geometry)
         else:
-            sc = SuperchunkFile.load(path, number, self.geometry)
+            recorded = self._generations[number] if number < len(self._generations) else None
+            sc = SuperchunkFile.load(path, number, self.geometry, recorded)
             needed, last = self._needed(number)
             if sc.index.nchunks < needed:
                 raise TruncatedDataError(
@@ -177,11 +185,24 @@ class DirectoryStore(ChunkStore):
         if last_i is not None and last_i == self.nchunks - 1:
             self._last_size = last_size
 
+    def _record(self, sizes: Sizes) -> None:
+        """Write ``meta/sizes``: the commit point, naming each file's index generation."""
+        nfiles = ceil(self.nchunks / self.geometry.nslots)
+        gens = self._generations[:nfiles]
+        for number, sc in self._files.items():
+            if number < nfiles:
+                gens += [0] * (number + 1 - len(gens))
+                gens[number] = sc.index.generation
+        if 0 in gens:
+            raise AssertionError(f"superchunks without a generation: {gens}")
+        write_sizes(self.rootdir, replace(sizes, cbytes=self.cbytes, generations=tuple(gens)))
+        self._generations = gens
+
     def commit(self, sizes: Sizes) -> None:
         self._check_writable()
         for sc in list(self._files.values()):
             sc.commit()
-        write_sizes(self.rootdir, replace(sizes, cbytes=self.cbytes))
+        self._record(sizes)
 
     def truncate(self, nchunks: int, last_size: int, sizes: Sizes) -> None:
         self._check_writable()
@@ -197,12 +218,13 @@ class DirectoryStore(ChunkStore):
                 self.cbytes -= sc.stored_nbytes(slot)
         # Metadata first: from here on the dataset is the shorter one ...
         self.nchunks, self._last_size = nchunks, last_size
-        write_sizes(self.rootdir, replace(sizes, cbytes=self.cbytes))
-        # ... then free what it no longer uses.
+        self._record(sizes)
+        # ... then free what it no longer uses, and record the new index.
         if nfiles:
             sc = self._file(nfiles - 1)
             sc.truncate(nchunks - (nfiles - 1) * k, last_size)
             sc.commit()
+            self._record(sizes)
         self._remove_files_from(nfiles)
 
     def _remove_files_from(self, first: int) -> None:

@@ -1,0 +1,260 @@
+"""The directory store: layout, durability order, damage detection, resources."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from bcolzx._format.meta import Storage
+from bcolzx._storage import ChunkedArray, DirectoryStore
+from bcolzx.errors import (
+    BcolzxError,
+    ChecksumError,
+    CorruptDataError,
+    ReadOnlyError,
+    TruncatedDataError,
+    UnsupportedFormatError,
+)
+
+
+def _data(n, seed=0):
+    return np.cumsum(np.random.default_rng(seed).normal(size=n))
+
+
+def _open(rootdir, readonly=False):
+    return ChunkedArray(DirectoryStore.open(rootdir, readonly=readonly))
+
+
+@pytest.fixture()
+def dataset(disk):
+    """A flushed dataset of 1050 float64 rows: chunks of 100, 4 per superchunk."""
+    arr = disk.new(chunklen=100, k=4)
+    data = _data(1050)
+    arr.append(data)
+    arr.flush()
+    return disk.rootdir, data
+
+
+def test_layout_is_legacy_meta_plus_superchunk_files(dataset):
+    rootdir, data = dataset
+    assert sorted(os.listdir(rootdir)) == ["__attrs__", "data", "meta"]
+    assert sorted(os.listdir(os.path.join(rootdir, "data"))) == ["__0.bin", "__1.bin", "__2.bin"]
+    sizes = json.load(open(os.path.join(rootdir, "meta", "sizes")))
+    assert sizes["shape"] == [1050] and sizes["nbytes"] == 8400
+    assert 0 < sizes["cbytes"] <= 8400 + 11 * 32
+    storage = json.load(open(os.path.join(rootdir, "meta", "storage")))
+    assert storage["dtype"] == "float64" and storage["chunklen"] == 100
+    assert storage["format"] == "bcolzx" and storage["format_version"] == 1
+    assert storage["chunks_per_superchunk"] == 4 and storage["checksum"] == "crc32c"
+    assert json.load(open(os.path.join(rootdir, "__attrs__"))) == {}
+
+
+def test_unflushed_appends_are_not_visible_after_reopen(dataset):
+    rootdir, data = dataset
+    arr = _open(rootdir)
+    arr.append(_data(500, seed=9))  # never flushed
+    del arr
+    again = _open(rootdir)
+    assert len(again) == 1050
+    np.testing.assert_array_equal(again.read(0, 1050), data)
+
+
+def test_read_only_refuses_every_write(dataset):
+    rootdir, _ = dataset
+    arr = _open(rootdir, readonly=True)
+    for call in (lambda: arr.append(np.zeros(3)), lambda: arr.write(0, np.zeros(1)),
+                 lambda: arr.resize(10), lambda: arr.compact()):
+        with pytest.raises(ReadOnlyError):
+            call()
+    assert issubclass(ReadOnlyError, PermissionError)
+
+
+def test_rewrites_leave_dead_space_that_compact_reclaims(dataset):
+    rootdir, data = dataset
+    arr = _open(rootdir)
+    for _ in range(3):
+        arr.write(0, data[:1050] + 1)
+        arr.flush()
+    before = sum(os.path.getsize(p) for p in arr.store.files())
+    reclaimed = arr.compact()
+    after = sum(os.path.getsize(p) for p in arr.store.files())
+    assert reclaimed > 0 and after == before - reclaimed
+    np.testing.assert_array_equal(_open(rootdir).read(0, 1050), data + 1)
+    arr = _open(rootdir)
+    arr.append(np.arange(7.0))
+    arr.flush()
+    np.testing.assert_array_equal(_open(rootdir).read(1050, 1057), np.arange(7.0))
+
+
+def test_shrinking_removes_superchunk_files(dataset):
+    rootdir, data = dataset
+    arr = _open(rootdir)
+    arr.resize(350)
+    assert sorted(os.listdir(os.path.join(rootdir, "data"))) == ["__0.bin"]
+    np.testing.assert_array_equal(_open(rootdir).read(0, 350), data[:350])
+
+
+def test_idle_dataset_holds_no_file_descriptor(dataset):
+    rootdir, _ = dataset
+    fds = len(os.listdir("/proc/self/fd"))
+    arrays = [_open(rootdir) for _ in range(20)]
+    for arr in arrays:
+        arr.read(0, 1050)
+        arr.append(np.ones(10))
+        arr.flush()
+    assert len(os.listdir("/proc/self/fd")) == fds
+
+
+def test_reading_one_row_opens_one_data_file(dataset, monkeypatch):
+    rootdir, data = dataset
+    arr = _open(rootdir)
+    opened = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda p, *a, **k: (opened.append(p), real_open(p, *a, **k))[1])
+    assert arr.read_row(777) == data[777]
+    # Header and index, then the chunk; once its index is cached, only the chunk.
+    assert {os.path.basename(p) for p in opened} == {"__1.bin"}
+    opened.clear()
+    assert arr.read_row(701) == data[701]
+    assert [os.path.basename(p) for p in opened] == ["__1.bin"]
+
+
+def test_file_count_is_chunks_over_superchunk_size(tmp_path):
+    storage = Storage(dtype="f8", chunklen=10, chunks_per_superchunk=8)
+    arr = ChunkedArray(DirectoryStore.create(str(tmp_path / "d"), storage))
+    arr.append(np.arange(10 * 8 * 5 + 3, dtype="f8"))
+    arr.flush()
+    assert len(os.listdir(tmp_path / "d" / "data")) == 6  # ceil(41 chunks / 8)
+
+
+# --- damage --------------------------------------------------------------------
+
+def _read_all(rootdir):
+    arr = _open(rootdir, readonly=True)
+    return arr.read(0, len(arr))
+
+
+def test_flipped_chunk_byte_raises_checksum_error_naming_file_and_chunk(dataset):
+    rootdir, _ = dataset
+    path = os.path.join(rootdir, "data", "__1.bin")
+    arr = _open(rootdir)
+    off, nb = arr.store._file(1).index.entry(2)  # chunk 6
+    with open(path, "r+b") as f:
+        f.seek(off + nb // 2)
+        b = f.read(1)
+        f.seek(off + nb // 2)
+        f.write(bytes([b[0] ^ 0x10]))
+    with pytest.raises(ChecksumError) as info:
+        _read_all(rootdir)
+    assert info.value.path == path and info.value.chunk == 6
+
+
+def test_every_single_byte_flip_of_a_superchunk_file_is_detected_or_harmless(dataset):
+    rootdir, data = dataset
+    path = os.path.join(rootdir, "data", "__2.bin")  # chunks 8, 9 and the leftover
+    original = open(path, "rb").read()
+    detected = harmless = 0
+    for pos in range(len(original)):
+        damaged = bytearray(original)
+        damaged[pos] ^= 0x5A
+        with open(path, "wb") as f:
+            f.write(damaged)
+        try:
+            got = _read_all(rootdir)
+        except BcolzxError:
+            detected += 1
+            continue
+        assert got.tobytes() == data.tobytes(), f"wrong values after flipping byte {pos}"
+        harmless += 1
+    with open(path, "wb") as f:
+        f.write(original)
+    assert detected > len(original) // 2
+    np.testing.assert_array_equal(_read_all(rootdir), data)
+
+
+@pytest.mark.parametrize("cut", [0, 10, 40, 300, -5, -1])
+def test_truncated_superchunk_file_raises(dataset, cut):
+    rootdir, _ = dataset
+    path = os.path.join(rootdir, "data", "__0.bin")
+    raw = open(path, "rb").read()
+    with open(path, "wb") as f:
+        f.write(raw[:cut] if cut >= 0 else raw[:len(raw) + cut])
+    with pytest.raises(CorruptDataError):
+        _read_all(rootdir)
+
+
+def test_missing_superchunk_file_raises_truncated(dataset):
+    rootdir, _ = dataset
+    os.unlink(os.path.join(rootdir, "data", "__1.bin"))
+    with pytest.raises(TruncatedDataError):
+        _read_all(rootdir)
+
+
+def test_swapped_superchunk_files_are_detected(dataset):
+    rootdir, _ = dataset
+    d = os.path.join(rootdir, "data")
+    os.rename(os.path.join(d, "__0.bin"), os.path.join(d, "tmp"))
+    os.rename(os.path.join(d, "__1.bin"), os.path.join(d, "__0.bin"))
+    os.rename(os.path.join(d, "tmp"), os.path.join(d, "__1.bin"))
+    with pytest.raises(CorruptDataError, match="superchunk_number"):
+        _read_all(rootdir)
+
+
+def test_stale_index_copy_is_never_used_for_committed_data(dataset):
+    """Damage to the current index copy raises; it never falls back to older values."""
+    rootdir, data = dataset
+    arr = _open(rootdir)
+    arr.write(0, data[:400] * 2)  # superchunk 0 rewritten: its other copy holds old values
+    arr.flush()
+    sc = arr.store._file(0)
+    from bcolzx._ext import index as ix
+    pos = ix.index_offset(4, sc._current) + 20
+    path = os.path.join(rootdir, "data", "__0.bin")
+    with open(path, "r+b") as f:
+        f.seek(pos)
+        f.write(b"\xff")
+    with pytest.raises(CorruptDataError, match="generation"):
+        _read_all(rootdir)
+
+
+@pytest.mark.parametrize("name", ["sizes", "storage"])
+def test_damaged_or_missing_metadata(dataset, name):
+    rootdir, _ = dataset
+    path = os.path.join(rootdir, "meta", name)
+    with open(path, "w") as f:
+        f.write('{"shape": [10')
+    with pytest.raises(CorruptDataError):
+        _read_all(rootdir)
+    os.unlink(path)
+    with pytest.raises(FileNotFoundError):
+        _read_all(rootdir)
+
+
+def test_newer_format_version_is_refused(dataset):
+    rootdir, _ = dataset
+    path = os.path.join(rootdir, "meta", "storage")
+    meta = json.load(open(path))
+    meta["format_version"] = 2
+    json.dump(meta, open(path, "w"))
+    with pytest.raises(UnsupportedFormatError):
+        _read_all(rootdir)
+
+
+def test_index_shorter_than_metadata_raises_truncated(dataset, tmp_path):
+    rootdir, _ = dataset
+    old = str(tmp_path / "old")
+    shutil.copytree(rootdir, old)
+    arr = _open(old)
+    arr.resize(100)  # an older, shorter state of the files ...
+    sizes = os.path.join(rootdir, "meta", "sizes")
+    shutil.copy(sizes, os.path.join(old, "meta", "sizes"))  # ... with the longer metadata
+    with pytest.raises(CorruptDataError):
+        _read_all(old)
+
+
+def test_creating_over_a_non_empty_directory_is_refused(dataset):
+    rootdir, _ = dataset
+    with pytest.raises(FileExistsError):
+        DirectoryStore.create(rootdir, Storage(dtype="f8", chunklen=10))
