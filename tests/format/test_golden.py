@@ -1,0 +1,196 @@
+"""Golden datasets: read by bcolzx and by an independent reader written from the spec.
+
+Also: every kind of damage the spec documents, applied to a copy, raises its
+documented error.
+"""
+
+import json
+import shutil
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bcolzx._ext import codec
+from bcolzx._storage import ChunkedArray, DirectoryStore
+from bcolzx.errors import (
+    ChecksumError,
+    CorruptDataError,
+    TruncatedDataError,
+    UnsupportedFormatError,
+)
+
+from ..reference import crc32c_reference as crc32c
+
+GOLDEN = Path(__file__).parent / "golden"
+EXPECTED = np.array([100, -5, 102, 103, 104, 105, 106, 107, 0, 0, 0, 0, 7, 8, 9], dtype="<i4")
+EMPTY = 2**64 - 1
+
+
+def spec_reader(rootdir: Path) -> np.ndarray:
+    """A reader written from docs/format alone (chunk decompression borrowed)."""
+    storage = json.loads((rootdir / "meta" / "storage").read_text())
+    sizes = json.loads((rootdir / "meta" / "sizes").read_text())
+    assert storage["format"] == "bcolzx" and storage["format_version"] == 1
+    dtype = np.dtype(storage["dtype"])
+    chunklen, k = storage["chunklen"], storage["chunks_per_superchunk"]
+    length = sizes["shape"][0]
+    nchunks = -(-length // chunklen)
+    isize = 24 + 16 * k
+    rows = []
+    for n, generation in enumerate(sizes["generations"]):
+        raw = (rootdir / "data" / f"__{n}.bin").read_bytes()
+        magic, version, options, ctype, typesize, chunk_size, nslots, number, reserved, hcrc = \
+            struct.unpack_from("<4sBBBBIIQII", raw, 0)
+        assert (magic, version, options, number, nslots, reserved) == (b"BCXS", 1, 0, n, k, 0)
+        assert hcrc == crc32c(raw[:28]) and ctype == 1
+        assert chunk_size == chunklen * dtype.itemsize
+        copies = []
+        for c in range(2):
+            base = 32 + c * isize
+            gen, used, last = struct.unpack_from("<QII", raw, base)
+            entries = [struct.unpack_from("<QQ", raw, base + 16 + 16 * s) for s in range(k)]
+            icrc, ires = struct.unpack_from("<II", raw, base + 16 + 16 * k)
+            if icrc == crc32c(raw[base:base + 16 + 16 * k]) and ires == 0:
+                copies.append((gen, used, last, entries))
+        (gen, used, last, entries), = [c for c in copies if c[0] == generation]
+        for slot in range(min(k, nchunks - n * k)):
+            g = n * k + slot
+            size = last if slot == used - 1 else chunk_size
+            offset, nbytes = entries[slot]
+            assert (offset, nbytes) != (EMPTY, EMPTY)
+            if offset >> 63:
+                kind = offset & 0xFF
+                assert kind == 1  # the golden data has zero chunks only
+                rows.append(np.zeros(size // dtype.itemsize, dtype))
+                continue
+            assert 32 + 2 * isize <= offset and offset + nbytes + 4 <= len(raw)
+            chunk = raw[offset:offset + nbytes]
+            (stored,) = struct.unpack_from("<I", raw, offset + nbytes)
+            assert stored == crc32c(struct.pack("<Q", g) + chunk)
+            rows.append(np.frombuffer(codec.Decompressor().decompress(chunk), dtype))
+    return np.concatenate(rows)[:length]
+
+
+@pytest.fixture()
+def golden(tmp_path):
+    dst = tmp_path / "i4_small"
+    shutil.copytree(GOLDEN / "i4_small", dst)
+    return dst
+
+
+def _bcolzx_read(rootdir):
+    arr = ChunkedArray(DirectoryStore.open(str(rootdir), readonly=True))
+    return arr.read(0, len(arr))
+
+
+def test_independent_reader_decodes_the_golden_dataset():
+    np.testing.assert_array_equal(spec_reader(GOLDEN / "i4_small"), EXPECTED)
+
+
+def test_bcolzx_reads_the_golden_dataset():
+    got = _bcolzx_read(GOLDEN / "i4_small")
+    assert got.dtype == np.dtype("<i4")
+    np.testing.assert_array_equal(got, EXPECTED)
+    arr = ChunkedArray(DirectoryStore.open(str(GOLDEN / "i4_small"), readonly=True))
+    assert arr.store.storage.dflt == -1
+
+
+def _patch(path, offset, data):
+    raw = bytearray(path.read_bytes())
+    raw[offset:offset + len(data)] = data
+    path.write_bytes(bytes(raw))
+
+
+def _fix_header_crc(path):
+    raw = path.read_bytes()
+    _patch(path, 28, struct.pack("<I", crc32c(raw[:28])))
+
+
+def _current_copy_base(path, generation, k=2):
+    raw = path.read_bytes()
+    isize = 24 + 16 * k
+    for c in range(2):
+        if struct.unpack_from("<Q", raw, 32 + c * isize)[0] == generation:
+            return 32 + c * isize
+    raise AssertionError("no copy with that generation")
+
+
+def _damage_entry_past_eof(root):
+    path = root / "data" / "__0.bin"
+    base = _current_copy_base(path, 3)
+    _patch(path, base + 16, struct.pack("<QQ", 10_000, 64))
+    raw = path.read_bytes()
+    _patch(path, base + 16 + 32, struct.pack("<I", crc32c(raw[base:base + 16 + 32])))
+
+
+def _damage_version(root):
+    path = root / "data" / "__0.bin"
+    _patch(path, 4, b"\x02")
+    _fix_header_crc(path)
+
+
+def _damage_meta(root, key, value):
+    path = root / "meta" / "storage"
+    meta = json.loads(path.read_text())
+    meta[key] = value
+    path.write_text(json.dumps(meta))
+
+
+def _damage_sizes_longer(root):
+    path = root / "meta" / "sizes"
+    meta = json.loads(path.read_text())
+    meta["shape"] = [30]
+    meta["generations"] = [3, 2, 1, 1]
+    path.write_text(json.dumps(meta))
+
+
+def _swap(root):
+    d = root / "data"
+    (d / "__0.bin").rename(d / "x")
+    (d / "__1.bin").rename(d / "__0.bin")
+    (d / "x").rename(d / "__1.bin")
+
+
+DAMAGE = {
+    "bad magic": (lambda r: _patch(r / "data" / "__0.bin", 0, b"XXXX"), CorruptDataError),
+    "header crc": (lambda r: _patch(r / "data" / "__1.bin", 9, b"\x77"), CorruptDataError),
+    "newer file version": (_damage_version, UnsupportedFormatError),
+    "unknown option bit": (lambda r: (_patch(r / "data" / "__0.bin", 5, b"\x80"),
+                                      _fix_header_crc(r / "data" / "__0.bin")),
+                           UnsupportedFormatError),
+    "file shorter than header and indexes": (
+        lambda r: (r / "data" / "__1.bin").write_bytes((r / "data" / "__1.bin").read_bytes()[:100]),
+        TruncatedDataError),
+    "file cut inside a chunk": (
+        lambda r: (r / "data" / "__1.bin").write_bytes((r / "data" / "__1.bin").read_bytes()[:-3]),
+        CorruptDataError),
+    "missing file": (lambda r: (r / "data" / "__1.bin").unlink(), TruncatedDataError),
+    "swapped files": (_swap, CorruptDataError),
+    "entry past end of file": (_damage_entry_past_eof, CorruptDataError),
+    "current index copy crc": (
+        lambda r: _patch(r / "data" / "__0.bin",
+                         _current_copy_base(r / "data" / "__0.bin", 3) + 20, b"\x01"),
+        CorruptDataError),
+    "chunk byte flipped": (lambda r: _patch(r / "data" / "__1.bin", 0xA8, b"\x09"), ChecksumError),
+    "stored checksum flipped": (lambda r: _patch(r / "data" / "__1.bin", 0xBC, b"\x00"),
+                                ChecksumError),
+    "newer format version": (lambda r: _damage_meta(r, "format_version", 2),
+                             UnsupportedFormatError),
+    "legacy dataset": (lambda r: _damage_meta(r, "format", None), UnsupportedFormatError),
+    "invalid sizes JSON": (lambda r: (r / "meta" / "sizes").write_text("{"), CorruptDataError),
+    "metadata longer than the data": (_damage_sizes_longer, CorruptDataError),
+    "missing storage": (lambda r: (r / "meta" / "storage").unlink(), FileNotFoundError),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DAMAGE))
+def test_each_documented_damage_raises_its_documented_error(golden, name):
+    damage, error = DAMAGE[name]
+    damage(golden)
+    with pytest.raises(error) as info:
+        _bcolzx_read(golden)
+    if isinstance(info.value, CorruptDataError) and name not in (
+            "invalid sizes JSON", "metadata longer than the data"):
+        assert info.value.path is not None and "__" in info.value.path
