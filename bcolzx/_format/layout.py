@@ -31,6 +31,34 @@ DEFAULT_CHUNK_BYTES = 1 << 20
 DEFAULT_CHUNKS_PER_SUPERCHUNK = 256
 DEFAULT_BLOCKSIZE = 0
 
+def default_chunklen(rowbytes: int, expectedlen: int | None = None) -> int:
+    """Rows per chunk so that a chunk holds about DEFAULT_CHUNK_BYTES.
+
+    Parameters
+    ----------
+    rowbytes : int
+        Bytes of one row.
+    expectedlen : int, optional
+        Rows the dataset is expected to reach: a dataset expected to be small
+        gets chunks no longer than it (at least 1 row).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        If `rowbytes` is not positive.
+    """
+    if rowbytes <= 0:
+        raise ValueError(f"rowbytes must be positive, not {rowbytes}")
+    chunklen = max(1, DEFAULT_CHUNK_BYTES // rowbytes)
+    if expectedlen:
+        chunklen = max(1, min(chunklen, expectedlen))
+    return chunklen
+
+
 _SUPERCHUNK_RE = re.compile(r"^__(0|[1-9][0-9]*)\.bin$")
 
 
