@@ -61,6 +61,7 @@ class ChunkedArray:
         self.nfull, self.nleft = divmod(length, self.chunklen)
         self._leftover_stored = False
         self._dirty = False
+        self._closed = False
         if self.nleft:
             self._load_leftover()
 
@@ -131,6 +132,8 @@ class ChunkedArray:
     # -- writing ---------------------------------------------------------------
 
     def _check_writable(self) -> None:
+        if self._closed:
+            raise ValueError("the array is closed")
         if self.store.readonly:
             raise ReadOnlyError("the dataset is opened read-only (mode 'r')")
 
@@ -268,7 +271,7 @@ class ChunkedArray:
         OSError
             If the file system refuses; what was flushed before stays intact.
         """
-        if not self._dirty or self.store.readonly:
+        if not self._dirty or self.store.readonly or self._closed:
             return
         if self.nleft and not self._leftover_stored:
             rows = self._leftover[: self.nleft]
@@ -375,7 +378,32 @@ class ChunkedArray:
             self.read(i, i + 1, out.reshape((1, *self.rowshape)))
         return out
 
-    def close(self) -> None:
-        """Flush and release the store."""
-        self.flush()
+    def close(self, flush: bool = True) -> None:
+        """Flush (unless told not to) and release the store; the array is then closed.
+
+        ``close(flush=False)`` drops what was not flushed: the dataset stays as
+        the last flush left it, as after a crash.
+        """
+        if self._closed:
+            return
+        if flush:
+            self.flush()
+        self._closed = True
         self.store.close()
+
+    def __enter__(self) -> "ChunkedArray":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # Forgetting flush() must not silently drop appended rows.
+        if getattr(self, "_dirty", False) and not getattr(self, "_closed", True):
+            try:
+                self.flush()
+            except Exception as exc:  # pragma: no cover - nothing to raise into
+                import warnings
+
+                warnings.warn(f"bcolzx could not flush at garbage collection: {exc!r}",
+                              ResourceWarning, stacklevel=1)

@@ -26,7 +26,7 @@ class Backend:
         """The same data seen afresh: from disk for a directory store."""
         if self.kind == "memory":
             return arr
-        arr.flush()
+        arr.close()
         return ChunkedArray(DirectoryStore.open(self.rootdir, readonly=readonly))
 
 

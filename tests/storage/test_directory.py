@@ -51,11 +51,26 @@ def test_layout_is_legacy_meta_plus_superchunk_files(dataset):
     assert json.load(open(os.path.join(rootdir, "__attrs__"))) == {}
 
 
-def test_unflushed_appends_are_not_visible_after_reopen(dataset):
+def test_appends_are_flushed_at_garbage_collection_and_on_with_exit(dataset):
     rootdir, data = dataset
     arr = _open(rootdir)
-    arr.append(_data(500, seed=9))  # never flushed
+    more = _data(500, seed=9)
+    arr.append(more)  # flush() forgotten
     del arr
+    again = _open(rootdir)
+    np.testing.assert_array_equal(again.read(0, 1550), np.r_[data, more])
+    with _open(rootdir) as arr:
+        arr.append(more[:7])
+    assert len(_open(rootdir)) == 1557
+
+
+def test_close_without_flush_drops_unflushed_rows(dataset):
+    rootdir, data = dataset
+    arr = _open(rootdir)
+    arr.append(_data(500, seed=9))
+    arr.close(flush=False)
+    with pytest.raises(ValueError, match="closed"):
+        arr.append(np.zeros(1))
     again = _open(rootdir)
     assert len(again) == 1050
     np.testing.assert_array_equal(again.read(0, 1050), data)

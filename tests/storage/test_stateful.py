@@ -65,14 +65,15 @@ class DirectoryStoreMachine(RuleBasedStateMachine):
         self.flushed = self.model.copy()
 
     @rule()
-    def reopen_after_flush(self):
-        self.arr.flush()
+    def reopen_after_close(self):
+        self.arr.close()
         self.flushed = self.model.copy()
         self.arr = ChunkedArray(DirectoryStore.open(self.rootdir))
 
     @rule()
     def reopen_without_flush(self):
         """Dropping unflushed work: the dataset is what the last flush made it."""
+        self.arr.close(flush=False)
         self.arr = ChunkedArray(DirectoryStore.open(self.rootdir))
         self.model = self.flushed.copy()
 
