@@ -8,6 +8,7 @@ short chunk on :meth:`flush`.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from math import prod
 
 import numpy as np
@@ -18,6 +19,8 @@ from bcolzx._storage.base import ChunkStore, Special
 from bcolzx.errors import CorruptDataError, ReadOnlyError
 
 _SPECIAL_IN_INDEX = (codec.SPECIAL_ZERO, codec.SPECIAL_NAN)
+#: Verified stored chunks kept for single-row reads (memory: this many chunks).
+CACHED_CHUNKS = 16
 
 
 class ChunkedArray:
@@ -62,6 +65,7 @@ class ChunkedArray:
         self._leftover_stored = False
         self._dirty = False
         self._closed = False
+        self._cache: OrderedDict = OrderedDict()
         if self.nleft:
             self._load_leftover()
 
@@ -87,6 +91,31 @@ class ChunkedArray:
 
     def _where(self, chunk: int) -> dict:
         return {"path": self.store.rootdir, "chunk": chunk}
+
+    # -- the chunk cache ---------------------------------------------------------
+
+    def _entry(self, chunk: int):
+        """The verified stored entry of `chunk`, through a small LRU cache."""
+        entry = self._cache.get(chunk)
+        if entry is None:
+            (entry,) = self.store.get(chunk, chunk + 1)
+            if not isinstance(entry, Special):
+                entry = bytes(entry)  # own it: do not pin a larger read buffer
+            self._cache[chunk] = entry
+            if len(self._cache) > CACHED_CHUNKS:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(chunk)
+        return entry
+
+    def _put(self, items: list) -> None:
+        for chunk, _, _ in items:
+            self._cache.pop(chunk, None)
+        self.store.put(items)
+
+    def free_cache(self) -> None:
+        """Forget the cached chunks."""
+        self._cache.clear()
 
     # -- chunk encoding --------------------------------------------------------
 
@@ -176,7 +205,7 @@ class ChunkedArray:
             self._leftover_stored = False
         self._dirty = True
         if items:
-            self.store.put(items)
+            self._put(items)
 
     def write(self, start: int, rows: np.ndarray) -> None:
         """Overwrite rows ``start .. start+len(rows)-1`` (all must exist).
@@ -202,12 +231,12 @@ class ChunkedArray:
                 chunk = rows[pos - start:pos - start + cl]
             else:
                 chunk = np.empty((cl, *self.rowshape), dtype=self.dtype)
-                self._decode_into(self.store.get(c, c + 1)[0], chunk, c, cl)
+                self._decode_into(self._entry(c), chunk, c, cl)
                 chunk[a:b] = rows[pos - start:pos - start + (b - a)]
             items.append((c, self._encode(chunk), self.chunk_bytes))
             pos = c * cl + b
         if items:
-            self.store.put(items)
+            self._put(items)
         if stop > stored_end:
             lo = max(start, stored_end)
             self._leftover[lo - stored_end:stop - stored_end] = rows[lo - start:]
@@ -242,6 +271,7 @@ class ChunkedArray:
         if length == n:
             return
         self.flush()
+        self._cache.clear()
         stored_end = self.nfull * self.chunklen
         if length >= stored_end:  # only the leftover shrinks; its stored chunk keeps a prefix
             self.nleft = length - stored_end
@@ -275,7 +305,7 @@ class ChunkedArray:
             return
         if self.nleft and not self._leftover_stored:
             rows = self._leftover[: self.nleft]
-            self.store.put([(self.nfull, self._encode(rows), self.nleft * self.rowbytes)])
+            self._put([(self.nfull, self._encode(rows), self.nleft * self.rowbytes)])
             self._leftover_stored = True
         self.store.commit(self._sizes())
         self._dirty = False
@@ -362,7 +392,7 @@ class ChunkedArray:
         c, r = divmod(i, self.chunklen)
         if c >= self.nfull:
             return self._leftover[r].copy()
-        (entry,) = self.store.get(c, c + 1)
+        entry = self._entry(c)
         out = np.empty(self.rowshape, dtype=self.dtype)
         if isinstance(entry, Special):
             codec.fill_special(out.reshape(-1), entry.kind, self.itemsize, entry.value)

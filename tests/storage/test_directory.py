@@ -132,8 +132,11 @@ def test_reading_one_row_opens_one_data_file(dataset, monkeypatch):
     # Header and index, then the chunk; once its index is cached, only the chunk.
     assert {os.path.basename(p) for p in opened} == {"__1.bin"}
     opened.clear()
-    assert arr.read_row(701) == data[701]
+    assert arr.read_row(450) == data[450]  # another chunk of the same file
     assert [os.path.basename(p) for p in opened] == ["__1.bin"]
+    opened.clear()
+    assert arr.read_row(701) == data[701]  # chunk 7 again: from the chunk cache
+    assert opened == []
 
 
 def test_file_count_is_chunks_over_superchunk_size(tmp_path):
