@@ -1,0 +1,275 @@
+"""User attributes of a carray/ctable: the legacy ``attrs`` accessor.
+
+An :class:`attrs` object behaves like a small dictionary of JSON values.  For
+a persistent container (``rootdir`` given) the attributes live in the file
+``rootdir/__attrs__`` (docs/format, "Attributes"), a JSON object; every change
+is written through at once, atomically (temporary file, then rename), so a
+crash leaves the old or the new attributes, never half of them.
+
+As in legacy bcolz 1.2 the attributes are read once, when the accessor is
+created, and cached: changes made to the file by another process afterwards
+are not seen, and two writers of the same ``rootdir`` overwrite each other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from bcolzx._format.jsonfile import read_json, write_json
+from bcolzx._format.layout import ATTRS_FILE
+from bcolzx.errors import ReadOnlyError
+
+__all__ = ["attrs"]
+
+_MODES = ("r", "w", "a")
+
+
+def _json_default(obj: Any) -> Any:
+    """``json.dumps`` hook: NumPy scalars become Python scalars, the rest is refused."""
+    if isinstance(obj, np.generic):
+        # np.int64(3) -> 3, np.bool_(True) -> True, np.str_('a') -> 'a'.  What
+        # .item() returns that JSON cannot hold (complex, datetime, bytes) comes
+        # back here and is refused below.
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        raise TypeError(
+            f"a NumPy array (shape {obj.shape}, dtype {obj.dtype}) is not JSON-serialisable; "
+            "store arr.tolist() instead"
+        )
+    raise TypeError(f"an object of type {type(obj).__name__} is not JSON-serialisable")
+
+
+def _to_json_value(obj: Any) -> Any:
+    """The value `obj` becomes once stored: its JSON form, decoded again.
+
+    Raises
+    ------
+    TypeError
+        If `obj` (or anything inside it) cannot be represented in JSON.
+    """
+    try:
+        text = json.dumps(obj, allow_nan=True, default=_json_default)
+    except ValueError as exc:  # circular reference
+        raise TypeError(f"attribute value is not JSON-serialisable: {exc}") from None
+    except TypeError as exc:
+        raise TypeError(f"attribute value is not JSON-serialisable: {exc}") from None
+    return json.loads(text)
+
+
+class attrs:  # noqa: N801 - legacy name
+    """Accessor for the user attributes of a carray or ctable.
+
+    Behaves like a small dictionary::
+
+        attrs['myattr'] = value     # set (written through to disk)
+        value = attrs['myattr']     # get
+        del attrs['myattr']         # remove
+        'myattr' in attrs           # membership, by name
+
+    Iterating yields ``(name, value)`` pairs, as in legacy bcolz (not the
+    names, as a dict would); :meth:`getall` returns all attributes as a dict.
+
+    Parameters
+    ----------
+    rootdir : str or os.PathLike, optional
+        Directory of a persistent container: the attributes are kept in the
+        file ``rootdir/__attrs__``.  None (or ``''``) keeps them in memory.
+    mode : {'a', 'w', 'r'}
+        The container's mode.  In ``'r'`` every change raises
+        :class:`~bcolzx.errors.ReadOnlyError` (also for in-memory attributes).
+    _new : bool
+        The container is being created: start from no attributes and (unless
+        `mode` is ``'r'``) write an empty ``__attrs__``.
+
+    Raises
+    ------
+    ValueError
+        If `mode` is not one of ``'r'``, ``'w'``, ``'a'``.
+    TypeError
+        If `rootdir` is not a path.
+    CorruptDataError
+        If ``__attrs__`` exists but is not a JSON object.
+    OSError
+        If ``__attrs__`` cannot be read or created.
+
+    Notes
+    -----
+    Values must be JSON-serialisable.  They are stored in their JSON form, in
+    memory as on disk, so that what is read back never depends on whether
+    the container was reopened: tuples read back as lists, dict keys as
+    strings, and NumPy scalars (``np.int64(3)``, ``np.float32(0.5)``,
+    ``np.bool_(True)``) are converted to the equal Python scalar.  NumPy
+    arrays are refused with a TypeError (store ``arr.tolist()``).
+
+    Differences from legacy bcolz 1.2: writes are atomic; ``name in attrs``
+    tests names (legacy compared against ``(name, value)`` pairs and was
+    always False); names must be strings; a damaged ``__attrs__`` raises
+    :class:`~bcolzx.errors.CorruptDataError` (a ValueError) instead of
+    IOError; a missing ``__attrs__`` reads as empty in mode ``'r'`` and is
+    created otherwise; ``str()`` puts one attribute per line.
+
+    Examples
+    --------
+    >>> from bcolzx.attrs import attrs
+    >>> a = attrs()
+    >>> a['units'] = 'm/s'
+    >>> a['scale'] = (1, 2)
+    >>> a['scale']
+    [1, 2]
+    >>> list(a)
+    [('units', 'm/s'), ('scale', [1, 2])]
+    >>> 'units' in a, len(a)
+    (True, 2)
+    >>> del a['units']
+    >>> a.getall()
+    {'scale': [1, 2]}
+    """
+
+    def __init__(
+        self,
+        rootdir: str | os.PathLike[str] | None = None,
+        mode: str = "a",
+        _new: bool = False,
+    ) -> None:
+        if mode not in _MODES:
+            raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
+        self._rootdir = os.fspath(rootdir) if rootdir else None
+        self._mode = mode
+        self._attrs: dict[str, Any] = {}
+        self._attrsfile = (
+            os.path.join(self._rootdir, ATTRS_FILE) if self._rootdir is not None else None
+        )
+        if self._attrsfile is None:
+            return
+        if _new:
+            if mode != "r":
+                write_json(self._attrsfile, {})
+        else:
+            self._open()
+
+    def _open(self) -> None:
+        assert self._attrsfile is not None
+        try:
+            self._attrs = read_json(self._attrsfile, kind=dict)
+        except FileNotFoundError:
+            self._attrs = {}
+            if self._mode != "r":
+                write_json(self._attrsfile, {})
+
+    # -- read-only properties (legacy attribute names) -------------------------
+
+    @property
+    def rootdir(self) -> str | None:
+        """The container's directory, or None for in-memory attributes."""
+        return self._rootdir
+
+    @property
+    def mode(self) -> str:
+        """The mode: ``'r'``, ``'w'`` or ``'a'``."""
+        return self._mode
+
+    @property
+    def attrsfile(self) -> str | None:
+        """The path of ``__attrs__``, or None for in-memory attributes."""
+        return self._attrsfile
+
+    # -- changes ---------------------------------------------------------------
+
+    def _check_writable(self, action: str) -> None:
+        if self._mode == "r":
+            raise ReadOnlyError(f"Cannot {action} an attribute when in 'r'ead-only mode")
+
+    def _commit(self, new: dict[str, Any]) -> None:
+        """Write `new` through (if persistent), then make it current."""
+        if self._attrsfile is not None:
+            write_json(self._attrsfile, new)
+        self._attrs = new
+
+    def __setitem__(self, name: str, obj: Any) -> None:
+        """Set attribute `name` to `obj`, writing it through.
+
+        Raises
+        ------
+        ReadOnlyError
+            In mode ``'r'``.
+        TypeError
+            If `name` is not a string or `obj` is not JSON-serialisable;
+            nothing is changed.
+        OSError
+            If ``__attrs__`` cannot be written; nothing is changed.
+        """
+        self._check_writable("modify")
+        if not isinstance(name, str):
+            raise TypeError(f"attribute names must be str, not {type(name).__name__}")
+        value = _to_json_value(obj)
+        new = dict(self._attrs)
+        new[name] = value
+        self._commit(new)
+
+    def __delitem__(self, name: str) -> None:
+        """Remove attribute `name`, writing the change through.
+
+        Raises
+        ------
+        ReadOnlyError
+            In mode ``'r'``.
+        KeyError
+            If there is no attribute `name`.
+        OSError
+            If ``__attrs__`` cannot be written; nothing is changed.
+        """
+        self._check_writable("remove")
+        new = dict(self._attrs)
+        del new[name]
+        self._commit(new)
+
+    # -- reading ---------------------------------------------------------------
+
+    def __getitem__(self, name: str) -> Any:
+        """The value of attribute `name`.
+
+        Raises
+        ------
+        KeyError
+            If there is no attribute `name`.
+        """
+        return self._attrs[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._attrs
+
+    def __len__(self) -> int:
+        return len(self._attrs)
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        """Iterate over ``(name, value)`` pairs (legacy semantics)."""
+        return iter(list(self._attrs.items()))
+
+    def getall(self) -> dict[str, Any]:
+        """All attributes, as a new dict.
+
+        Returns
+        -------
+        dict
+            A shallow copy: changing it does not change the attributes.
+
+        Raises
+        ------
+        None
+        """
+        return dict(self._attrs)
+
+    def __str__(self) -> str:
+        if not self._attrs:
+            return "*no attrs*"
+        return "\n".join(f"{name} : {value}" for name, value in self._attrs.items())
+
+    def __repr__(self) -> str:
+        if not self._attrs:
+            return "*no attrs*"
+        return "".join(f"{name} : {value!r}\n" for name, value in self._attrs.items())
