@@ -27,7 +27,30 @@ from bcolzx.errors import (
     TruncatedDataError,
     UnsupportedFormatError,
 )
-from bcolzx.toplevel import blosc_compressor_list, blosc_version
+from bcolzx import attrs
+from bcolzx.carray import carray
+from bcolzx.params import (
+    blosc_set_nthreads,
+    cparams,
+    defaults,
+    defaults_ctx,
+    detect_number_of_cores,
+    filters,
+    print_versions,
+    set_nthreads,
+)
+from bcolzx.toplevel import (
+    arange,
+    blosc_compressor_list,
+    blosc_version,
+    fill,
+    fromiter,
+    iterblocks,
+    ones,
+    open,
+    walk,
+    zeros,
+)
 
 try:
     from bcolzx._version import version as __version__
@@ -36,6 +59,24 @@ except ImportError:  # a source tree that was never built by setuptools-scm
 
 __all__ = [
     "__version__",
+    "carray",
+    "attrs",
+    "cparams",
+    "defaults",
+    "defaults_ctx",
+    "filters",
+    "set_nthreads",
+    "blosc_set_nthreads",
+    "detect_number_of_cores",
+    "print_versions",
+    "open",
+    "zeros",
+    "ones",
+    "fill",
+    "arange",
+    "fromiter",
+    "iterblocks",
+    "walk",
     "NOSHUFFLE",
     "SHUFFLE",
     "BITSHUFFLE",

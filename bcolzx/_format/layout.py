@@ -28,6 +28,7 @@ CHECKSUMS = {
 #: Defaults (see docs/format/README.md, "Defaults").
 DEFAULT_CHECKSUM = "crc32c"
 DEFAULT_CHUNK_BYTES = 1 << 20
+MIN_CHUNK_BYTES = 16 << 10
 DEFAULT_CHUNKS_PER_SUPERCHUNK = 256
 DEFAULT_BLOCKSIZE = 0
 
@@ -40,7 +41,8 @@ def default_chunklen(rowbytes: int, expectedlen: int | None = None) -> int:
         Bytes of one row.
     expectedlen : int, optional
         Rows the dataset is expected to reach: a dataset expected to be small
-        gets chunks no longer than it (at least 1 row).
+        gets chunks of the next power of two of its size, at least
+        MIN_CHUNK_BYTES.
 
     Returns
     -------
@@ -53,10 +55,12 @@ def default_chunklen(rowbytes: int, expectedlen: int | None = None) -> int:
     """
     if rowbytes <= 0:
         raise ValueError(f"rowbytes must be positive, not {rowbytes}")
-    chunklen = max(1, DEFAULT_CHUNK_BYTES // rowbytes)
+    target = DEFAULT_CHUNK_BYTES
     if expectedlen:
-        chunklen = max(1, min(chunklen, expectedlen))
-    return chunklen
+        # Small datasets get small chunks (at least MIN_CHUNK_BYTES), as legacy bcolz did.
+        expected = expectedlen * rowbytes
+        target = min(target, max(MIN_CHUNK_BYTES, 1 << max(0, (expected - 1).bit_length())))
+    return max(1, target // rowbytes)
 
 
 _SUPERCHUNK_RE = re.compile(r"^__(0|[1-9][0-9]*)\.bin$")

@@ -1,0 +1,774 @@
+"""``carray``: a compressed, chunked, optionally persistent NumPy array (bcolz 1.2 API).
+
+The class is thin: it validates arguments and translates NumPy-style keys into
+row ranges; the chunked-array engine (:mod:`bcolzx._storage`) does the work
+over a memory or directory store.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from bcolzx import attrs as _attrs
+from bcolzx._format import layout
+from bcolzx._format.meta import CParams, Storage
+from bcolzx._storage import ChunkedArray, DirectoryStore, MemoryStore
+from bcolzx.errors import ReadOnlyError
+from bcolzx.params import cparams as _cparams
+from bcolzx.params import defaults
+
+__all__ = ["carray"]
+
+_MODES = ("r", "a", "w")
+
+
+def quantize(data: np.ndarray, significant_digits: int) -> np.ndarray:
+    """Round floats to a power-of-two scale keeping `significant_digits` decimals.
+
+    The same transformation as legacy bcolz's ``quantize`` cparam: data become
+    ``around(scale * data) / scale`` with ``scale = 2**bits`` and ``bits`` the
+    number of bits that hold `significant_digits` decimal digits.
+
+    Raises
+    ------
+    TypeError
+        If `data` is not floating point.
+    """
+    if data.dtype.kind != "f":
+        raise TypeError("quantize is meant only for floating point data")
+    if not significant_digits:
+        return data
+    bits = math.ceil(math.log2(10.0 ** significant_digits))
+    scale = 2.0 ** bits
+    return np.around(scale * data) / scale
+
+
+def _as_cparams(value) -> _cparams:
+    if value is None:
+        return _cparams()
+    if isinstance(value, _cparams):
+        return value
+    if isinstance(value, dict):
+        return _cparams(**value)
+    raise TypeError(f"cparams must be a bcolzx.cparams or a dict, not {type(value).__name__}")
+
+
+class carray:
+    """A compressed and chunked array, in memory or on disk (bcolz 1.2 ``carray``).
+
+    Parameters
+    ----------
+    array : array_like, optional
+        Initial data; a scalar becomes one element.
+    cparams : cparams or dict, optional
+        Compression parameters (default: ``bcolzx.defaults.cparams``).
+    dtype : numpy.dtype, optional
+        Force this dtype (default: the data's, or float64 when empty).
+    dflt : scalar, optional
+        Value of the rows added by :meth:`resize` (default zero).
+    expectedlen : int, optional
+        Expected final length: picks the chunk length when `chunklen` is not given.
+    chunklen : int, optional
+        Rows per chunk.
+    rootdir : str, optional
+        Directory to persist to; None keeps the data in memory.
+    safe : bool
+        Check and convert the dtype of data appended (legacy; always on here,
+        kept for compatibility).
+    mode : {'r', 'a', 'w'}
+        With `rootdir`: read-only, append (open existing or create) or write
+        (replace).
+
+    Raises
+    ------
+    ValueError
+        For a bad mode or parameter.
+    TypeError
+        For data that cannot be converted to the dtype.
+    FileExistsError
+        (an ``IOError``) when creating over an existing `rootdir` in mode 'a'.
+    FileNotFoundError
+        When opening a `rootdir` that does not exist in mode 'r'.
+    ReadOnlyError
+        When writing data in mode 'r'.
+    """
+
+    def __init__(self, array=None, cparams=None, dtype=None, dflt=None, expectedlen=None,
+                 chunklen=None, rootdir=None, safe=True, mode="a"):
+        if mode not in _MODES:
+            raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
+        self._mode = mode
+        self._safe = bool(safe)
+        self._rootdir = os.fspath(rootdir) if rootdir is not None else None
+        if self._rootdir is not None and array is None and mode != "w":
+            self._open(self._rootdir, mode)
+            return
+        if mode == "r":
+            raise ReadOnlyError("cannot create a carray in mode 'r'")
+        if array is None:
+            data = np.empty(0, dtype=np.dtype(dtype) if dtype is not None else np.float64)
+        else:
+            data = self._convert(array, dtype)
+        if data.ndim == 0:
+            data = data.reshape(1)
+        if data.dtype.hasobject:
+            raise TypeError("object dtype is not supported: bcolzx stores fixed-size items "
+                            "(use 'S' or 'U' strings, or pickle the objects yourself)")
+        cp = _as_cparams(cparams)
+        rowshape = data.shape[1:]
+        rowbytes = data.dtype.itemsize * math.prod(rowshape)
+        if rowbytes == 0:
+            raise ValueError(f"rows of dtype {data.dtype} and shape {rowshape} hold no bytes")
+        if chunklen is None:
+            chunklen = layout.default_chunklen(rowbytes, expectedlen or len(data) or None)
+        elif not isinstance(chunklen, (int, np.integer)) or chunklen < 1:
+            raise ValueError(f"chunklen must be a positive int, not {chunklen!r}")
+        dflt_arr = self._dflt(dflt, data.dtype)
+        storage = Storage(dtype=data.dtype, chunklen=int(chunklen),
+                          cparams=CParams(cp.clevel, cp.shuffle, cp.cname, cp.quantize),
+                          expectedlen=int(expectedlen or len(data)), dflt=dflt_arr)
+        if self._rootdir is None:
+            store = MemoryStore(storage, rowshape)
+            self._attrs = _attrs.attrs(None)
+        else:
+            if os.path.exists(self._rootdir):
+                if mode == "a":
+                    raise FileExistsError(
+                        f"{self._rootdir} exists; open it with carray(rootdir=...) or use "
+                        "mode='w' to replace it")
+                shutil.rmtree(self._rootdir)
+            store = DirectoryStore.create(self._rootdir, storage, rowshape)
+            self._attrs = _attrs.attrs(self._rootdir, mode)
+        self._engine = ChunkedArray(store, nthreads=defaults.nthreads)
+        self._cparams = cp
+        if len(data):
+            self.append(data)
+        if self._rootdir is not None:
+            self.flush()
+
+    def _open(self, rootdir: str, mode: str) -> None:
+        store = DirectoryStore.open(rootdir, readonly=(mode == "r"))
+        st = store.storage
+        self._engine = ChunkedArray(store, nthreads=defaults.nthreads)
+        self._cparams = _cparams(clevel=st.cparams.clevel, shuffle=st.cparams.shuffle,
+                                 cname=st.cparams.cname, quantize=st.cparams.quantize)
+        self._attrs = _attrs.attrs(rootdir, mode)
+
+    # -- conversions -------------------------------------------------------------
+
+    @staticmethod
+    def _convert(array, dtype) -> np.ndarray:
+        if isinstance(array, carray):
+            array = array[:]
+        try:
+            return np.ascontiguousarray(array, dtype=np.dtype(dtype) if dtype is not None else None)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"cannot make an array of dtype {dtype} from the data: {exc}") \
+                from None
+
+    @staticmethod
+    def _dflt(dflt, dtype: np.dtype) -> np.ndarray:
+        if dflt is None:
+            return np.zeros((), dtype=dtype)
+        try:
+            return np.array(dflt, dtype=dtype).reshape(())
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"dflt {dflt!r} is not a value of dtype {dtype}: {exc}") from None
+
+    def _rows(self, values, n: int | None = None) -> np.ndarray:
+        """`values` as rows of this array (converted, broadcast to `n` rows if given)."""
+        eng = self._engine
+        try:
+            arr = np.asarray(values, dtype=eng.dtype)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"cannot convert to {eng.dtype}: {exc}") from None
+        if n is None:
+            if arr.shape == eng.rowshape:
+                arr = arr.reshape((1, *eng.rowshape))
+            elif arr.shape[1:] != eng.rowshape:
+                raise ValueError(f"data of shape {arr.shape} does not fit rows of shape "
+                                 f"{eng.rowshape}")
+        else:
+            try:
+                arr = np.broadcast_to(arr, (n, *eng.rowshape))
+            except ValueError:
+                raise ValueError(f"cannot put values of shape {arr.shape} into {n} rows of "
+                                 f"shape {eng.rowshape}") from None
+        q = self._cparams.quantize
+        if q and eng.dtype.kind == "f":
+            arr = quantize(arr, q).astype(eng.dtype, copy=False)
+        return np.ascontiguousarray(arr)
+
+    # -- properties ----------------------------------------------------------------
+
+    @property
+    def attrs(self) -> _attrs.attrs:
+        """User attributes (persisted in ``__attrs__`` on disk)."""
+        return self._attrs
+
+    @property
+    def chunklen(self) -> int:
+        return self._engine.chunklen
+
+    @property
+    def cparams(self) -> _cparams:
+        return self._cparams
+
+    @property
+    def dflt(self) -> Any:
+        return self._engine.store.storage.dflt
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._engine.dtype
+
+    @property
+    def itemsize(self) -> int:
+        return self._engine.dtype.itemsize
+
+    @property
+    def atomsize(self) -> int:
+        """Bytes of one row (item size times the trailing dimensions)."""
+        return self._engine.rowbytes
+
+    @property
+    def len(self) -> int:
+        return len(self._engine)
+
+    def __len__(self) -> int:
+        return len(self._engine)
+
+    @property
+    def shape(self) -> tuple:
+        return (len(self._engine), *self._engine.rowshape)
+
+    @property
+    def ndim(self) -> int:
+        return 1 + len(self._engine.rowshape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self._engine.nbytes
+
+    @property
+    def cbytes(self) -> int:
+        eng = self._engine
+        unstored = 0 if eng._leftover_stored else eng.nleft * eng.rowbytes
+        return eng.cbytes + unstored
+
+    @property
+    def nchunks(self) -> int:
+        """Full chunks (the leftover rows are not counted)."""
+        return self._engine.nfull
+
+    @property
+    def nleftover(self) -> int:
+        return self._engine.nleft
+
+    @property
+    def leftover_array(self) -> np.ndarray:
+        eng = self._engine
+        return eng._leftover[: eng.nleft]
+
+    @property
+    def partitions(self) -> list[tuple[int, int]]:
+        """``(start, stop)`` rows of each chunk, the leftover included."""
+        cl, n = self.chunklen, len(self)
+        return [(s, min(s + cl, n)) for s in range(0, n, cl)]
+
+    @property
+    def chunks(self) -> "_Chunks":
+        """The full chunks, as a sequence of decompressed NumPy arrays."""
+        return _Chunks(self)
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @property
+    def rootdir(self) -> str | None:
+        return self._rootdir
+
+    @property
+    def safe(self) -> bool:
+        return self._safe
+
+    @property
+    def expectedlen(self) -> int:
+        return self._engine.store.storage.expectedlen
+
+    # -- writing -------------------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        if self._mode == "r":
+            raise ReadOnlyError(f"{self._rootdir} is opened in mode 'r'")
+
+    def append(self, array) -> None:
+        """Append rows at the end.
+
+        Parameters
+        ----------
+        array : array_like
+            One row or several (shape ``(n, *shape[1:])``).
+
+        Raises
+        ------
+        ReadOnlyError
+            In mode 'r'.
+        TypeError, ValueError
+            If the data cannot be converted to the dtype or rows.
+        """
+        self._check_writable()
+        if isinstance(array, carray):
+            for block in iterblocks(array):
+                self._engine.append(self._rows(block))
+            return
+        self._engine.append(self._rows(array))
+
+    def trim(self, nitems: int) -> None:
+        """Remove the last `nitems` rows.
+
+        Raises
+        ------
+        ValueError
+            If `nitems` is negative or larger than the length.
+        ReadOnlyError
+            In mode 'r'.
+        """
+        self._check_writable()
+        nitems = int(nitems)
+        if nitems < 0:
+            raise ValueError(f"nitems must be >= 0, not {nitems}")
+        if nitems > len(self):
+            raise ValueError(f"cannot trim {nitems} rows from {len(self)}")
+        self._engine.resize(len(self) - nitems)
+
+    def resize(self, nitems: int) -> None:
+        """Grow (with ``dflt``) or shrink to `nitems` rows.
+
+        Raises
+        ------
+        ValueError
+            If `nitems` is negative.
+        ReadOnlyError
+            In mode 'r'.
+        """
+        self._check_writable()
+        nitems = int(nitems)
+        if nitems < 0:
+            raise ValueError(f"nitems must be >= 0, not {nitems}")
+        self._engine.resize(nitems, self.dflt)
+
+    def flush(self) -> None:
+        """Make appended and changed data durable (on disk; no-op in memory).
+
+        Raises
+        ------
+        OSError
+            If the file system refuses.
+        """
+        if self._mode != "r":
+            self._engine.flush()
+
+    def purge(self) -> None:
+        """Delete the data on disk (a persistent carray is unusable afterwards).
+
+        Raises
+        ------
+        ReadOnlyError
+            In mode 'r'.
+        """
+        self._check_writable()
+        if self._rootdir is not None:
+            self._engine.close(flush=False)
+            shutil.rmtree(self._rootdir)
+
+    def free_cachemem(self) -> None:
+        """Release cached decompressed and compressed data."""
+        self._engine.free_cache()
+
+    def reshape(self, newshape) -> "carray":
+        """A new carray with the same data in a new shape (chunked along the first axis).
+
+        Raises
+        ------
+        ValueError
+            If the total size changes.
+        """
+        newshape = (newshape,) if isinstance(newshape, (int, np.integer)) else tuple(newshape)
+        if -1 in newshape:
+            known = math.prod(x for x in newshape if x != -1)
+            newshape = tuple(self.size // known if x == -1 else x for x in newshape)
+        if math.prod(newshape) != self.size:
+            raise ValueError(f"cannot reshape {self.shape} into {newshape}")
+        return carray(self[:].reshape(newshape), cparams=self._cparams, dflt=self.dflt)
+
+    def copy(self, **kwargs) -> "carray":
+        """A copy, in memory or (with ``rootdir=``) on disk; kwargs as the constructor's."""
+        kwargs.setdefault("cparams", self._cparams)
+        kwargs.setdefault("dflt", self.dflt)
+        kwargs.setdefault("expectedlen", len(self))
+        kwargs.setdefault("chunklen", self.chunklen)
+        out = carray(np.empty((0, *self.shape[1:]), self.dtype), **kwargs)
+        for block in iterblocks(self):
+            out._engine.append(out._rows(block))
+        if out.rootdir is not None:
+            out.flush()
+        return out
+
+    def view(self) -> "carray":
+        """A new carray object sharing this one's data."""
+        new = object.__new__(carray)
+        new.__dict__.update(self.__dict__)
+        return new
+
+    # -- reading -------------------------------------------------------------------
+
+    def _index(self, i) -> int:
+        n = len(self)
+        i = int(i)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"index {i - n if i >= n else i} out of range for length {n}")
+        return i
+
+    def _take(self, idx: np.ndarray) -> np.ndarray:
+        """Rows at integer positions `idx` (already in range), in that order."""
+        out = np.empty((len(idx), *self.shape[1:]), dtype=self.dtype)
+        if not len(idx):
+            return out
+        cl = self.chunklen
+        order = np.argsort(idx, kind="stable")
+        sidx = idx[order]
+        chunks = sidx // cl
+        bounds = np.flatnonzero(np.diff(chunks)) + 1
+        for group in np.split(np.arange(len(sidx)), bounds):
+            rows = sidx[group]
+            if len(rows) <= 2:
+                for g, r in zip(group, rows):
+                    out[order[g]] = self._engine.read_row(int(r))
+                continue
+            c = int(chunks[group[0]])
+            block = self._engine.read(c * cl, min((c + 1) * cl, len(self)))
+            out[order[group]] = block[rows - c * cl]
+        return out
+
+    def _mask(self, key) -> np.ndarray:
+        mask = key[:] if isinstance(key, carray) else np.asarray(key)
+        if mask.shape != (len(self),):
+            raise IndexError(f"boolean mask of shape {mask.shape} for length {len(self)}")
+        return mask
+
+    def __getitem__(self, key):
+        if isinstance(key, (int, np.integer)):
+            row = self._engine.read_row(self._index(key))
+            return row.item() if self.ndim == 1 else row
+        if isinstance(key, slice):
+            start, stop, step = key.indices(len(self))
+            if step == 1:
+                return self._engine.read(start, max(start, stop))
+            if step > 0:
+                if stop <= start:
+                    return np.empty((0, *self.shape[1:]), self.dtype)
+                return self._engine.read(start, stop)[::step].copy()
+            lo = stop + 1
+            if start < lo:
+                return np.empty((0, *self.shape[1:]), self.dtype)
+            return self._engine.read(lo, start + 1)[::-1][::-step].copy()
+        if isinstance(key, tuple):
+            if not key:
+                return self[:]
+            first, rest = key[0], key[1:]
+            if isinstance(first, (int, np.integer)):
+                return np.asarray(self[first])[rest] if rest else self[first]
+            return self[first][(slice(None), *rest)]
+        if isinstance(key, str):
+            raise TypeError("string expressions as keys need bcolzx.eval, which is not "
+                            "available yet")
+        if isinstance(key, (carray, list, np.ndarray)):
+            return self._take(self._positions(key))
+        raise IndexError(f"unsupported key type {type(key).__name__}")
+
+    def _positions(self, key) -> np.ndarray:
+        """Integer row positions selected by a slice, a mask or an index array/list."""
+        n = len(self)
+        if isinstance(key, slice):
+            return np.arange(n)[key]
+        arr = key[:] if isinstance(key, carray) else np.asarray(key)
+        if arr.dtype == np.bool_:
+            return np.flatnonzero(self._mask(arr))
+        if arr.size == 0:
+            return np.empty(0, dtype=np.int64)
+        if arr.dtype.kind not in "iu" or arr.ndim != 1:
+            raise IndexError("index arrays must be one-dimensional, of integer or boolean "
+                             f"type, not {arr.dtype} of shape {arr.shape}")
+        idx = np.where(arr < 0, arr + n, arr).astype(np.int64)
+        if idx.min() < 0 or idx.max() >= n:
+            raise IndexError(f"index out of range for length {n}")
+        return idx
+
+    def __setitem__(self, key, value) -> None:
+        self._check_writable()
+        eng = self._engine
+        if isinstance(key, (int, np.integer)):
+            eng.write(self._index(key), self._rows(value, 1))
+            return
+        if isinstance(key, tuple):
+            if len(key) == 1:
+                self[key[0]] = value
+                return
+            first, rest = key[0], key[1:]
+            if isinstance(first, (int, np.integer)):
+                row = np.array(self[first])
+                row[rest] = value
+                self[first] = row
+                return
+            pos = self._positions(first if not isinstance(first, slice) else first)
+            block = self._take(pos)
+            block[(slice(None), *rest)] = value
+            self._write_positions(pos, block)
+            return
+        if isinstance(key, str):
+            raise TypeError("string expressions as keys need bcolzx.eval, which is not "
+                            "available yet")
+        if isinstance(key, slice) and key.indices(len(self))[2] == 1:
+            start, stop, _ = key.indices(len(self))
+            if stop > start:
+                eng.write(start, self._rows(value, stop - start))
+            return
+        pos = self._positions(key)
+        self._write_positions(pos, self._rows(value, len(pos)))
+
+    def _write_positions(self, pos: np.ndarray, rows: np.ndarray) -> None:
+        """Write `rows` at positions `pos`, chunk by chunk (later repeats win, as NumPy)."""
+        if not len(pos):
+            return
+        cl = self.chunklen
+        chunks = pos // cl
+        for c in np.unique(chunks):
+            c = int(c)
+            sel = chunks == c
+            lo, hi = c * cl, min((c + 1) * cl, len(self))
+            block = self._engine.read(lo, hi)
+            block[pos[sel] - lo] = rows[sel]
+            self._engine.write(lo, block)
+
+    def __iter__(self) -> Iterator:
+        return self.iter()
+
+    def iter(self, start: int = 0, stop: int | None = None, step: int = 1,
+             limit: int | None = None, skip: int = 0) -> Iterator:
+        """Iterate over rows ``start:stop:step``, skipping `skip`, yielding at most `limit`.
+
+        Items of a 1-D carray come as Python scalars, rows of an N-D one as arrays.
+
+        Raises
+        ------
+        ValueError
+            If `step` is not positive.
+        """
+        if step <= 0:
+            raise ValueError("step must be positive in iter()")
+        start, stop, step = slice(start, stop, step).indices(len(self))
+        return self._iter(start, stop, step, limit, skip)
+
+    def _iter(self, start, stop, step, limit, skip):
+        yielded = 0
+        blen = max(self.chunklen, step)
+        for lo in range(start, stop, blen - blen % step or step):
+            hi = min(stop, lo + blen - blen % step or lo + step)
+            block = self._engine.read(lo, hi)[::step]
+            if skip:
+                drop = min(skip, len(block))
+                block, skip = block[drop:], skip - drop
+            if limit is not None:
+                block = block[: max(0, limit - yielded)]
+            items = block.tolist() if self.ndim == 1 else block
+            yield from items
+            yielded += len(block)
+            if limit is not None and yielded >= limit:
+                return
+
+    def where(self, boolarr, limit: int | None = None, skip: int = 0) -> Iterator:
+        """Iterate over the values where `boolarr` (array or carray of this length) is True.
+
+        Raises
+        ------
+        IndexError
+            If `boolarr` is not a boolean sequence of this length.
+        """
+        mask = self._mask(boolarr).astype(bool, copy=False)
+        idx = np.flatnonzero(mask)[skip:]
+        if limit is not None:
+            idx = idx[:limit]
+        return iter(self._take(idx).tolist() if self.ndim == 1 else self._take(idx))
+
+    def wheretrue(self, limit: int | None = None, skip: int = 0) -> Iterator[int]:
+        """Iterate over the indices of the True values of a boolean carray.
+
+        Raises
+        ------
+        ValueError
+            If the carray is not of boolean dtype.
+        """
+        if self.dtype != np.bool_:
+            raise ValueError("wheretrue() needs a carray of boolean dtype")
+
+        def gen():
+            seen = yielded = 0
+            for lo, block in _blocks(self, self.chunklen, 0, len(self)):
+                hits = np.flatnonzero(block) + lo
+                if seen + len(hits) <= skip:
+                    seen += len(hits)
+                    continue
+                hits = hits[max(0, skip - seen):]
+                seen = skip
+                for h in hits.tolist():
+                    if limit is not None and yielded >= limit:
+                        return
+                    yield h
+                    yielded += 1
+        return gen()
+
+    def sum(self, dtype=None):
+        """Sum of all elements, as a NumPy scalar (ints widen as NumPy's sum does).
+
+        Raises
+        ------
+        TypeError
+            If the dtype cannot be summed.
+        """
+        acc_dtype = np.dtype(dtype) if dtype is not None else \
+            np.sum(np.zeros(1, self.dtype)).dtype
+        total = acc_dtype.type(0)
+        for _, block in _blocks(self, self.chunklen * 8, 0, len(self)):
+            total = total + np.sum(block, dtype=acc_dtype)
+        return acc_dtype.type(total)
+
+    def __array__(self, dtype=None, copy=None):
+        out = self[:]
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    # -- protocol ------------------------------------------------------------------
+
+    def __reduce__(self):
+        if self._rootdir is not None:
+            self.flush()
+            return (_reopen, (self._rootdir, self._mode))
+        return (_rebuild, (self[:], self._cparams.to_dict(), self.chunklen, self.dflt[()],
+                           self.expectedlen))
+
+    def __enter__(self) -> "carray":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.flush()
+
+    def __sizeof__(self) -> int:
+        eng = self._engine
+        return object.__sizeof__(self) + eng._leftover.nbytes + (
+            eng.cbytes if self._rootdir is None else 0)
+
+    def __repr__(self) -> str:
+        lines = [f"carray({self.shape}, {self.dtype})",
+                 f"  nbytes := {_human(self.nbytes)}; cbytes := {_human(self.cbytes)}; "
+                 f"ratio: {self.nbytes / self.cbytes if self.cbytes else 0:.2f}",
+                 f"  cparams := {self._cparams!r}",
+                 f"  chunklen := {self.chunklen}; chunksize: {self.chunklen * self.atomsize}; "
+                 f"blocksize: {self._engine.store.storage.blocksize}"]
+        if self._rootdir is not None:
+            lines.append(f"  rootdir := {self._rootdir!r}")
+            lines.append(f"  mode    := {self._mode!r}")
+        return "\n".join(lines) + "\n" + str(self)
+
+    def __str__(self) -> str:
+        n = len(self)
+        if n > 1000:
+            return _summary(self[:3], self[n - 3:])
+        return np.array2string(self[:])
+
+
+def _summary(head: np.ndarray, tail: np.ndarray) -> str:
+    h = np.array2string(head)[:-1]
+    t = np.array2string(tail)[1:]
+    return f"{h} ... {t}"
+
+
+def _human(n: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB", "TB"):
+        if n < 1024 or unit == "TB":
+            return f"{n}" if unit == "bytes" else f"{n:.2f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+class _Chunks:
+    """Sequence view of the full chunks of a carray as decompressed arrays."""
+
+    def __init__(self, ca: carray):
+        self._ca = ca
+
+    def __len__(self) -> int:
+        return self._ca.nchunks
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"chunk {i} out of range for {n} chunks")
+        cl = self._ca.chunklen
+        return self._ca._engine.read(i * cl, (i + 1) * cl)
+
+
+def _blocks(ca: carray, blen: int, start: int, stop: int):
+    for lo in range(start, stop, blen):
+        yield lo, ca._engine.read(lo, min(stop, lo + blen))
+
+
+def iterblocks(cobj, blen: int | None = None, start: int = 0, stop: int | None = None):
+    """Iterate over a carray (or ctable) in NumPy blocks of `blen` rows.
+
+    Parameters
+    ----------
+    cobj : carray
+        The container.
+    blen : int, optional
+        Rows per block (default: the chunk length).
+    start, stop : int, optional
+        Row range.
+
+    Yields
+    ------
+    numpy.ndarray
+
+    Raises
+    ------
+    ValueError
+        If `blen` is not positive.
+    """
+    blen = cobj.chunklen if blen is None else int(blen)
+    if blen <= 0:
+        raise ValueError(f"blen must be positive, not {blen}")
+    start, stop, _ = slice(start, stop).indices(len(cobj))
+    for _, block in _blocks(cobj, blen, start, stop):
+        yield block
+
+
+def _reopen(rootdir: str, mode: str) -> carray:
+    return carray(rootdir=rootdir, mode=mode)
+
+
+def _rebuild(data, cparams, chunklen, dflt, expectedlen) -> carray:
+    return carray(data, cparams=cparams, chunklen=chunklen, dflt=dflt, expectedlen=expectedlen)

@@ -1,0 +1,298 @@
+"""carray: the bcolz 1.2 API, in memory and on disk, against NumPy."""
+
+import os
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bcolzx
+from bcolzx import carray
+from bcolzx.errors import ReadOnlyError
+
+
+@pytest.fixture(params=["memory", "disk"])
+def make(request, tmp_path):
+    counter = iter(range(10**6))
+
+    def _make(data=None, **kwargs):
+        if request.param == "disk":
+            kwargs.setdefault("rootdir", str(tmp_path / f"c{next(counter)}"))
+        return carray(data, **kwargs)
+
+    _make.disk = request.param == "disk"
+    return _make
+
+
+def _reopen(ca):
+    if ca.rootdir is None:
+        return ca
+    ca.flush()
+    return carray(rootdir=ca.rootdir, mode="a")
+
+
+DTYPES = ["?", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8", "c8", "c16",
+          "M8[D]", "M8[s]", "M8[ns]", "m8[ms]", "S5", "U3"]
+
+
+def _sample(dtype, n, seed=0):
+    rng = np.random.default_rng(seed)
+    raw = rng.integers(0, 120, size=n * np.dtype(dtype).itemsize, dtype=np.uint8)
+    kind = np.dtype(dtype).kind
+    if kind == "b":
+        raw %= 2
+    if kind == "U":
+        raw = rng.integers(65, 90, size=n * 3).astype("<u4").view("u1")
+    if kind in "fc":
+        return (rng.normal(size=n) * 100).astype(dtype)
+    return raw.view(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_dtype_roundtrips_with_its_dflt(make, dtype):
+    data = _sample(dtype, 5000)
+    dflt = data[7]
+    ca = _reopen(make(data, chunklen=512, dflt=dflt))
+    assert ca.dtype == np.dtype(dtype)
+    assert ca[:].tobytes() == data.tobytes()
+    ca.resize(5010)
+    ca = _reopen(ca)
+    assert ca[5005:].tobytes() == np.full(5, dflt, dtype=dtype).tobytes()
+    assert np.asarray(ca.dflt).tobytes() == np.asarray(dflt).tobytes()
+
+
+def test_object_dtype_is_refused_clearly(make):
+    with pytest.raises(TypeError, match="object dtype"):
+        make(np.array([1, "a"], dtype=object))
+
+
+def test_nd_atoms_chunk_along_the_first_axis(make):
+    data = np.arange(3000 * 6, dtype="f8").reshape(3000, 2, 3)
+    ca = _reopen(make(data, chunklen=100))
+    assert ca.shape == (3000, 2, 3) and ca.ndim == 3 and ca.atomsize == 48
+    np.testing.assert_array_equal(ca[:], data)
+    np.testing.assert_array_equal(ca[5], data[5])
+    np.testing.assert_array_equal(ca[5, 1], data[5, 1])
+    np.testing.assert_array_equal(ca[10:20, :, 2], data[10:20, :, 2])
+    ca[7, 1, 2] = -1.0
+    data[7, 1, 2] = -1.0
+    ca[100:102] = 0.5
+    data[100:102] = 0.5
+    np.testing.assert_array_equal(_reopen(ca)[:], data)
+    assert ca.sum() == data.sum()
+
+
+N = 2345
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(start=st.one_of(st.none(), st.integers(-3000, 3000)),
+       stop=st.one_of(st.none(), st.integers(-3000, 3000)),
+       step=st.one_of(st.none(), st.integers(-700, 700).filter(lambda x: x != 0)))
+def test_slices_of_any_step_equal_numpy(make_memory_disk, start, stop, step):
+    ca, data = make_memory_disk
+    key = slice(start, stop, step)
+    np.testing.assert_array_equal(ca[key], data[key])
+
+
+@pytest.fixture(scope="module")
+def make_memory_disk(tmp_path_factory):
+    data = np.arange(N, dtype="i8") * 3
+    return carray(data, chunklen=100, rootdir=str(tmp_path_factory.mktemp("s") / "c")), data
+
+
+@pytest.mark.parametrize("key", [0, 5, -1, -N, N - 1, [0, 5, -1, 5, 2000], np.array([3, 1, 2]),
+                                 np.arange(N) % 7 == 0, (slice(10, 20),), (3,), [], ])
+def test_getitem_keys_equal_numpy(make, key):
+    data = _sample("f8", N, seed=3)
+    ca = make(data, chunklen=100)
+    got = ca[key]
+    want = data[key]
+    if isinstance(key, (int, np.integer)):
+        assert type(got) is float and got == want
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def test_getitem_with_a_boolean_carray_mask(make):
+    data = np.arange(1000)
+    ca = make(data, chunklen=64)
+    mask = carray(data % 3 == 0)
+    np.testing.assert_array_equal(ca[mask], data[data % 3 == 0])
+
+
+@pytest.mark.parametrize("key", [N, -N - 1, [0, N], np.array([1.5]), np.ones(3, bool), "x"])
+def test_bad_getitem_keys_raise(make, key):
+    ca = make(np.arange(N), chunklen=100)
+    with pytest.raises((IndexError, TypeError)):
+        ca[key]
+
+
+@pytest.mark.parametrize("key, value", [
+    (3, -1), (-1, -2), (slice(10, 500), -3), (slice(None, None, 7), -4),
+    (slice(900, 100, -3), -5), ([5, 700, 5], [1, 2, 3]), (np.arange(N) % 11 == 0, -6),
+    (slice(2000, None), np.arange(N - 2000)),
+])
+def test_setitem_keys_equal_numpy(make, key, value):
+    data = np.arange(N, dtype="i8")
+    ca = make(data.copy(), chunklen=100)
+    ca[key] = value
+    data[key] = value
+    np.testing.assert_array_equal(_reopen(ca)[:], data)
+
+
+def test_setitem_bad_values_raise(make):
+    ca = make(np.arange(10), chunklen=4)
+    with pytest.raises(ValueError):
+        ca[2:5] = [1, 2]
+    with pytest.raises(TypeError):
+        ca[0] = "not a number"
+    with pytest.raises(IndexError):
+        ca[10] = 1
+
+
+def test_append_trim_resize(make):
+    ca = make(np.arange(10.0), chunklen=4, dflt=-1.0)
+    ca.append(5.0)
+    ca.append([6.0, 7.0])
+    ca.append(carray(np.arange(3.0)))
+    assert len(ca) == 16
+    ca.trim(3)
+    assert ca[-1] == 7.0
+    ca.resize(20)
+    assert ca[-1] == -1.0 and len(ca) == 20
+    ca.resize(2)
+    np.testing.assert_array_equal(_reopen(ca)[:], [0.0, 1.0])
+    with pytest.raises(ValueError):
+        ca.trim(3)
+    with pytest.raises(ValueError):
+        ca.resize(-1)
+
+
+def test_sum_widens_as_numpy_does():
+    assert bcolzx.carray(np.full(1000, 200, dtype="u1")).sum() == 200_000
+    assert bcolzx.carray(np.full(1000, 100, dtype="i1")).sum() == 100_000
+    assert bcolzx.carray(np.ones(10, dtype="?")).sum() == 10
+    assert bcolzx.carray(np.full(10, 200, "u1")).sum().dtype == np.sum(np.full(10, 200, "u1")).dtype
+    assert bcolzx.carray(np.arange(10.0)).sum(dtype="f4").dtype == np.float32
+    assert isinstance(bcolzx.carray(np.arange(10)).sum(), np.integer)
+
+
+def test_iter_where_wheretrue_with_limit_and_skip(make):
+    data = np.arange(1000)
+    ca = make(data, chunklen=64)
+    assert list(ca) == data.tolist()
+    assert list(ca.iter(3, 900, 7, limit=10, skip=2)) == data[3:900:7][2:12].tolist()
+    mask = data % 5 == 0
+    assert list(ca.where(mask, limit=4, skip=1)) == data[mask][1:5].tolist()
+    b = make(mask, chunklen=64)
+    assert list(b.wheretrue()) == np.flatnonzero(mask).tolist()
+    assert list(b.wheretrue(limit=3, skip=10)) == np.flatnonzero(mask)[10:13].tolist()
+    with pytest.raises(ValueError):
+        list(ca.wheretrue())
+
+
+def test_properties(make):
+    ca = make(np.arange(1000, dtype="i4"), chunklen=300)
+    assert (ca.len, ca.size, ca.ndim, ca.itemsize, ca.atomsize) == (1000, 1000, 1, 4, 4)
+    assert (ca.nchunks, ca.nleftover, ca.chunklen, ca.nbytes) == (3, 100, 300, 4000)
+    assert ca.partitions[-1] == (900, 1000) and len(ca.partitions) == 4
+    np.testing.assert_array_equal(ca.leftover_array, np.arange(900, 1000))
+    np.testing.assert_array_equal(ca.chunks[1], np.arange(300, 600))
+    assert len(ca.chunks) == 3
+    assert ca.cbytes > 0 and ca.safe and ca.mode == "a"
+    assert ca.cparams == bcolzx.cparams()
+    assert "carray((1000,), int32)" in repr(ca)
+
+
+def test_modes_and_reopening(tmp_path):
+    d = str(tmp_path / "c")
+    carray(np.arange(10), rootdir=d).flush()
+    with pytest.raises(IOError):
+        carray(np.arange(3), rootdir=d)  # mode 'a' over an existing dataset
+    ro = carray(rootdir=d, mode="r")
+    np.testing.assert_array_equal(ro[:], np.arange(10))
+    for write in (lambda: ro.append(1), lambda: ro.__setitem__(0, 1), lambda: ro.trim(1),
+                  lambda: ro.resize(3)):
+        with pytest.raises(ReadOnlyError):
+            write()
+    assert isinstance(ReadOnlyError("x"), IOError)
+    carray(np.arange(3), rootdir=d, mode="w")
+    np.testing.assert_array_equal(bcolzx.open(d)[:], np.arange(3))
+    with pytest.raises(FileNotFoundError):
+        carray(rootdir=str(tmp_path / "missing"), mode="r")
+
+
+def test_unflushed_appends_survive_garbage_collection(tmp_path):
+    d = str(tmp_path / "c")
+    ca = carray(np.arange(5), rootdir=d)
+    ca.append(np.arange(5, 8))
+    del ca
+    np.testing.assert_array_equal(carray(rootdir=d)[:], np.arange(8))
+    with carray(rootdir=d) as ca:
+        ca.append(8)
+    assert len(carray(rootdir=d)) == 9
+
+
+def test_pickle_on_disk_reopens_keeping_mode_and_in_memory_carries_data(tmp_path):
+    d = str(tmp_path / "c")
+    carray(np.arange(10), rootdir=d).flush()
+    ro = carray(rootdir=d, mode="r")
+    back = pickle.loads(pickle.dumps(ro))
+    assert back.mode == "r" and back.rootdir == d
+    mem = carray(np.arange(7.0), chunklen=3, dflt=2.0)
+    back = pickle.loads(pickle.dumps(mem))
+    np.testing.assert_array_equal(back[:], np.arange(7.0))
+    assert back.chunklen == 3 and back.dflt == 2.0
+
+
+def test_copy_view_reshape(make, tmp_path):
+    ca = make(np.arange(12.0), chunklen=5)
+    cp = ca.copy(rootdir=str(tmp_path / "copy"), cparams=bcolzx.cparams(clevel=9))
+    assert cp.cparams.clevel == 9
+    np.testing.assert_array_equal(carray(rootdir=str(tmp_path / "copy"))[:], np.arange(12.0))
+    v = ca.view()
+    v[0] = 99.0
+    assert ca[0] == 99.0
+    r = ca.reshape((4, 3))
+    assert r.shape == (4, 3) and r[3, 2] == 11.0
+    with pytest.raises(ValueError):
+        ca.reshape(5)
+
+
+def test_quantize_is_the_same_before_and_after_a_flush(tmp_path):
+    data = np.random.default_rng(0).normal(size=3000)
+    ca = carray(data, cparams=bcolzx.cparams(quantize=2), chunklen=1000,
+                rootdir=str(tmp_path / "q"))
+    before = ca[:]
+    assert not np.array_equal(before, data) and np.allclose(before, data, atol=0.01)
+    ca.flush()
+    np.testing.assert_array_equal(carray(rootdir=str(tmp_path / "q"))[:], before)
+
+
+def test_toplevel_constructors(tmp_path):
+    np.testing.assert_array_equal(bcolzx.zeros((3, 2), dtype="i2")[:], np.zeros((3, 2), "i2"))
+    np.testing.assert_array_equal(bcolzx.ones(4)[:], np.ones(4))
+    big = bcolzx.fill(10**7, 1.5, rootdir=str(tmp_path / "f"))
+    assert big.cbytes == 0 and big[12345] == 1.5 and len(big) == 10**7
+    for args in [(10,), (3, 20), (3, 20, 4), (20, 3, -4), (0.5, 3.0, 0.25)]:
+        np.testing.assert_allclose(bcolzx.arange(*args)[:], np.arange(*args))
+    np.testing.assert_array_equal(bcolzx.fromiter(iter(range(10)), "i4", -1)[:], np.arange(10))
+    with pytest.raises(ValueError):
+        bcolzx.fromiter(iter(range(3)), "i4", 5)
+    blocks = list(bcolzx.iterblocks(bcolzx.arange(10, chunklen=4), blen=3, start=1, stop=8))
+    assert [b.tolist() for b in blocks] == [[1, 2, 3], [4, 5, 6], [7]]
+
+
+def test_walk_finds_non_empty_carrays(tmp_path):
+    bcolzx.arange(5, rootdir=str(tmp_path / "a"))
+    bcolzx.zeros(0, rootdir=str(tmp_path / "sub" / "empty"))
+    bcolzx.arange(3, rootdir=str(tmp_path / "sub" / "b"))
+    found = sorted(ca.rootdir for ca in bcolzx.walk(str(tmp_path)))
+    assert found == [str(tmp_path / "a"), str(tmp_path / "sub" / "b")]
+    with pytest.raises(ValueError):
+        list(bcolzx.walk(str(tmp_path), classname="nope"))
+    assert os.path.isdir(str(tmp_path / "sub" / "empty"))
