@@ -142,6 +142,22 @@ class ChunkedArray:
             self._dec.decompress(entry, tmp)
             out[...] = tmp[: len(out)]
 
+    def _decode_part(self, entry, out: np.ndarray, chunk: int, first: int) -> None:
+        """Rows ``first .. first+len(out)-1`` of a full stored chunk, decompressing
+        only the blocks that hold them."""
+        if isinstance(entry, Special) or self.itemsize > 255:
+            tmp = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
+            self._decode_into(entry, tmp, chunk, self.chunklen)
+            out[...] = tmp[first:first + len(out)]
+            return
+        nbytes = codec.chunk_sizes(entry)[0]
+        if nbytes != self.chunk_bytes:
+            raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected "
+                                   f"{self.chunk_bytes}", **self._where(chunk))
+        per_row = self.rowbytes // self.itemsize
+        self._dec.getitem(entry, first * per_row, len(out) * per_row,
+                          out.reshape(-1).view(np.uint8))
+
     def _load_leftover(self) -> None:
         (entry,) = self.store.get(self.nfull, self.nfull + 1)
         out = self._leftover[: self.nleft]
@@ -338,7 +354,8 @@ class ChunkedArray:
         cl, stored_end = self.chunklen, self.nfull * self.chunklen
         if start < stored_end:
             c0, c1 = start // cl, (min(stop, stored_end) + cl - 1) // cl
-            entries = self.store.get(c0, c1)
+            # One chunk (small reads): through the chunk cache; more: one read per file.
+            entries = [self._entry(c0)] if c1 - c0 == 1 else self.store.get(c0, c1)
             run, run_at = [], 0
             for c, entry in zip(range(c0, c1), entries):
                 a, b = max(start, c * cl), min(stop, (c + 1) * cl)
@@ -357,9 +374,7 @@ class ChunkedArray:
                 if b - a == cl:
                     self._decode_into(entry, dest, c, cl)
                 else:
-                    tmp = np.empty((cl, *self.rowshape), dtype=self.dtype)
-                    self._decode_into(entry, tmp, c, cl)
-                    dest[...] = tmp[a - c * cl:b - c * cl]
+                    self._decode_part(entry, dest, c, a - c * cl)
             self._flush_run(run, out, run_at, c1)
         if stop > stored_end:
             lo = max(start, stored_end)
@@ -392,21 +407,9 @@ class ChunkedArray:
         c, r = divmod(i, self.chunklen)
         if c >= self.nfull:
             return self._leftover[r].copy()
-        entry = self._entry(c)
-        out = np.empty(self.rowshape, dtype=self.dtype)
-        if isinstance(entry, Special):
-            codec.fill_special(out.reshape(-1), entry.kind, self.itemsize, entry.value)
-            return out
-        nbytes = codec.chunk_sizes(entry)[0]
-        if nbytes != self.chunk_bytes:
-            raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected "
-                                   f"{self.chunk_bytes}", **self._where(c))
-        if self.itemsize <= 255:
-            per_row = self.rowbytes // self.itemsize
-            self._dec.getitem(entry, r * per_row, per_row, out.reshape(-1).view(np.uint8))
-        else:
-            self.read(i, i + 1, out.reshape((1, *self.rowshape)))
-        return out
+        out = np.empty((1, *self.rowshape), dtype=self.dtype)
+        self._decode_part(self._entry(c), out, c, r)
+        return out[0]
 
     def close(self, flush: bool = True) -> None:
         """Flush (unless told not to) and release the store; the array is then closed.
