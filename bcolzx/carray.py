@@ -132,7 +132,8 @@ class carray:
         dflt_arr = self._dflt(dflt, data.dtype)
         storage = Storage(dtype=data.dtype, chunklen=int(chunklen),
                           cparams=CParams(cp.clevel, cp.shuffle, cp.cname, cp.quantize),
-                          expectedlen=int(expectedlen or len(data)), dflt=dflt_arr)
+                          expectedlen=int(expectedlen or len(data)), dflt=dflt_arr,
+                          blocksize=cp.blocksize, bytedelta=cp.bytedelta)
         if self._rootdir is None:
             store = MemoryStore(storage, rowshape)
             self._attrs = _attrs.attrs(None)
@@ -157,7 +158,8 @@ class carray:
         st = store.storage
         self._engine = ChunkedArray(store, nthreads=defaults.nthreads)
         self._cparams = _cparams(clevel=st.cparams.clevel, shuffle=st.cparams.shuffle,
-                                 cname=st.cparams.cname, quantize=st.cparams.quantize)
+                                 cname=st.cparams.cname, quantize=st.cparams.quantize,
+                                 blocksize=st.blocksize, bytedelta=st.bytedelta)
         self._attrs = _attrs.attrs(rootdir, mode)
 
     # -- conversions -------------------------------------------------------------

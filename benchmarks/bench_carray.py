@@ -636,6 +636,10 @@ def report(res, names, n_mem):
         r = _val(rnd, "blosc2", "median_us") / _val(rnd, "bcolzx", "median_us")
     check("random c[i] speed >= 0.8x SChunk's (median)", r,
           lambda v: v >= 0.8, x)
+    # ... while the compression ratio stays >= 0.8x SChunk's at the same codec
+    check("compression ratio >= 0.8x SChunk's", speed_ratio("compression ratio", "blosc2",
+                                                             "ratio"),
+          lambda v: v >= 0.8, x)
     check("sum() >= 2x legacy", speed_ratio("sum()", "bcolz"),
           lambda v: v >= 2.0, x)
     sl = next((v for k, v in cases.items() if k.startswith("slice")), {})

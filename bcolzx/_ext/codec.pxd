@@ -17,6 +17,7 @@ cdef class Compressor(_Locked):
     cdef c.blosc2_context* ctx
     cdef readonly str cname
     cdef readonly int clevel, shuffle, typesize, blocksize, nthreads
+    cdef readonly bint bytedelta
     cdef int _compress(self, const void* src, Py_ssize_t srcsize, void* dest,
                        Py_ssize_t destsize) except -1
 

@@ -8,6 +8,7 @@ NOSHUFFLE: Final[int]
 SHUFFLE: Final[int]
 BITSHUFFLE: Final[int]
 FILTERS: Final[tuple[int, int, int]]
+BYTEDELTA: Final[int]
 SPECIAL_NONE: Final[int]
 SPECIAL_ZERO: Final[int]
 SPECIAL_NAN: Final[int]
@@ -31,6 +32,7 @@ class Compressor:
     typesize: int
     blocksize: int
     nthreads: int
+    bytedelta: bool
     def __init__(
         self,
         cname: str = "lz4",
@@ -39,6 +41,7 @@ class Compressor:
         typesize: int = 8,
         blocksize: int = 0,
         nthreads: int = 1,
+        bytedelta: bool = False,
     ) -> None: ...
     def compress(self, src: Buffer) -> bytes: ...
     def compress_into(self, src: Buffer, dest: Buffer) -> int: ...

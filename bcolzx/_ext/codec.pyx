@@ -42,6 +42,8 @@ NOSHUFFLE = c.BLOSC_NOSHUFFLE
 SHUFFLE = c.BLOSC_SHUFFLE
 BITSHUFFLE = c.BLOSC_BITSHUFFLE
 FILTERS = (NOSHUFFLE, SHUFFLE, BITSHUFFLE)
+#: C-Blosc2's registered byte-delta filter (filters-registry.h: BLOSC_FILTER_BYTEDELTA).
+BYTEDELTA = 35
 
 SPECIAL_NONE = c.BLOSC2_NO_SPECIAL
 SPECIAL_ZERO = c.BLOSC2_SPECIAL_ZERO
@@ -273,6 +275,10 @@ cdef class Compressor(_Locked):
         Size of the blocks C-Blosc2 splits a chunk into; 0 picks one.
     nthreads : int
         Threads C-Blosc2 uses inside one chunk.
+    bytedelta : bool
+        Follow the shuffle with C-Blosc2's byte-delta filter (each byte stream
+        stored as differences): smooth numeric data then compresses many
+        times better, even in small blocks.  Needs a shuffle.
 
     Raises
     ------
@@ -282,7 +288,7 @@ cdef class Compressor(_Locked):
         For a parameter of the wrong type.
     """
     def __cinit__(self, str cname="lz4", int clevel=5, int shuffle=SHUFFLE, int typesize=8,
-                  int blocksize=0, nthreads=1):
+                  int blocksize=0, nthreads=1, bint bytedelta=False):
         cdef c.blosc2_cparams cp = c.BLOSC2_CPARAMS_DEFAULTS
         if cname not in CODECS:
             raise ValueError(f"unknown codec {cname!r}; choose one of {sorted(CODECS)}")
@@ -294,15 +300,25 @@ cdef class Compressor(_Locked):
             raise ValueError(f"typesize must be between 1 and {c.BLOSC2_MAXTYPESIZE}, not {typesize}")
         if blocksize < 0:
             raise ValueError(f"blocksize must be >= 0, not {blocksize}")
+        if bytedelta and shuffle == NOSHUFFLE:
+            raise ValueError("bytedelta needs a shuffle filter (SHUFFLE or BITSHUFFLE)")
+        if bytedelta and typesize > 255:
+            raise ValueError(f"bytedelta needs a typesize <= 255, not {typesize}")
         _check_nthreads(nthreads)
         self.cname, self.clevel, self.shuffle = cname, clevel, shuffle
+        self.bytedelta = bytedelta
         self.typesize, self.blocksize, self.nthreads = typesize, blocksize, nthreads
         cp.compcode = CODECS[cname]
         cp.clevel = clevel
         cp.typesize = typesize
         cp.blocksize = blocksize
         cp.nthreads = nthreads
-        cp.filters[c.BLOSC2_MAX_FILTERS - 1] = shuffle
+        if bytedelta:
+            cp.filters[c.BLOSC2_MAX_FILTERS - 2] = shuffle
+            cp.filters[c.BLOSC2_MAX_FILTERS - 1] = BYTEDELTA
+            cp.filters_meta[c.BLOSC2_MAX_FILTERS - 1] = typesize  # its stride (<= 255 here)
+        else:
+            cp.filters[c.BLOSC2_MAX_FILTERS - 1] = shuffle
         with nogil:
             self.ctx = c.blosc2_create_cctx(cp)
         if self.ctx == NULL:
@@ -314,7 +330,8 @@ cdef class Compressor(_Locked):
 
     def __repr__(self):
         return (f"Compressor(cname={self.cname!r}, clevel={self.clevel}, shuffle={self.shuffle}, "
-                f"typesize={self.typesize}, blocksize={self.blocksize}, nthreads={self.nthreads})")
+                f"typesize={self.typesize}, blocksize={self.blocksize}, nthreads={self.nthreads}, "
+                f"bytedelta={bool(self.bytedelta)})")
 
     cdef int _compress(self, const void* src, Py_ssize_t srcsize, void* dest,
                        Py_ssize_t destsize) except -1:

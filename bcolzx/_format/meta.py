@@ -127,6 +127,7 @@ class Storage:
     chunks_per_superchunk: int = layout.DEFAULT_CHUNKS_PER_SUPERCHUNK
     checksum: str = layout.DEFAULT_CHECKSUM
     blocksize: int = layout.DEFAULT_BLOCKSIZE
+    bytedelta: str = layout.DEFAULT_BYTEDELTA
 
     def __post_init__(self):
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
@@ -142,6 +143,9 @@ class Storage:
                              f"not {self.checksum!r}")
         if self.blocksize < 0:
             raise ValueError(f"blocksize must be >= 0, not {self.blocksize}")
+        if self.bytedelta not in layout.BYTEDELTA_MODES:
+            raise ValueError(f"bytedelta must be one of {layout.BYTEDELTA_MODES}, "
+                             f"not {self.bytedelta!r}")
 
     def replace(self, **changes) -> "Storage":
         return replace(self, **changes)
@@ -158,6 +162,7 @@ class Storage:
             "chunks_per_superchunk": self.chunks_per_superchunk,
             "checksum": self.checksum,
             "blocksize": self.blocksize,
+            "bytedelta": self.bytedelta,
         }
 
     @classmethod
@@ -197,6 +202,7 @@ class Storage:
                 chunks_per_superchunk=_int(obj["chunks_per_superchunk"]),
                 checksum=obj["checksum"],
                 blocksize=_int(obj.get("blocksize", 0)),
+                bytedelta=obj.get("bytedelta", "off"),
             )
         except (TypeError, ValueError) as exc:
             raise CorruptDataError(f"invalid storage metadata: {exc}", path=path) from None

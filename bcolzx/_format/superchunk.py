@@ -177,6 +177,34 @@ class SuperchunkFile:
             return self.index.last_chunk_size
         return self.geometry.chunk_size
 
+    def read_one(self, slot: int):
+        """The stored entry of one slot: verified chunk bytes or :class:`Special`.
+
+        The short path of :meth:`read` for single-item and small reads.
+
+        Raises
+        ------
+        CorruptDataError, ChecksumError, TruncatedDataError
+            As :meth:`read`.
+        """
+        idx = self.index
+        if slot >= idx.nchunks or idx.kind(slot) != "data":
+            return self.read([slot])[0]
+        off, nb = idx.entry(slot)
+        g = self.geometry
+        csize = g.checksum_size
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            blob = _pread_exact(fd, nb + csize, off, self.path)
+        finally:
+            os.close(fd)
+        if not csize:
+            return blob
+        view = memoryview(blob)
+        _index.verify_chunk(g.checksum_type, self.global_number(slot), view[:nb], view[nb:],
+                            path=self.path)
+        return view[:nb]
+
     def read(self, slots: list[int]) -> list:
         """The stored entries of `slots`: verified chunk bytes or :class:`Special`.
 

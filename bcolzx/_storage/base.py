@@ -50,6 +50,16 @@ class ChunkStore(abc.ABC):
             If a chunk is missing or damaged.
         """
 
+    def get_one(self, i: int):
+        """The verified entry of chunk `i` (the short path of :meth:`get`).
+
+        Raises
+        ------
+        IndexError, CorruptDataError
+            As :meth:`get`.
+        """
+        return self.get(i, i + 1)[0]
+
     @abc.abstractmethod
     def put(self, items: list[tuple[int, object, int]]) -> None:
         """Store ``(chunk number, entry, uncompressed bytes)`` items.

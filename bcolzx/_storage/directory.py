@@ -162,6 +162,12 @@ class DirectoryStore(ChunkStore):
             i = end
         return out
 
+    def get_one(self, i: int):
+        if not 0 <= i < self.nchunks:
+            raise IndexError(f"chunk {i} outside 0..{self.nchunks}")
+        number, slot = divmod(i, self.geometry.nslots)
+        return self._file(number).read_one(slot)
+
     def put(self, items: list[tuple[int, object, int]]) -> None:
         self._check_writable()
         k = self.geometry.nslots

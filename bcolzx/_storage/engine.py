@@ -14,13 +14,16 @@ from math import prod
 import numpy as np
 
 from bcolzx._ext import codec
+from bcolzx._format import layout
 from bcolzx._format.meta import Sizes
 from bcolzx._storage.base import ChunkStore, Special
 from bcolzx.errors import CorruptDataError, ReadOnlyError
 
 _SPECIAL_IN_INDEX = (codec.SPECIAL_ZERO, codec.SPECIAL_NAN)
-#: Verified stored chunks kept for single-row reads (memory: this many chunks).
-CACHED_CHUNKS = 16
+#: Compressed bytes of verified stored chunks kept for small reads.  A chunk
+#: compresses to a few KiB to 1 MiB, so this keeps the most recently read
+#: 32 to thousands of chunks; random single items then cost one block.
+CACHE_BYTES = 32 << 20
 
 
 class ChunkedArray:
@@ -51,6 +54,7 @@ class ChunkedArray:
         self.chunklen = st.chunklen
         self.itemsize = self.dtype.itemsize
         self.rowbytes = self.itemsize * prod(self.rowshape)
+        self._items_per_row = prod(self.rowshape)
         self.chunk_bytes = self.chunklen * self.rowbytes
         if self.chunk_bytes > codec.MAX_BUFFERSIZE or self.rowbytes == 0:
             raise ValueError(f"chunks of {self.chunk_bytes} bytes are not supported "
@@ -59,6 +63,18 @@ class ChunkedArray:
         typesize = min(self.itemsize, 255) if self.itemsize else 1
         self._comp = codec.Compressor(cp.cname, cp.clevel, cp.shuffle, typesize,
                                       st.blocksize, nthreads)
+        # Byte-delta after the byte shuffle: always, never, or (auto) chosen on
+        # a sample of chunks; each chunk records its own filters, so readers
+        # need not know.
+        self._plain = self._delta = None
+        self._until_trial = 0
+        if st.bytedelta != "off" and cp.shuffle == codec.SHUFFLE and self.itemsize <= 255:
+            delta = codec.Compressor(cp.cname, cp.clevel, cp.shuffle, typesize,
+                                     st.blocksize, nthreads, bytedelta=True)
+            if st.bytedelta == "on":
+                self._comp = delta
+            else:
+                self._plain, self._delta = self._comp, delta
         self._dec = codec.Decompressor(nthreads)
         self._leftover = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
         self.nfull, self.nleft = divmod(length, self.chunklen)
@@ -66,6 +82,7 @@ class ChunkedArray:
         self._dirty = False
         self._closed = False
         self._cache: OrderedDict = OrderedDict()
+        self._cache_bytes = 0
         if self.nleft:
             self._load_leftover()
 
@@ -95,27 +112,43 @@ class ChunkedArray:
     # -- the chunk cache ---------------------------------------------------------
 
     def _entry(self, chunk: int):
-        """The verified stored entry of `chunk`, through a small LRU cache."""
-        entry = self._cache.get(chunk)
-        if entry is None:
-            (entry,) = self.store.get(chunk, chunk + 1)
-            if not isinstance(entry, Special):
-                entry = bytes(entry)  # own it: do not pin a larger read buffer
-            self._cache[chunk] = entry
-            if len(self._cache) > CACHED_CHUNKS:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(chunk)
+        """The verified stored entry of `chunk`, through an LRU cache of compressed chunks."""
+        cache = self._cache
+        entry = cache.get(chunk)
+        if entry is not None:
+            cache.move_to_end(chunk)
+            return entry
+        entry = self.store.get_one(chunk)
+        if not isinstance(entry, Special):
+            nbytes = codec.chunk_sizes(entry)[0]
+            if nbytes != self.chunk_bytes:
+                raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected "
+                                       f"{self.chunk_bytes}", **self._where(chunk))
+        if self.store.rootdir is None:  # in memory: the store is its own cache
+            return entry
+        cache[chunk] = entry
+        if not isinstance(entry, Special):
+            self._cache_bytes += len(entry)
+            while self._cache_bytes > CACHE_BYTES and len(cache) > 1:
+                old = cache.popitem(last=False)[1]
+                if not isinstance(old, Special):
+                    self._cache_bytes -= len(old)
         return entry
+
+    def _uncache(self, chunk: int) -> None:
+        old = self._cache.pop(chunk, None)
+        if old is not None and not isinstance(old, Special):
+            self._cache_bytes -= len(old)
 
     def _put(self, items: list) -> None:
         for chunk, _, _ in items:
-            self._cache.pop(chunk, None)
+            self._uncache(chunk)
         self.store.put(items)
 
     def free_cache(self) -> None:
         """Forget the cached chunks."""
         self._cache.clear()
+        self._cache_bytes = 0
 
     # -- chunk encoding --------------------------------------------------------
 
@@ -124,7 +157,19 @@ class ChunkedArray:
         kind, value = codec.special_value(rows, self.itemsize)
         if kind in _SPECIAL_IN_INDEX or (kind == codec.SPECIAL_VALUE and self.itemsize <= 8):
             return Special(kind, value)
-        return self._comp.compress(rows)
+        if self._delta is None:
+            return self._comp.compress(rows)
+        if self._until_trial:
+            self._until_trial -= 1
+            return self._comp.compress(rows)
+        # A trial: both pipelines; byte-delta stays while it saves >= 10%.
+        plain, delta = self._plain.compress(rows), self._delta.compress(rows)
+        self._until_trial = layout.BYTEDELTA_RETRIAL
+        if len(delta) * 10 <= len(plain) * 9:
+            self._comp = self._delta
+            return delta
+        self._comp = self._plain
+        return plain
 
     def _decode_into(self, entry, out: np.ndarray, chunk: int, stored_rows: int) -> None:
         """Decode a stored chunk of `stored_rows` rows; its first ``len(out)`` rows go to `out`."""
@@ -143,18 +188,15 @@ class ChunkedArray:
             out[...] = tmp[: len(out)]
 
     def _decode_part(self, entry, out: np.ndarray, chunk: int, first: int) -> None:
-        """Rows ``first .. first+len(out)-1`` of a full stored chunk, decompressing
-        only the blocks that hold them."""
+        """Rows ``first .. first+len(out)-1`` of a full stored chunk (an entry from
+        :meth:`_entry`, whose size is checked), decompressing only the blocks
+        that hold them."""
         if isinstance(entry, Special) or self.itemsize > 255:
             tmp = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
             self._decode_into(entry, tmp, chunk, self.chunklen)
             out[...] = tmp[first:first + len(out)]
             return
-        nbytes = codec.chunk_sizes(entry)[0]
-        if nbytes != self.chunk_bytes:
-            raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected "
-                                   f"{self.chunk_bytes}", **self._where(chunk))
-        per_row = self.rowbytes // self.itemsize
+        per_row = self._items_per_row
         self._dec.getitem(entry, first * per_row, len(out) * per_row,
                           out.reshape(-1).view(np.uint8))
 
@@ -287,7 +329,7 @@ class ChunkedArray:
         if length == n:
             return
         self.flush()
-        self._cache.clear()
+        self.free_cache()
         stored_end = self.nfull * self.chunklen
         if length >= stored_end:  # only the leftover shrinks; its stored chunk keeps a prefix
             self.nleft = length - stored_end
@@ -407,8 +449,13 @@ class ChunkedArray:
         c, r = divmod(i, self.chunklen)
         if c >= self.nfull:
             return self._leftover[r].copy()
+        entry = self._entry(c)
         out = np.empty((1, *self.rowshape), dtype=self.dtype)
-        self._decode_part(self._entry(c), out, c, r)
+        if isinstance(entry, Special) or self.itemsize > 255:
+            self._decode_part(entry, out, c, r)
+        else:
+            per_row = self._items_per_row
+            self._dec.getitem(entry, r * per_row, per_row, out.view(np.uint8))
         return out[0]
 
     def close(self, flush: bool = True) -> None:

@@ -33,6 +33,11 @@ class MemoryStore(ChunkStore):
             raise IndexError(f"chunks {first}..{stop} outside 0..{len(self._chunks)}")
         return self._chunks[first:stop]
 
+    def get_one(self, i: int):
+        if not 0 <= i < len(self._chunks):
+            raise IndexError(f"chunk {i} outside 0..{len(self._chunks)}")
+        return self._chunks[i]
+
     @staticmethod
     def _size(entry) -> int:
         return 0 if isinstance(entry, Special) else len(entry)

@@ -321,3 +321,28 @@ def test_import_has_no_side_effects():
 def test_docstring_examples_run():
     result = doctest.testmod(params_module, verbose=False)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_cparams_blocksize_and_bytedelta():
+    cp = cparams(blocksize=8192, bytedelta=True)
+    assert (cp.blocksize, cp.bytedelta) == (8192, "on")
+    assert cparams(bytedelta=False).bytedelta == "off"
+    assert cparams().bytedelta == "auto" and cparams().blocksize == 32768
+    assert cp != cparams() and cp == cparams(blocksize=8192, bytedelta="on")
+    assert "blocksize=8192" in repr(cp) and "blocksize" not in repr(cparams())
+
+
+@pytest.mark.parametrize("kwargs", [{"blocksize": -1}, {"blocksize": 1.5}, {"blocksize": True},
+                                    {"blocksize": 1 << 40}, {"bytedelta": "yes"},
+                                    {"bytedelta": 1}])
+def test_cparams_rejects_bad_blocking(kwargs):
+    with pytest.raises(ValueError):
+        bcolzx.cparams(**kwargs)
+
+
+def test_blocking_persists_with_the_dataset(tmp_path):
+    path = str(tmp_path / "c")
+    cp = bcolzx.cparams(blocksize=4096, bytedelta="off")
+    c = bcolzx.carray(np.arange(10.0), rootdir=path, mode="w", cparams=cp)
+    c.flush()
+    assert bcolzx.open(path, mode="r").cparams == cp

@@ -114,3 +114,58 @@ def test_bad_ranges_raise_index_error(backend):
         arr.append(np.zeros((3, 2)))
     with pytest.raises(ValueError):
         arr.resize(-1)
+
+
+def _stored_sizes(arr):
+    return [len(e) for e in arr.store.get(0, arr.nfull) if not isinstance(e, Special)]
+
+
+@pytest.mark.parametrize("mode", ["auto", "on", "off"])
+def test_bytedelta_policy_picks_the_pipeline_per_data(tmp_path, mode):
+    from bcolzx._format.meta import Storage
+    from bcolzx._storage import ChunkedArray, MemoryStore
+
+    smooth = np.linspace(0, 1e6, 40 * 4096)
+    noise = np.random.default_rng(3).random(40 * 4096)
+    sizes = {}
+    for name, data in [("smooth", smooth), ("noise", noise)]:
+        for policy in ("on", "off", mode):
+            st = Storage(dtype="f8", chunklen=4096, blocksize=8192, bytedelta=policy)
+            arr = ChunkedArray(MemoryStore(st, ()))
+            arr.append(data)
+            np.testing.assert_array_equal(arr.read(0, len(data)), data)
+            assert arr.read_row(12345) == data[12345]
+            sizes[name, policy] = sum(_stored_sizes(arr))
+    assert sizes["smooth", "on"] * 2 < sizes["smooth", "off"]
+    if mode == "auto":  # keeps byte-delta where it pays, not where it does not
+        assert sizes["smooth", "auto"] == sizes["smooth", "on"]
+        assert sizes["noise", "auto"] == sizes["noise", "off"]
+
+
+def test_chunk_cache_stays_within_its_byte_budget(disk, monkeypatch):
+    from bcolzx._storage import engine
+
+    arr = disk.new(chunklen=100)
+    data = _model(5000)
+    arr.append(data)
+    arr = disk.reopen(arr, readonly=True)
+    one = max(_stored_sizes(arr))
+    monkeypatch.setattr(engine, "CACHE_BYTES", 3 * one)
+    for i in range(0, 5000, 37):
+        assert arr.read_row(i) == data[i]
+        assert arr._cache_bytes <= 3 * one
+        assert arr._cache_bytes == sum(len(e) for e in arr._cache.values())
+    assert 1 <= len(arr._cache) <= 3
+    arr.free_cache()
+    assert arr._cache_bytes == 0 and not arr._cache
+
+
+def test_rewritten_chunk_leaves_the_cache(disk):
+    arr = disk.new(chunklen=100)
+    data = _model(1000)
+    arr.append(data)
+    arr.flush()
+    assert arr.read_row(150) == data[150]  # chunk 1 is now cached
+    arr.write(150, np.array([-1.0]))
+    assert arr.read_row(150) == -1.0
+    assert arr._cache_bytes == sum(len(e) for e in arr._cache.values())

@@ -55,9 +55,10 @@ class DirectoryStoreMachine(RuleBasedStateMachine):
         self.arr.resize(n, fill=np.int64(-3))
         if n > len(self.model):
             self.model = np.concatenate([self.model, np.full(n - len(self.model), -3, "i8")])
-        else:
+        elif n < len(self.model):
             self.model = self.model[:n].copy()
             self.flushed = self.model.copy()  # shrinking is durable at once
+        # resizing to the current length changes nothing, durability included
 
     @rule()
     def flush(self):

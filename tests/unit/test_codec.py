@@ -223,6 +223,8 @@ def test_special_value_rejects_a_size_not_multiple_of_typesize():
         {"typesize": 0},
         {"blocksize": -1},
         {"nthreads": 0},
+        {"bytedelta": True, "shuffle": 0},
+        {"bytedelta": True, "typesize": 256},
     ],
 )
 def test_bad_compressor_parameters_raise_value_error(kwargs):
@@ -302,3 +304,29 @@ def test_shared_build_refuses_an_incompatible_runtime_library(runtime, ok):
     else:
         with pytest.raises(ImportError, match="built against C-Blosc2 3.3.5"):
             codec.check_runtime_version(runtime, (3, 3, 5))
+
+
+@pytest.mark.parametrize("dtype", ["f8", "f4", "i8", "u2", "i1"])
+@pytest.mark.parametrize("blocksize", [0, 4096, 32768])
+def test_bytedelta_roundtrip_and_records_its_filters(dtype, blocksize):
+    data = np.linspace(0, 1000, 50_000).astype(dtype)
+    typesize = data.dtype.itemsize
+    plain = codec.Compressor("lz4", 5, codec.SHUFFLE, typesize, blocksize).compress(data)
+    delta = codec.Compressor("lz4", 5, codec.SHUFFLE, typesize, blocksize,
+                             bytedelta=True).compress(data)
+    assert delta != plain
+    # Any Decompressor decodes it: the chunk records its own filter pipeline.
+    out = np.empty_like(data)
+    codec.Decompressor(1).decompress(delta, out)
+    np.testing.assert_array_equal(out, data)
+    part = np.empty(7, dtype)
+    codec.Decompressor(1).getitem(delta, 12_345, 7, part.view(np.uint8))
+    np.testing.assert_array_equal(part, data[12_345:12_352])
+
+
+def test_bytedelta_compresses_smooth_data_better_in_small_blocks():
+    data = np.linspace(0, 1e6, 131072)
+    plain = codec.Compressor("lz4", 5, codec.SHUFFLE, 8, 32768).compress(data)
+    delta = codec.Compressor("lz4", 5, codec.SHUFFLE, 8, 32768, bytedelta=True).compress(data)
+    assert len(delta) * 2 < len(plain)
+    assert codec.chunk_info(delta)["blocksize"] == 32768
