@@ -311,6 +311,12 @@ class carray:
 
     # -- writing -------------------------------------------------------------------
 
+    def _sync_threads(self) -> None:
+        """Follow ``set_nthreads``/``defaults.nthreads`` changed after opening."""
+        nthreads = defaults.nthreads
+        if nthreads != self._engine.nthreads:
+            self._engine.set_nthreads(nthreads)
+
     def _check_writable(self) -> None:
         if self._mode == "r":
             raise ReadOnlyError(f"{self._rootdir} is opened in mode 'r'")
@@ -331,6 +337,7 @@ class carray:
             If the data cannot be converted to the dtype or rows.
         """
         self._check_writable()
+        self._sync_threads()
         if isinstance(array, carray):
             for block in iterblocks(array):
                 self._engine.append(self._rows(block))
@@ -477,6 +484,7 @@ class carray:
             row = self._engine.read_row(self._index(key))
             return row.item() if self.ndim == 1 else row
         if isinstance(key, slice):
+            self._sync_threads()
             start, stop, step = key.indices(len(self))
             if step == 1:
                 return self._engine.read(start, max(start, stop))
@@ -735,6 +743,7 @@ class _Chunks:
 
 
 def _blocks(ca: carray, blen: int, start: int, stop: int):
+    ca._sync_threads()
     for lo in range(start, stop, blen):
         yield lo, ca._engine.read(lo, min(stop, lo + blen))
 

@@ -25,6 +25,7 @@ __all__ = [
     "BufferTooSmallError",
     "BcolzxMemoryError",
     "InvalidParameterError",
+    "ExpressionError",
     "blosc2_error",
 ]
 
@@ -106,6 +107,18 @@ class BufferTooSmallError(BcolzxError, ValueError):
 
 class BcolzxMemoryError(BcolzxError, MemoryError):
     """C-Blosc2 could not allocate memory."""
+
+
+class ExpressionError(BcolzxError, ValueError):
+    """An expression string is invalid, not allowed, or cannot be evaluated.
+
+    Raised before anything is evaluated for syntax errors and for anything
+    outside the whitelist of the expression engine (attributes, indexing,
+    unknown functions, ambiguous ``a < 5 & b > 1``...), and during evaluation
+    for undefined names or operators that do not apply to the operands'
+    dtypes.  A :class:`ValueError`, like legacy bcolz's errors for bad
+    expressions.
+    """
 
 
 # C-Blosc2 return codes (blosc2.h, enum BLOSC2_ERROR_*) grouped by meaning.

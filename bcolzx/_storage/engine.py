@@ -59,23 +59,9 @@ class ChunkedArray:
         if self.chunk_bytes > codec.MAX_BUFFERSIZE or self.rowbytes == 0:
             raise ValueError(f"chunks of {self.chunk_bytes} bytes are not supported "
                              f"(rows of {self.rowbytes} bytes, chunklen {self.chunklen})")
-        cp = st.cparams
-        typesize = min(self.itemsize, 255) if self.itemsize else 1
-        self._comp = codec.Compressor(cp.cname, cp.clevel, cp.shuffle, typesize,
-                                      st.blocksize, nthreads)
-        # Byte-delta after the byte shuffle: always, never, or (auto) chosen on
-        # a sample of chunks; each chunk records its own filters, so readers
-        # need not know.
-        self._plain = self._delta = None
         self._until_trial = 0
-        if st.bytedelta != "off" and cp.shuffle == codec.SHUFFLE and self.itemsize <= 255:
-            delta = codec.Compressor(cp.cname, cp.clevel, cp.shuffle, typesize,
-                                     st.blocksize, nthreads, bytedelta=True)
-            if st.bytedelta == "on":
-                self._comp = delta
-            else:
-                self._plain, self._delta = self._comp, delta
-        self._dec = codec.Decompressor(nthreads)
+        self.nthreads = 0
+        self.set_nthreads(nthreads)
         self._leftover = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
         self.nfull, self.nleft = divmod(length, self.chunklen)
         self._leftover_stored = False
@@ -85,6 +71,39 @@ class ChunkedArray:
         self._cache_bytes = 0
         if self.nleft:
             self._load_leftover()
+
+    def set_nthreads(self, nthreads: int) -> None:
+        """Use `nthreads` threads for compression and decompression from now on.
+
+        Raises
+        ------
+        ValueError
+            If `nthreads` is out of range.
+        """
+        if nthreads == self.nthreads:
+            return
+        st = self.store.storage
+        cp = st.cparams
+        typesize = min(self.itemsize, 255) if self.itemsize else 1
+        plain = codec.Compressor(cp.cname, cp.clevel, cp.shuffle, typesize, st.blocksize,
+                                 nthreads)
+        # Byte-delta after the byte shuffle: always, never, or (auto) chosen on
+        # a sample of chunks; each chunk records its own filters, so readers
+        # need not know.
+        delta = None
+        if st.bytedelta != "off" and cp.shuffle == codec.SHUFFLE and self.itemsize <= 255:
+            delta = codec.Compressor(cp.cname, cp.clevel, cp.shuffle, typesize,
+                                     st.blocksize, nthreads, bytedelta=True)
+        using_delta = self.nthreads and self._comp is self._delta and delta is not None
+        self._dec = codec.Decompressor(nthreads)
+        if st.bytedelta == "on" and delta is not None:
+            self._comp, self._plain, self._delta = delta, None, None
+        elif delta is not None:
+            self._plain, self._delta = plain, delta
+            self._comp = delta if using_delta else plain
+        else:
+            self._comp, self._plain, self._delta = plain, None, None
+        self.nthreads = nthreads
 
     # -- sizes -----------------------------------------------------------------
 

@@ -296,3 +296,18 @@ def test_walk_finds_non_empty_carrays(tmp_path):
     with pytest.raises(ValueError):
         list(bcolzx.walk(str(tmp_path), classname="nope"))
     assert os.path.isdir(str(tmp_path / "sub" / "empty"))
+
+
+def test_set_nthreads_reaches_open_carrays(tmp_path):
+    data = np.linspace(0, 1, 300_000)
+    c = bcolzx.carray(data, rootdir=str(tmp_path / "c"), mode="w")
+    previous = bcolzx.set_nthreads(1)
+    try:
+        np.testing.assert_array_equal(c[:], data)
+        assert c._engine.nthreads == 1
+        bcolzx.set_nthreads(2)
+        c.append(data)
+        np.testing.assert_array_equal(c[len(data):], data)
+        assert c._engine.nthreads == 2
+    finally:
+        bcolzx.set_nthreads(previous)
