@@ -1,0 +1,295 @@
+"""Evaluate an expression over columns, block by block, on a thread pool.
+
+A *column* is anything with ``__len__``, ``dtype``, ``shape`` and slicing
+``column[a:b]`` that returns a NumPy array: a :class:`bcolzx.carray`, a NumPy
+array, a memory map.  Only the columns the expression names are read, one
+block of rows at a time, so memory stays flat whatever the column length.
+
+Blocks are read on the calling thread (columns need not be thread-safe) and
+evaluated on a :class:`concurrent.futures.ThreadPoolExecutor`; NumPy ufuncs
+and numexpr release the GIL, so evaluations overlap each other and the reads
+of the next blocks.  At most ``2 * nthreads`` blocks are in flight.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from bcolzx._query.expr import Expression, compile_expression
+from bcolzx.errors import ExpressionError
+
+__all__ = ["BLOCK_BYTES", "evaluate", "evaluate_blocks"]
+
+#: Bytes of the widest column read per block when no ``blen`` is given and the
+#: columns have no ``chunklen``.
+BLOCK_BYTES = 1 << 20
+#: Blocks in flight per thread.
+_IN_FLIGHT = 2
+
+
+def _as_expression(expr: Expression | str) -> Expression:
+    return expr if isinstance(expr, Expression) else compile_expression(expr)
+
+
+def _split_names(expr: Expression, columns: Mapping[str, Any],
+                 scalars: Mapping[str, Any]) -> tuple[list[str], dict[str, np.ndarray]]:
+    """The column names the expression reads, and its scalars as arrays."""
+    used_columns, used_scalars = [], {}
+    for name in expr.names:
+        if name in columns and name in scalars:
+            raise ValueError(f"name {name!r} is both a column and a scalar")
+        if name in columns:
+            used_columns.append(name)
+        elif name in scalars:
+            used_scalars[name] = np.asarray(scalars[name])
+        else:
+            raise ExpressionError(f"name {name!r} in expression {expr.text!r} is neither a "
+                                  "column nor a scalar")
+    return used_columns, used_scalars
+
+
+def _length(columns: Mapping[str, Any]) -> int | None:
+    lengths = {name: len(col) for name, col in columns.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"columns must all have the same length, not {lengths}")
+    return next(iter(lengths.values()), None)
+
+
+def _check_positive(name: str, value: Any) -> int:
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not a bool")
+    value = operator.index(value)
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, not {value}")
+    return value
+
+
+def _default_blen(columns: list[Any]) -> int:
+    chunklens = [getattr(col, "chunklen", None) for col in columns]
+    if chunklens and all(isinstance(c, int) and c > 0 for c in chunklens):
+        return max(chunklens)
+    row_bytes = max((col.dtype.itemsize * math.prod(col.shape[1:]) for col in columns),
+                    default=1)
+    return max(1, BLOCK_BYTES // max(1, row_bytes))
+
+
+def _default_nthreads() -> int:
+    from bcolzx.params import defaults
+
+    return defaults.nthreads
+
+
+def _rows(start: int, stop: int | None, length: int) -> tuple[int, int]:
+    begin, end, _ = slice(start, stop).indices(length)
+    return begin, max(begin, end)
+
+
+def evaluate_blocks(
+    expr: Expression | str,
+    columns: Mapping[str, Any],
+    scalars: Mapping[str, Any] | None = None,
+    start: int = 0,
+    stop: int | None = None,
+    blen: int | None = None,
+    vm: str = "python",
+    nthreads: int | None = None,
+    skip_block: Callable[[int, int], bool] | None = None,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """Evaluate `expr` on rows ``[start, stop)`` of `columns`, one block at a time.
+
+    Parameters
+    ----------
+    expr : Expression or str
+        The expression (a str is compiled with
+        :func:`~bcolzx._query.expr.compile_expression`).
+    columns : mapping
+        Columns by name, all of the same length; only those the expression
+        names are read.
+    scalars : mapping, optional
+        Values of the other names; they broadcast against the blocks.
+    start, stop : int, optional
+        The rows to evaluate, as in a slice (default: all).
+    blen : int, optional
+        Rows per block (default: the columns' ``chunklen`` if they have one,
+        else about :data:`BLOCK_BYTES` of the widest column).
+    vm : {'python', 'numexpr'}
+        The virtual machine (see :mod:`bcolzx._query.expr`).
+    nthreads : int, optional
+        Threads evaluating blocks (default: ``bcolzx.defaults.nthreads``); 1
+        evaluates on the calling thread, without a pool.
+    skip_block : callable, optional
+        ``skip_block(block_start, block_stop)`` returning True skips that
+        block: it is neither read nor evaluated nor yielded.
+
+    Yields
+    ------
+    tuple of (int, numpy.ndarray)
+        ``(block_start, result)`` in increasing order of ``block_start``,
+        skipped blocks left out; ``result`` has one row per row of the block.
+        If the expression names no column it is evaluated once on the
+        scalars, and the one item yielded is ``(start, result)`` with the
+        unbroadcast (typically 0-d) result.
+
+    Raises
+    ------
+    ExpressionError
+        If a name is neither a column nor a scalar, or evaluation fails.
+    ValueError
+        If the columns differ in length, a name is both a column and a
+        scalar, or `blen`, `nthreads` or `vm` are invalid.
+    TypeError
+        If `blen` or `nthreads` are not ints.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.arange(10)
+    >>> [(s, r.tolist()) for s, r in evaluate_blocks("a * k", {"a": a}, {"k": 2}, blen=4,
+    ...                                               nthreads=1, start=2)]
+    [(2, [4, 6, 8, 10]), (6, [12, 14, 16, 18])]
+    """
+    expr = _as_expression(expr)
+    scalars = {} if scalars is None else scalars
+    names, values = _split_names(expr, columns, scalars)
+    length = _length(columns)
+    begin, end = _rows(start, stop, length or 0)
+    nthreads = _check_positive("nthreads", nthreads if nthreads is not None
+                               else _default_nthreads())
+    if not names:
+        return _once(expr, values, begin, vm)
+    used = [columns[n] for n in names]
+    blen = _check_positive("blen", blen if blen is not None else _default_blen(used))
+    ranges = [(a, min(a + blen, end)) for a in range(begin, end, blen)]
+    if skip_block is not None:
+        ranges = [(a, b) for a, b in ranges if not skip_block(a, b)]
+    read = _Reader(expr, dict(zip(names, used)), values, vm)
+    if nthreads == 1 or len(ranges) <= 1:
+        return (read.evaluate(a, b) for a, b in ranges)
+    return _pooled(read, ranges, nthreads)
+
+
+def _once(expr: Expression, values: dict[str, np.ndarray], start: int, vm: str
+          ) -> Iterator[tuple[int, np.ndarray]]:
+    yield start, expr.evaluate(values, vm)
+
+
+class _Reader:
+    """Read one block of the named columns and evaluate the expression on it."""
+
+    def __init__(self, expr: Expression, columns: dict[str, Any],
+                 scalars: dict[str, np.ndarray], vm: str):
+        if vm not in ("python", "numexpr"):
+            raise ValueError(f"unknown virtual machine {vm!r}; choose 'python' or 'numexpr'")
+        self.expr = expr
+        self.columns = columns
+        self.scalars = scalars
+        self.vm = vm
+
+    def read(self, start: int, stop: int) -> dict[str, np.ndarray]:
+        namespace = {name: np.asarray(col[start:stop]) for name, col in self.columns.items()}
+        namespace.update(self.scalars)
+        return namespace
+
+    def compute(self, namespace: dict[str, np.ndarray]) -> np.ndarray:
+        return self.expr.evaluate(namespace, self.vm)
+
+    def evaluate(self, start: int, stop: int) -> tuple[int, np.ndarray]:
+        return start, self.compute(self.read(start, stop))
+
+
+def _pooled(read: _Reader, ranges: list[tuple[int, int]], nthreads: int
+            ) -> Iterator[tuple[int, np.ndarray]]:
+    pending: deque[tuple[int, Future]] = deque()
+    with ThreadPoolExecutor(nthreads, thread_name_prefix="bcolzx-eval") as pool:
+        try:
+            for a, b in ranges:
+                pending.append((a, pool.submit(read.compute, read.read(a, b))))
+                if len(pending) >= _IN_FLIGHT * nthreads:
+                    first, future = pending.popleft()
+                    yield first, future.result()
+            while pending:
+                first, future = pending.popleft()
+                yield first, future.result()
+        finally:  # the consumer stopped early, or a block failed
+            for _, future in pending:
+                future.cancel()
+
+
+def evaluate(
+    expr: Expression | str,
+    columns: Mapping[str, Any],
+    scalars: Mapping[str, Any] | None = None,
+    blen: int | None = None,
+    vm: str = "python",
+    nthreads: int | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Evaluate `expr` on all rows of `columns` into one array.
+
+    Parameters
+    ----------
+    expr, columns, scalars, blen, vm, nthreads
+        As for :func:`evaluate_blocks`.
+    out : numpy.ndarray, optional
+        Where to write the result; it must have the result's shape and a
+        dtype the result casts to (``same_kind``).
+
+    Returns
+    -------
+    numpy.ndarray
+        `out`, or a new array of ``expr.dtype(...)``: one row per column row
+        (the scalars' result broadcast to the columns' length when the
+        expression names no column), or 0-d when `columns` is empty.
+
+    Raises
+    ------
+    ExpressionError, ValueError, TypeError
+        As :func:`evaluate_blocks`; also ValueError if `out` has the wrong
+        shape and TypeError if the result cannot be cast to its dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> evaluate("(a > 2) & (b < 8)", {"a": np.arange(6), "b": np.arange(6) * 2})
+    array([False, False, False,  True, False, False])
+    """
+    expr = _as_expression(expr)
+    scalars = {} if scalars is None else scalars
+    names, values = _split_names(expr, columns, scalars)
+    length = _length(columns)
+    dtypes = {**{n: columns[n].dtype for n in names}, **{n: v.dtype for n, v in values.items()}}
+    dtype = expr.dtype(dtypes)
+    shapes = [tuple(columns[n].shape) for n in names] + [v.shape for v in values.values()]
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError as exc:
+        raise ValueError(f"the columns and scalars do not broadcast together: {exc}") from None
+    if not names and length is not None:
+        shape = (length, *shape)
+    out = _check_out(out, shape, dtype)
+    for first, block in evaluate_blocks(expr, columns, scalars, blen=blen, vm=vm,
+                                        nthreads=nthreads):
+        if names:
+            out[first:first + len(block)] = block
+        else:
+            out[...] = block
+    return out
+
+
+def _check_out(out: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype
+               ) -> np.ndarray:
+    if out is None:
+        return np.empty(shape, dtype)
+    if out.shape != shape:
+        raise ValueError(f"out has shape {out.shape}, the result has shape {shape}")
+    if not np.can_cast(dtype, out.dtype, "same_kind"):
+        raise TypeError(f"the result of dtype {dtype} cannot be written to out of dtype "
+                        f"{out.dtype}")
+    return out

@@ -1,0 +1,375 @@
+"""Zone maps: can an expression be true anywhere in a block, given its column bounds?
+
+A block's *bounds* for a column are ``(min, max)`` or ``(min, max, has_nan)``:
+
+* ``min`` and ``max`` bound every value of the column in the block that is
+  not NaN (or NaT); give them as NumPy scalars of the column's dtype (what
+  :func:`bounds_of` and ``ndarray.min`` return), since the dtype decides how
+  the expression computes.  ``min > max``, or a NaN ``min`` or ``max``, means
+  the block holds no non-NaN value;
+* ``has_nan`` (default False) says the block may hold NaN (NaT for
+  datetime64 and timedelta64); it is ignored for other dtypes.
+
+:func:`may_match` runs the expression on intervals instead of arrays, with the
+python VM's own operations on the interval ends (so with the same casts and
+rounding, which are monotone), and answers False only when no row whose
+values lie within the bounds can make the expression true.  It understands
+comparisons (chained too) of columns, scalars and constants; ``&``, ``|``,
+``^``, ``~`` and ``and``/``or``/``not`` of those; ``isnan``; and ``+``,
+``-``, ``*``, ``/`` and unary ``-`` of numbers (giving up on a possible
+integer overflow or NaN).  Anything else is "maybe".
+
+NaN never satisfies ``<``, ``<=``, ``>``, ``>=`` or ``==`` but does satisfy
+``!=``, so ``~(a < 5)`` and ``a != 5`` may be true in a block of NaNs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from bcolzx._query import expr as _expr
+from bcolzx._query.expr import (
+    Binary,
+    Call,
+    Compare,
+    Const,
+    Expression,
+    Logical,
+    Name,
+    Node,
+    Unary,
+)
+
+__all__ = ["bounds_of", "may_match"]
+
+_ORDERED = "biufMm"  # dtype kinds whose min/max mean something here
+_ARITHMETIC = "iuf"
+
+
+class _Truth(NamedTuple):
+    """Whether a boolean expression can be true, and whether it can be false."""
+
+    true: bool
+    false: bool
+
+
+_MAYBE = _Truth(True, True)
+
+
+class _Range(NamedTuple):
+    """Every non-NaN value lies in [lo, hi] (none if `empty`); `nan`: NaN possible.
+
+    `lo` and `hi` are 0-d arrays of the value's dtype, or the same
+    ``_Literal`` for a Python constant (typed as the python VM types it).
+    """
+
+    lo: Any
+    hi: Any
+    nan: bool
+    empty: bool
+
+    @property
+    def dtype(self) -> np.dtype:
+        return _expr._typed(self.lo).dtype
+
+
+_Abstract = _Truth | _Range | None  # None: nothing known
+
+
+def bounds_of(values: np.ndarray) -> tuple[Any, Any, bool]:
+    """The ``(min, max, has_nan)`` bounds of an array, in the form :func:`may_match` takes.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        A non-empty array of booleans, numbers, datetime64 or timedelta64.
+
+    Returns
+    -------
+    tuple
+        ``(min, max, has_nan)``: NumPy scalars of the array's dtype over its
+        non-NaN values (NaN when there are none), and whether it holds NaN or NaT.
+
+    Raises
+    ------
+    ValueError
+        If `values` is empty.
+    TypeError
+        If its dtype has no order (strings, structured, object).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> bounds_of(np.array([3.0, np.nan, 1.0]))
+    (np.float64(1.0), np.float64(3.0), True)
+    """
+    values = np.asarray(values)
+    if values.size == 0:
+        raise ValueError("an empty array has no bounds")
+    if values.dtype.kind not in _ORDERED:
+        raise TypeError(f"bounds of {values.dtype} values are not supported")
+    if values.dtype.kind in "fc":
+        missing = np.isnan(values)
+    elif values.dtype.kind in "Mm":
+        missing = np.isnat(values)
+    else:
+        return values.min(), values.max(), False
+    present = values[~missing]
+    if present.size == 0:
+        nan = np.array(np.nan if values.dtype.kind in "fc" else "NaT", values.dtype)[()]
+        return nan, nan, True
+    return present.min(), present.max(), bool(missing.any())
+
+
+def may_match(expr: Expression, bounds: Mapping[str, tuple],
+              scalars: Mapping[str, Any] | None = None) -> bool:
+    """Can `expr` be true for some row whose column values lie within `bounds`?
+
+    Parameters
+    ----------
+    expr : Expression
+        A compiled expression (see :func:`~bcolzx._query.expr.compile_expression`).
+    bounds : mapping
+        For each column name, ``(min, max)`` or ``(min, max, has_nan)`` (see
+        the module documentation).
+    scalars : mapping, optional
+        Values of the names that are not columns.
+
+    Returns
+    -------
+    bool
+        False only if the expression is provably false on every such row
+        (the block can be skipped); True otherwise.
+
+    Raises
+    ------
+    ValueError
+        If a bounds entry is not a 2- or 3-tuple.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bcolzx._query.expr import compile_expression
+    >>> e = compile_expression("(a > 10) & (b < 0)")
+    >>> may_match(e, {"a": (np.int64(0), np.int64(5)), "b": (np.int64(-3), np.int64(3))})
+    False
+    """
+    leaves = {}
+    for name in expr.names:
+        if name in bounds:
+            leaves[name] = _bounds_range(name, bounds[name])
+        elif scalars is not None and name in scalars:
+            leaves[name] = _point(np.asarray(scalars[name]))
+        else:
+            return True  # an unknown name: nothing to say
+    with np.errstate(all="ignore"):
+        result = _Analyser(leaves).analyse(expr.tree)
+    return _truth(result).true
+
+
+def _bounds_range(name: str, entry: tuple) -> _Range | None:
+    if not isinstance(entry, tuple) or len(entry) not in (2, 3):
+        raise ValueError(f"bounds of {name!r} must be (min, max) or (min, max, has_nan), "
+                         f"not {entry!r}")
+    lo, hi = np.asarray(entry[0]), np.asarray(entry[1])
+    dtype = np.result_type(lo, hi)
+    if lo.ndim or hi.ndim or dtype.kind not in _ORDERED:
+        return None
+    lo, hi = _to_kind(lo.astype(dtype)), _to_kind(hi.astype(dtype))
+    has_nan = bool(entry[2]) if len(entry) == 3 and dtype.kind in "fcMm" else False
+    empty = bool(_is_nan(lo) or _is_nan(hi) or lo > hi)
+    return _Range(lo, hi, has_nan, empty)
+
+
+def _to_kind(value: np.ndarray) -> np.ndarray:
+    kind = _expr.kind_of(value.dtype)
+    return value if kind is None else value.astype(kind)
+
+
+def _is_nan(value: np.ndarray) -> bool:
+    if value.dtype.kind in "fc":
+        return bool(np.isnan(value))
+    if value.dtype.kind in "Mm":
+        return bool(np.isnat(value))
+    return False
+
+
+def _point(value: np.ndarray) -> _Range | None:
+    if value.ndim or value.dtype.kind not in _ORDERED:
+        return None
+    value = _to_kind(value)
+    nan = _is_nan(value)
+    return _Range(value, value, nan, nan)
+
+
+def _truth(value: _Abstract) -> _Truth:
+    if isinstance(value, _Truth):
+        return value
+    if isinstance(value, _Range) and value.dtype.kind == "b" and not value.empty:
+        return _Truth(bool(_expr._typed(value.hi)), not bool(_expr._typed(value.lo)))
+    return _MAYBE
+
+
+class _Analyser:
+    """Abstract evaluation of a tree on intervals."""
+
+    def __init__(self, leaves: Mapping[str, _Range | None]):
+        self.leaves = leaves
+
+    def analyse(self, node: Node) -> _Abstract:
+        if isinstance(node, Name):
+            return self.leaves[node.id]
+        if isinstance(node, Const):
+            return self.constant(node.value)
+        if isinstance(node, Compare):
+            return _compare(node.op, self.analyse(node.left), self.analyse(node.right))
+        if isinstance(node, Logical):
+            return _combine(node.op, [_truth(self.analyse(o)) for o in node.operands])
+        if isinstance(node, Unary):
+            return self.unary(node)
+        if isinstance(node, Binary):
+            return self.binary(node)
+        if isinstance(node, Call) and node.func == "isnan":
+            arg = self.analyse(node.args[0])
+            if isinstance(arg, _Range):
+                return _Truth(arg.nan, not arg.empty)
+        return None
+
+    def constant(self, value: Any) -> _Range | None:
+        if isinstance(value, np.generic):
+            return _point(np.asarray(value))
+        if isinstance(value, (str, bytes)):
+            return _Range(_expr._Literal(value), _expr._Literal(value), False, False)
+        literal = _expr._Literal(value)
+        if literal.typed().dtype.kind not in _ORDERED:
+            return None
+        nan = bool(_is_nan(literal.typed()))
+        return _Range(literal, literal, nan, nan)
+
+    def unary(self, node: Unary) -> _Abstract:
+        value = self.analyse(node.operand)
+        if node.op == "not" or (node.op == "invert" and _is_boolean(value)):
+            truth = _truth(value)
+            return _Truth(truth.false, truth.true)
+        if node.op == "pos":
+            return value
+        if node.op == "neg" and _is_number(value):
+            if value.empty:
+                return value
+            ends = _expr.unary("neg", _ends(value, "lh"))
+            return _from_ends(ends, [-x for x in _exact(value, "lh")], value.nan)
+        return None
+
+    def binary(self, node: Binary) -> _Abstract:
+        left, right = self.analyse(node.left), self.analyse(node.right)
+        if node.op in ("and", "or", "xor") and _is_boolean(left) and _is_boolean(right):
+            return _combine(node.op, [_truth(left), _truth(right)])
+        if node.op in ("add", "sub", "mul", "truediv"):
+            return _arithmetic(node.op, left, right)
+        return None
+
+
+def _is_boolean(value: _Abstract) -> bool:
+    return isinstance(value, _Truth) or (isinstance(value, _Range)
+                                         and value.dtype.kind == "b")
+
+
+def _is_number(value: _Abstract) -> bool:
+    return isinstance(value, _Range) and value.dtype.kind in _ARITHMETIC
+
+
+def _combine(op: str, truths: list[_Truth]) -> _Truth:
+    result = truths[0]
+    for other in truths[1:]:
+        if op == "and":
+            result = _Truth(result.true and other.true, result.false or other.false)
+        elif op == "or":
+            result = _Truth(result.true or other.true, result.false and other.false)
+        else:  # xor
+            result = _Truth((result.true and other.false) or (result.false and other.true),
+                            (result.true and other.true) or (result.false and other.false))
+    return result
+
+
+def _holds(op: str, x: Any, y: Any) -> bool:
+    """The python VM's comparison of two interval ends (same casts as on data)."""
+    return bool(_expr.compare(op, x, y))
+
+
+def _compare(op: str, x: _Abstract, y: _Abstract) -> _Truth:
+    if not (isinstance(x, _Range) and isinstance(y, _Range)):
+        return _MAYBE
+    nan = x.nan or y.nan
+    if x.empty or y.empty:
+        return _Truth(op == "ne" and nan, op != "ne" and nan)
+    try:
+        true, false = _compare_ranges(op, x, y)
+    except _expr.ExpressionError:
+        return _MAYBE
+    if op == "ne":
+        return _Truth(true or nan, false)
+    return _Truth(true, false or nan)
+
+
+def _compare_ranges(op: str, x: _Range, y: _Range) -> tuple[bool, bool]:
+    """Whether some x, y (not NaN) make `op` true, and whether some make it false."""
+    if op in ("gt", "ge"):
+        x, y, op = y, x, {"gt": "lt", "ge": "le"}[op]
+    if op == "lt":
+        return _holds("lt", x.lo, y.hi), _holds("ge", x.hi, y.lo)
+    if op == "le":
+        return _holds("le", x.lo, y.hi), _holds("gt", x.hi, y.lo)
+    overlap = _holds("le", x.lo, y.hi) and _holds("le", y.lo, x.hi)
+    single = not (_holds("ne", x.lo, y.hi) or _holds("ne", x.hi, y.lo))
+    return (overlap, not single) if op == "eq" else (not single, overlap)
+
+
+def _ends(value: _Range, which: str) -> Any:
+    """The ends of `value` picked by `which` ('l'/'h' letters) as one array."""
+    if isinstance(value.lo, _expr._Literal):
+        return value.lo
+    return np.stack([value.lo if c == "l" else value.hi for c in which])
+
+
+def _exact(value: _Range, which: str) -> list[Any]:
+    """The same ends as Python numbers, for exact integer arithmetic."""
+    ends = [_expr._typed(value.lo).item(), _expr._typed(value.hi).item()]
+    return [ends[0] if c == "l" else ends[1] for c in which]
+
+
+def _arithmetic(op: str, x: _Abstract, y: _Abstract) -> _Range | None:
+    if not (_is_number(x) and _is_number(y)):
+        return None
+    try:
+        if x.empty or y.empty:  # NaN in, NaN out
+            ends = np.asarray(_expr.binary(op, _ends(x, "l"), _ends(y, "l")))
+            return _Range(ends, ends, x.nan or y.nan, True) if ends.dtype.kind == "f" else None
+        zero = _expr._Literal(0)
+        if op == "truediv" and _holds("le", y.lo, zero) and _holds("ge", y.hi, zero):
+            return None  # the divisor may be zero
+        ends = _expr.binary(op, _ends(x, "llhh"), _ends(y, "lhlh"))
+    except _expr.ExpressionError:
+        return None
+    pairs = zip(_exact(x, "llhh"), _exact(y, "lhlh"))
+    python_op = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b,
+                 "mul": lambda a, b: a * b, "truediv": lambda a, b: None}[op]
+    nan = x.nan or y.nan
+    if op == "mul" and not all(np.isfinite(_expr._typed(_ends(v, "lh"))).all()
+                               for v in (x, y)):
+        nan = True  # 0 * inf inside the box
+    return _from_ends(ends, [python_op(a, b) for a, b in pairs], nan)
+
+
+def _from_ends(ends: np.ndarray, exact: list[Any], nan: bool) -> _Range | None:
+    """The range spanned by computed corner values, unless they may be wrong:
+    an integer overflow (compared with `exact`) or a NaN corner."""
+    ends = np.asarray(ends)
+    if ends.dtype.kind in "iu":
+        if np.broadcast_to(ends, (len(exact),)).tolist() != exact:
+            return None  # wrapped around
+    elif ends.dtype.kind != "f" or np.isnan(ends).any():
+        return None
+    return _Range(np.asarray(ends.min()), np.asarray(ends.max()), nan, False)

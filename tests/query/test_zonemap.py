@@ -1,0 +1,197 @@
+"""Zone maps: may_match never prunes a block that holds a matching row."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from bcolzx._query.expr import compile_expression
+from bcolzx._query.zonemap import bounds_of, may_match
+from bcolzx.errors import ExpressionError
+
+A = np.array([1.0, 2.0, 4.0])
+A_NAN = np.array([1.0, np.nan, 4.0])
+ALL_NAN = np.array([np.nan, np.nan])
+B = np.array([5, 6, 7], np.int8)
+
+
+def _matches(text, columns, scalars=None):
+    bounds = {name: bounds_of(values) for name, values in columns.items()}
+    return may_match(compile_expression(text), bounds, scalars or {})
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("a < 1", False),
+        ("a <= 1", True),
+        ("a > 4", False),
+        ("a >= 4", True),
+        ("a == 3", True),  # within the bounds, though no row is 3
+        ("a == 5", False),
+        ("a != 1", True),
+        ("5 < a", False),
+        ("0 < a < 1", False),
+        ("1 < a < 4", True),
+        ("(a > 10) | (b < 5)", False),
+        ("(a > 10) | (b < 6)", True),
+        ("(a > 0) & (b > 7)", False),
+        ("(a > 0) and (b >= 7)", True),
+        ("~(a > 0)", False),
+        ("not (a > 0)", False),
+        ("(a > 0) ^ (b > 0)", False),
+        ("b + 100 > 107", False),
+        ("b + 100 > 106", True),
+        ("b * 2 < 10", False),
+        ("-b > -5", False),
+        ("b - a > 6", False),
+        ("b - a > 5", True),
+        ("a / 2 > 2", False),
+        ("a / 2 >= 2", True),
+        ("b > k", False),
+        ("b > k - 1", True),
+        ("isnan(a)", False),
+        ("sin(a) > 5", True),  # functions: maybe
+        ("a", True),
+    ],
+)
+def test_may_match_on_explicit_bounds(text, expected):
+    assert _matches(text, {"a": A, "b": B}, {"k": 7}) is expected
+
+
+@pytest.mark.parametrize(
+    "text, column, expected",
+    [
+        ("a < 0", A_NAN, False),
+        ("~(a < 5)", A_NAN, True),  # NaN < 5 is False, so ~ is True
+        ("~(a < 5)", A, False),
+        ("not (a < 5)", A_NAN, True),
+        ("a != 2", A_NAN, True),
+        ("isnan(a)", A_NAN, True),
+        ("a < 0", ALL_NAN, False),
+        ("a >= 0", ALL_NAN, False),
+        ("a == a", ALL_NAN, False),
+        ("a != 0", ALL_NAN, True),
+        ("~(a > 0)", ALL_NAN, True),
+        ("isnan(a)", ALL_NAN, True),
+        ("a + 1 > 0", ALL_NAN, False),
+        ("~(a + 1 > 0)", ALL_NAN, True),
+    ],
+)
+def test_nan_never_matches_a_comparison_but_its_negation(text, column, expected):
+    assert _matches(text, {"a": column}) is expected
+
+
+def test_integer_overflow_is_not_reasoned_about():
+    b = np.array([3, 3], np.int32)
+    # 3 * 10**9 wraps around in int32: the row *is* negative
+    assert bool(compile_expression("b * 1000000000 < 0").evaluate({"b": b}).all())
+    assert _matches("b * 1000000000 < 0", {"b": b})
+
+
+def test_float32_rounding_is_that_of_the_data():
+    f = np.array([16777216.0], np.float32)
+    # in float32, 16777216 + 1 rounds back to 16777216
+    assert compile_expression("f + 1 == 16777216").evaluate({"f": f}).all()
+    assert _matches("f + 1 == 16777216", {"f": f})
+    assert _matches("f * 1.0 > 0.1", {"f": np.array([0.1], np.float32)})  # float64 compare
+
+
+def test_datetime_bounds_with_string_dates():
+    d = np.array(["2020-01-01", "2021-06-01", "NaT"], "M8[D]")
+    assert not _matches("d > '2021-07-01'", {"d": d})
+    assert _matches("d > '2021-05-01'", {"d": d})
+    assert _matches("d != '2021-05-01'", {"d": d})
+
+
+def test_constant_conditions():
+    assert _matches("~(0 < 0 < a)", {"a": A})  # ~(False & ...) is True
+    assert not _matches("(1 > 2) & (a > 0)", {"a": A})
+    assert _matches("(1 < 2) | (a > 10)", {"a": A})
+    assert not _matches("False", {"a": A})
+
+
+def test_unknown_names_and_strings_are_maybe():
+    assert may_match(compile_expression("a < 0"), {})
+    assert may_match(compile_expression("a == 'x'"), {"a": (1, 2)})
+
+
+def test_bounds_of():
+    assert bounds_of(np.array([3.0, np.nan, 1.0])) == (1.0, 3.0, True)
+    lo, hi, nan = bounds_of(np.array([5, 2, 9], np.int16))
+    assert (lo, hi, nan) == (2, 9, False) and lo.dtype == np.int16
+    lo, hi, nan = bounds_of(ALL_NAN)
+    assert np.isnan(lo) and np.isnan(hi) and nan
+    with pytest.raises(ValueError):
+        bounds_of(np.array([]))
+    with pytest.raises(TypeError):
+        bounds_of(np.array(["x"]))
+
+
+def test_two_tuple_bounds_and_bad_bounds():
+    e = compile_expression("a > 3")
+    assert not may_match(e, {"a": (np.int64(0), np.int64(3))})
+    assert may_match(e, {"a": (np.int64(0), np.int64(4))})
+    with pytest.raises(ValueError, match="bounds of 'a'"):
+        may_match(e, {"a": (1,)})
+
+
+# -- the property: False means no row matches ------------------------------------------
+
+_COLUMN_DTYPES = st.sampled_from(["int8", "int32", "int64", "uint8", "float32", "float64"])
+_CMP = st.sampled_from(["<", "<=", ">", ">=", "==", "!="])
+_ARITH = st.sampled_from(["+", "-", "*", "/"])
+_CONST = st.sampled_from(["0", "1", "-3", "100", "0.5", "-2.5", "1e30", "k"])
+
+
+@st.composite
+def _term(draw, depth=2):
+    if depth == 0 or draw(st.integers(0, 2)) == 0:
+        return draw(st.sampled_from(["a", "b"]) | _CONST)
+    return f"({draw(_term(depth - 1))} {draw(_ARITH)} {draw(_term(depth - 1))})"
+
+
+@st.composite
+def _condition(draw, depth=2):
+    kind = draw(st.integers(0, 5 if depth else 1))
+    if kind <= 1:
+        return f"({draw(_term())} {draw(_CMP)} {draw(_term())})"
+    if kind == 2:
+        return f"({draw(_term())} {draw(_CMP)} {draw(_term())} {draw(_CMP)} {draw(_term())})"
+    if kind == 3:
+        return f"~{draw(_condition(depth - 1))}"
+    if kind == 4:
+        return f"(not {draw(_condition(depth - 1))})"
+    op = draw(st.sampled_from(["&", "|", "^", "and", "or"]))
+    return f"({draw(_condition(depth - 1))} {op} {draw(_condition(depth - 1))})"
+
+
+def _column(dtype):
+    elements = None
+    if np.dtype(dtype).kind == "f":
+        elements = st.floats(-1e3, 1e3, width=np.dtype(dtype).itemsize * 8) \
+            | st.sampled_from([np.nan, np.inf, -np.inf])
+    return hnp.arrays(dtype, st.integers(1, 6), elements=elements)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), text=_condition())
+def test_may_match_false_means_no_row_matches(data, text):
+    a = data.draw(_column(data.draw(_COLUMN_DTYPES)), label="a")
+    b = data.draw(_column(data.draw(_COLUMN_DTYPES)), label="b")
+    n = min(len(a), len(b))
+    a, b = a[:n], b[:n]
+    k = data.draw(st.sampled_from([np.int64(2), 2.5, np.float32(-1.5), np.int8(-7)]), label="k")
+    try:
+        e = compile_expression(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = e.evaluate({"a": a, "b": b, "k": k})
+    except ExpressionError:
+        return
+    bounds = {"a": bounds_of(a), "b": bounds_of(b)}
+    if not may_match(e, bounds, {"k": k}):
+        assert not np.asarray(result, dtype=bool).any(), (text, a, b, k)
