@@ -29,6 +29,7 @@ from bcolzx.errors import (
 )
 from bcolzx import attrs
 from bcolzx.carray import carray
+from bcolzx.ctable import ctable
 from bcolzx.params import (
     blosc_set_nthreads,
     cparams,
@@ -43,6 +44,7 @@ from bcolzx.toplevel import (
     arange,
     blosc_compressor_list,
     blosc_version,
+    eval,
     fill,
     fromiter,
     iterblocks,
@@ -60,6 +62,8 @@ except ImportError:  # a source tree that was never built by setuptools-scm
 __all__ = [
     "__version__",
     "carray",
+    "ctable",
+    "eval",
     "attrs",
     "cparams",
     "defaults",

@@ -504,11 +504,29 @@ class carray:
                 return np.asarray(self[first])[rest] if rest else self[first]
             return self[first][(slice(None), *rest)]
         if isinstance(key, str):
-            raise TypeError("string expressions as keys need bcolzx.eval, which is not "
-                            "available yet")
+            return self._take(np.flatnonzero(self._condition(key)))
         if isinstance(key, (carray, list, np.ndarray)):
             return self._take(self._positions(key))
         raise IndexError(f"unsupported key type {type(key).__name__}")
+
+    def _condition(self, expression: str) -> np.ndarray:
+        """The boolean mask of a string key, evaluated in the user's scope.
+
+        Names are looked up as for :func:`bcolzx.eval`, from the frame that
+        indexed this carray (two levels up).
+        """
+        from bcolzx.toplevel import _evaluate
+        from bcolzx._query.expr import compile_expression
+        from bcolzx.vars import caller_scope, resolve_names, split_operands
+
+        expr = compile_expression(expression)
+        columns, scalars = split_operands(resolve_names(expr.names, caller_scope(None, 2)))
+        mask = _evaluate(expr, columns, scalars, out_flavor="numpy",
+                         length=len(self) if not columns else None)
+        if mask.dtype != np.bool_ or mask.shape != (len(self),):
+            raise IndexError(f"the expression {expression!r} must give {len(self)} booleans, "
+                             f"not {mask.dtype} of shape {mask.shape}")
+        return mask
 
     def _positions(self, key) -> np.ndarray:
         """Integer row positions selected by a slice, a mask or an index array/list."""
@@ -550,8 +568,9 @@ class carray:
             self._write_positions(pos, block)
             return
         if isinstance(key, str):
-            raise TypeError("string expressions as keys need bcolzx.eval, which is not "
-                            "available yet")
+            pos = np.flatnonzero(self._condition(key))
+            self._write_positions(pos, self._rows(value, len(pos)))
+            return
         if isinstance(key, slice) and key.indices(len(self))[2] == 1:
             start, stop, _ = key.indices(len(self))
             if stop > start:

@@ -59,7 +59,6 @@ import numpy as _np  # noqa: E402
 from bcolzx._format import layout as _layout  # noqa: E402
 from bcolzx.carray import carray as _carray  # noqa: E402
 from bcolzx.carray import iterblocks  # noqa: E402,F401
-from bcolzx.errors import UnsupportedFormatError as _Unsupported  # noqa: E402
 
 __all__ += ["open", "zeros", "ones", "fill", "arange", "fromiter", "iterblocks", "walk"]
 
@@ -106,11 +105,29 @@ def fill(shape, dflt=None, dtype=float, **kwargs) -> _carray:
     n, rowshape = _shape_len(shape)
     dtype = _np.dtype(dtype)
     kwargs.setdefault("expectedlen", n)
+    if dtype.names and not rowshape:
+        return _fill_ctable(n, dflt, dtype, kwargs)
     ca = _carray(_np.empty((0, *rowshape), dtype), dflt=dflt, **kwargs)
     ca._engine.resize(n, ca.dflt)
     if ca.rootdir is not None:
         ca.flush()
     return ca
+
+
+def _table_kwargs(kwargs: dict) -> tuple[dict, dict]:
+    table = {k: kwargs.pop(k) for k in ("rootdir", "mode", "auto_flush") if k in kwargs}
+    return table, kwargs
+
+
+def _fill_ctable(n: int, dflt, dtype: _np.dtype, kwargs: dict):
+    """A ctable of `n` rows of a structured `dtype`, one column per field."""
+    from bcolzx.ctable import ctable
+
+    table, kwargs = _table_kwargs(kwargs)
+    row = _np.zeros((), dtype) if dflt is None else _np.asarray(dflt, dtype)
+    cols = [fill((n, *dtype[f].shape), row[f] if dflt is not None else None,
+                 dtype[f].base, **kwargs) for f in dtype.names]
+    return ctable(cols, names=list(dtype.names), **table, **kwargs)
 
 
 def zeros(shape, dtype=float, **kwargs) -> _carray:
@@ -221,6 +238,8 @@ def fromiter(iterable, dtype, count, **kwargs) -> _carray:
     count = int(count)
     if count >= 0:
         kwargs.setdefault("expectedlen", count)
+    if dtype.names:
+        return _fromiter_ctable(iterable, dtype, count, kwargs)
     ca = _carray(_np.empty(0, dtype), **kwargs)
     it = iter(iterable)
     blen = ca.chunklen
@@ -238,6 +257,31 @@ def fromiter(iterable, dtype, count, **kwargs) -> _carray:
     if ca.rootdir is not None:
         ca.flush()
     return ca
+
+
+def _fromiter_ctable(iterable, dtype: _np.dtype, count: int, kwargs: dict):
+    """fromiter for a structured dtype: a ctable filled block by block."""
+    from bcolzx.ctable import ctable
+
+    table, kwargs = _table_kwargs(kwargs)
+    empty = [_np.empty((0, *dtype[f].shape), dtype[f].base) for f in dtype.names]
+    ct = ctable(empty, names=list(dtype.names), **table, **kwargs)
+    it = iter(iterable)
+    blen = next(iter(ct.cols.values())).chunklen
+    taken = 0
+    while count < 0 or taken < count:
+        want = blen if count < 0 else min(blen, count - taken)
+        block = _np.fromiter(_itertools.islice(it, want), dtype=dtype)
+        if len(block):
+            ct.append(block)
+            taken += len(block)
+        if len(block) < want:
+            if count >= 0:
+                raise ValueError(f"the iterable ended after {taken} values, {count} asked for")
+            break
+    if ct.rootdir is not None:
+        ct.flush()
+    return ct
 
 
 def _kind(path: str) -> str | None:
@@ -260,14 +304,13 @@ def open(rootdir, mode: str = "a"):  # noqa: A001 - legacy name
 
     Returns
     -------
-    carray
+    carray or ctable
+        A ctable when the directory has ``__rootdirs__``.
 
     Raises
     ------
     FileNotFoundError
         If `rootdir` holds no dataset.
-    UnsupportedFormatError
-        For a ctable directory (not supported by this version yet).
 
     Examples
     --------
@@ -282,7 +325,14 @@ def open(rootdir, mode: str = "a"):  # noqa: A001 - legacy name
     if kind is None:
         raise FileNotFoundError(f"no bcolzx carray or ctable at {rootdir}")
     if kind == "ctable":
-        raise _Unsupported(f"{rootdir} is a ctable; this bcolzx opens carrays only")
+        from bcolzx.ctable import ctable
+
+        if mode == "w":
+            old = ctable(rootdir=rootdir, mode="r")
+            empty = [_np.empty((0, *c.shape[1:]), c.dtype) for c in old.cols.values()]
+            return ctable(empty, names=old.names, cparams=old.cparams, rootdir=rootdir,
+                          mode="w")
+        return ctable(rootdir=rootdir, mode=mode)
     if mode == "w":
         old = _carray(rootdir=rootdir, mode="r")
         return _carray(_np.empty((0, *old.shape[1:]), old.dtype), cparams=old.cparams,
@@ -304,7 +354,7 @@ def walk(dir, classname=None, mode="a"):  # noqa: A002 - legacy name
 
     Yields
     ------
-    carray
+    carray or ctable
 
     Raises
     ------
@@ -318,8 +368,111 @@ def walk(dir, classname=None, mode="a"):  # noqa: A002 - legacy name
         if kind is None:
             continue
         dirs[:] = []  # a container's subdirectories are its own
-        if classname not in (None, kind) or kind == "ctable":
+        if classname not in (None, kind):
             continue
-        ca = _carray(rootdir=root, mode=mode)
-        if len(ca):  # legacy skips empty containers
-            yield ca
+        obj = open(root, mode=mode)
+        if len(obj):  # legacy skips empty containers
+            yield obj
+
+
+# --- eval ---------------------------------------------------------------------------
+
+from bcolzx._query import blocks as _qblocks  # noqa: E402
+from bcolzx._query.expr import compile_expression as _compile  # noqa: E402
+from bcolzx.params import defaults as _defaults  # noqa: E402
+from bcolzx.vars import caller_scope as _caller_scope  # noqa: E402
+from bcolzx.vars import resolve_names as _resolve  # noqa: E402
+from bcolzx.vars import split_operands as _split  # noqa: E402
+
+__all__ += ["eval"]
+
+_VMS = ("python", "numexpr")
+_FLAVORS = ("bcolz", "carray", "numpy")
+
+
+def eval(expression, vm=None, out_flavor=None, user_dict=None, blen=None, **kwargs):  # noqa: A001
+    """Evaluate an expression over carrays, arrays and scalars, block by block (legacy
+    ``bcolz.eval``).
+
+    The expression is parsed, never executed as Python: only names, numbers,
+    strings, arithmetic, comparisons, ``& | ~`` (and ``and or not``) and
+    numexpr's functions (``where``, ``sqrt``, ``sin``, ``log``, ``abs``...)
+    are allowed.  Names are looked up in `user_dict`, then in the caller's
+    locals and globals.  Operands are read one block at a time and the
+    blocks are evaluated in parallel threads, so memory stays flat.
+
+    Parameters
+    ----------
+    expression : str
+    vm : {'numexpr', 'python'}, optional
+        Default ``bcolzx.defaults.vm``; both give identical results.
+    out_flavor : {'bcolz', 'carray', 'numpy'}, optional
+        A carray (default, ``bcolzx.defaults.out_flavor``) or a NumPy array.
+    user_dict : dict, optional
+        Values of names, searched first.
+    blen : int, optional
+        Rows per block (default: the operands' chunk length).
+    **kwargs
+        carray parameters for the result (``cparams``, ``rootdir``,
+        ``chunklen``, ...).
+
+    Returns
+    -------
+    carray or numpy.ndarray
+
+    Raises
+    ------
+    ExpressionError
+        (a ValueError) for a malformed or unsafe expression or an unknown name.
+    ValueError
+        For operands of different lengths, or a bad `vm` or `out_flavor`.
+
+    Examples
+    --------
+    >>> import numpy as np, bcolzx
+    >>> a = bcolzx.arange(6)
+    >>> b = np.arange(6) * 10
+    >>> bcolzx.eval("a * 2 + b", out_flavor="numpy")
+    array([ 0, 12, 24, 36, 48, 60])
+    >>> try:
+    ...     bcolzx.eval("__import__('os')")
+    ... except ValueError as exc:
+    ...     print(type(exc).__name__)
+    ExpressionError
+    """
+    expr = _compile(expression)
+    values = _resolve(expr.names, _caller_scope(user_dict))
+    columns, scalars = _split(values)
+    return _evaluate(expr, columns, scalars, vm=vm, out_flavor=out_flavor, blen=blen, **kwargs)
+
+
+def _evaluate(expr, columns, scalars, vm=None, out_flavor=None, blen=None, length=None,
+              **kwargs):
+    """Evaluate a compiled expression; the result as `out_flavor` asks."""
+    vm = _defaults.vm if vm is None else vm
+    if vm not in _VMS:
+        raise ValueError(f"vm must be one of {_VMS}, not {vm!r}")
+    flavor = _defaults.out_flavor if out_flavor is None else out_flavor
+    if flavor not in _FLAVORS:
+        raise ValueError(f"out_flavor must be one of {_FLAVORS}, not {flavor!r}")
+    if not columns and length is None:
+        result = _np.asarray(expr.evaluate(scalars, vm))
+        return result if flavor == "numpy" else _carray(result.reshape(-1), **kwargs)
+    if not columns or flavor == "numpy":
+        if flavor == "numpy":
+            if not columns:
+                return _np.broadcast_to(expr.evaluate(scalars, vm), (length,)).copy()
+            return _qblocks.evaluate(expr, columns, scalars, blen=blen, vm=vm)
+        result = _np.broadcast_to(expr.evaluate(scalars, vm), (length,))
+        return _carray(result, **kwargs)
+    dtypes = {**{n: c.dtype for n, c in columns.items()},
+              **{n: _np.asarray(v).dtype for n, v in scalars.items()}}
+    n = len(next(iter(columns.values())))
+    shape = _np.broadcast_shapes(*[tuple(c.shape[1:]) for c in columns.values()])
+    kwargs.setdefault("expectedlen", n)
+    out = _carray(_np.empty((0, *shape), expr.dtype(dtypes)), **kwargs)
+    for _, block in _qblocks.evaluate_blocks(expr, columns, scalars, blen=blen, vm=vm):
+        out._engine.append(out._rows(block))
+    if out.rootdir is not None:
+        out.flush()
+    return out

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+import importlib
+
 import bcolzx.toplevel
 
 ROOT = Path(__file__).parents[1]
@@ -15,7 +17,7 @@ def test_readme_examples_run():
     assert result.attempted > 0 and result.failed == 0
 
 
-@pytest.mark.parametrize("module", [bcolzx.toplevel])
+@pytest.mark.parametrize("module", [bcolzx.toplevel, importlib.import_module("bcolzx.ctable")])
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, verbose=False)
     assert result.attempted > 0 and result.failed == 0

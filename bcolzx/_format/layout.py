@@ -17,6 +17,8 @@ META_DIR = "meta"
 DATA_DIR = "data"
 SIZES_FILE = "sizes"
 STORAGE_FILE = "storage"
+#: Per-chunk min/max of the stored chunks (docs/format/README.md, "Zone map").
+ZONEMAP_FILE = "zonemap"
 ROOTDIRS_FILE = "__rootdirs__"
 
 CHECKSUMS = {

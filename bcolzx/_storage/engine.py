@@ -15,6 +15,8 @@ import numpy as np
 
 from bcolzx._ext import codec
 from bcolzx._format import layout
+from bcolzx._format import zonemap
+from bcolzx._query.zonemap import bounds_of
 from bcolzx._format.meta import Sizes
 from bcolzx._storage.base import ChunkStore, Special
 from bcolzx.errors import CorruptDataError, ReadOnlyError
@@ -69,6 +71,11 @@ class ChunkedArray:
         self._closed = False
         self._cache: OrderedDict = OrderedDict()
         self._cache_bytes = 0
+        # The zone map: per stored chunk (min, max, nan) lists, loaded on first
+        # use; None when this dtype has none or the dataset's is unknown.
+        self._zones: list | None = None
+        self._zones_loaded = not (self.rowshape == () and self.dtype.kind in zonemap.KINDS)
+        self._zones_dirty = False
         if self.nleft:
             self._load_leftover()
 
@@ -168,6 +175,66 @@ class ChunkedArray:
         """Forget the cached chunks."""
         self._cache.clear()
         self._cache_bytes = 0
+
+    # -- the zone map ------------------------------------------------------------
+
+    def _stored_chunks(self) -> int:
+        return self.nfull + (1 if self.nleft and self._leftover_stored else 0)
+
+    def _load_zones(self) -> None:
+        self._zones_loaded = True
+        if self.store.rootdir is None:
+            self._zones = [] if len(self) == 0 else None
+            return
+        stats = zonemap.read(self.store.rootdir, self.dtype)
+        if stats is None:
+            # A new dataset starts one; an older one without it has none.
+            self._zones = [] if len(self) == 0 else None
+        elif len(stats) < self._stored_chunks():
+            self._zones = None
+        else:
+            self._zones = [tuple(r) for r in stats]
+
+    def _note(self, chunk: int, rows: np.ndarray) -> None:
+        """Record the bounds of `rows`, now stored as `chunk` (widening, never narrowing)."""
+        if not self._zones_loaded:
+            self._load_zones()
+        zones = self._zones
+        if zones is None or not len(rows):
+            return
+        lo, hi = rows.min(), rows.max()
+        nan = False
+        if lo != lo or hi != hi:  # NaN or NaT somewhere (min and max propagate them)
+            lo, hi, nan = bounds_of(rows)
+        if chunk < len(zones):
+            olo, ohi, onan = zones[chunk]
+            zones[chunk] = (_widen(olo, lo, min), _widen(ohi, hi, max), onan or nan)
+        elif chunk == len(zones):
+            zones.append((lo, hi, nan))
+        else:  # pragma: no cover - chunks are stored in order
+            self._zones = None
+        self._zones_dirty = True
+
+    def chunk_stats(self) -> np.ndarray | None:
+        """Bounds of the full chunks: a record array with ``min``, ``max`` (of the
+        non-NaN values) and ``nan`` per chunk, or None when unknown.
+
+        Raises
+        ------
+        CorruptDataError
+            If the stored zone map is damaged.
+        """
+        if not self._zones_loaded:
+            self._load_zones()
+        if self._zones is None or len(self._zones) < self.nfull:
+            return None
+        return np.array(self._zones[: self.nfull], dtype=zonemap.stats_dtype(self.dtype))
+
+    def _save_zones(self) -> None:
+        if self._zones_dirty and self._zones is not None and self.store.rootdir is not None:
+            zonemap.write(self.store.rootdir,
+                          np.array(self._zones, dtype=zonemap.stats_dtype(self.dtype)))
+        self._zones_dirty = False
 
     # -- chunk encoding --------------------------------------------------------
 
@@ -270,10 +337,12 @@ class ChunkedArray:
             self._leftover_stored = False
             if self.nleft == cl:
                 items.append((self.nfull, self._encode(self._leftover), self.chunk_bytes))
+                self._note(self.nfull, self._leftover)
                 self.nfull += 1
                 self.nleft = 0
         while n - pos >= cl:
             items.append((self.nfull, self._encode(rows[pos:pos + cl]), self.chunk_bytes))
+            self._note(self.nfull, rows[pos:pos + cl])
             self.nfull += 1
             pos += cl
         if pos < n:
@@ -311,6 +380,7 @@ class ChunkedArray:
                 self._decode_into(self._entry(c), chunk, c, cl)
                 chunk[a:b] = rows[pos - start:pos - start + (b - a)]
             items.append((c, self._encode(chunk), self.chunk_bytes))
+            self._note(c, chunk)
             pos = c * cl + b
         if items:
             self._put(items)
@@ -367,6 +437,8 @@ class ChunkedArray:
         elif keep:
             last = self.chunk_bytes
         self.store.truncate(keep, last, self._sizes())
+        if self._zones is not None:  # the kept leftover chunk keeps its (wider) bounds
+            del self._zones[keep:]
         self._leftover_stored = True
         self._dirty = False
 
@@ -383,7 +455,9 @@ class ChunkedArray:
         if self.nleft and not self._leftover_stored:
             rows = self._leftover[: self.nleft]
             self._put([(self.nfull, self._encode(rows), self.nleft * self.rowbytes)])
+            self._note(self.nfull, rows)
             self._leftover_stored = True
+        self._save_zones()  # data first, then the zone map, then the commit point
         self.store.commit(self._sizes())
         self._dirty = False
 
@@ -506,3 +580,12 @@ class ChunkedArray:
 
                 warnings.warn(f"bcolzx could not flush at garbage collection: {exc!r}",
                               ResourceWarning, stacklevel=1)
+
+
+def _widen(old, new, pick):
+    """The wider of two bounds; a NaN bound (no non-NaN values) gives way."""
+    if old != old:
+        return new
+    if new != new:
+        return old
+    return pick(old, new)

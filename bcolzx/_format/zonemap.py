@@ -1,0 +1,99 @@
+"""``meta/zonemap``: per-chunk bounds of a dataset's values (docs/format/README.md, §2b).
+
+A zone map holds, for each stored chunk, the minimum and maximum of its
+non-NaN values and whether it holds NaN (NaT).  Queries skip chunks whose
+bounds prove they cannot match.  The file is JSON: the arrays are the raw
+little-endian bytes, base64-encoded, with a crc32c over them, so that a
+damaged zone map is detected instead of silently skipping matching chunks.
+
+Bounds only ever *widen* while a chunk number exists (a rewritten chunk's
+bounds are the union of old and new), so a zone map written before a crash
+still bounds whatever data the committed metadata describes.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+
+import numpy as np
+
+from bcolzx._ext import checksum
+from bcolzx._format import jsonfile, layout
+from bcolzx._format.meta import dtype_from_json, dtype_to_json
+from bcolzx.errors import CorruptDataError
+
+__all__ = ["KINDS", "stats_dtype", "read", "write"]
+
+#: dtype kinds that get a zone map.
+KINDS = "biufMm"
+VERSION = 1
+
+
+def stats_dtype(dtype: np.dtype) -> np.dtype:
+    """The record of one chunk's bounds for values of `dtype`."""
+    base = np.dtype(dtype).newbyteorder("<")
+    return np.dtype([("min", base), ("max", base), ("nan", np.bool_)])
+
+
+def _path(rootdir: str) -> str:
+    return layout.meta_path(rootdir, layout.ZONEMAP_FILE)
+
+
+def write(rootdir: str, stats: np.ndarray, *, durable: bool = True) -> None:
+    """Write the zone map of `rootdir` atomically.
+
+    Raises
+    ------
+    OSError
+        If the file system refuses.
+    """
+    parts = [np.ascontiguousarray(stats[f]).astype(stats.dtype[f]).tobytes()
+             for f in ("min", "max", "nan")]
+    crc = 0
+    for part in parts:
+        crc = checksum.crc32c(part, crc)
+    jsonfile.write_json(_path(rootdir), {
+        "version": VERSION,
+        "dtype": dtype_to_json(stats.dtype["min"]),
+        "nchunks": len(stats),
+        "min": base64.b64encode(parts[0]).decode("ascii"),
+        "max": base64.b64encode(parts[1]).decode("ascii"),
+        "nan": base64.b64encode(parts[2]).decode("ascii"),
+        "crc32c": crc,
+    }, durable=durable)
+
+
+def read(rootdir: str, dtype: np.dtype) -> np.ndarray | None:
+    """The zone map of `rootdir` for values of `dtype`; None when there is none.
+
+    Raises
+    ------
+    CorruptDataError
+        If the file is damaged or does not match `dtype`.
+    """
+    path = _path(rootdir)
+    if not os.path.exists(path):
+        return None
+    obj = jsonfile.read_json(path)
+    want = stats_dtype(dtype)
+    try:
+        if obj.get("version") != VERSION:
+            raise ValueError(f"unknown version {obj.get('version')!r}")
+        if dtype_from_json(obj["dtype"], path) != want["min"]:
+            raise ValueError(f"dtype {obj['dtype']!r}, expected {want['min']}")
+        n = obj["nchunks"]
+        if not isinstance(n, int) or n < 0:
+            raise ValueError(f"bad nchunks {n!r}")
+        parts = [base64.b64decode(obj[f], validate=True) for f in ("min", "max", "nan")]
+        crc = 0
+        for part in parts:
+            crc = checksum.crc32c(part, crc)
+        if crc != obj["crc32c"]:
+            raise ValueError("crc32c mismatch")
+        out = np.empty(n, want)
+        for f, part in zip(("min", "max", "nan"), parts):
+            out[f] = np.frombuffer(part, dtype=want[f], count=n)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptDataError(f"invalid zone map: {exc}", path=path) from None
+    return out

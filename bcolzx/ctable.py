@@ -1,0 +1,1002 @@
+"""ctable: a table of carray columns of equal length (bcolz 1.2 ``ctable``).
+
+A ctable is pure Python over :class:`~bcolzx.carray.carray` columns.  On disk
+it keeps the legacy layout, so clients that open it piecewise keep working::
+
+    rootdir/
+        __rootdirs__     {"names": [...]}: the columns, in order
+        __attrs__        user attributes (JSON)
+        <name>/          one complete carray directory per column
+
+Queries (:meth:`ctable.where`, :meth:`~ctable.whereblocks`,
+:meth:`~ctable.fetchwhere`, :meth:`~ctable.eval`) evaluate an expression
+block by block with :mod:`bcolzx._query`, reading only the columns the
+expression and ``outcols`` name, and skipping blocks whose per-chunk
+min/max (the columns' zone maps) prove they cannot match.
+"""
+
+from __future__ import annotations
+
+import keyword
+import os
+import shutil
+from collections import namedtuple
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from bcolzx import attrs as _attrs
+from bcolzx._format import jsonfile, layout
+from bcolzx._query import blocks as _blocks
+from bcolzx._query.expr import Expression, compile_expression
+from bcolzx._query.zonemap import may_match
+from bcolzx.carray import carray
+from bcolzx.errors import CorruptDataError, ReadOnlyError
+from bcolzx.params import defaults
+from bcolzx.vars import caller_scope, resolve_names, split_operands
+
+__all__ = ["ctable", "cols"]
+
+_MODES = ("r", "a", "w")
+#: The pseudo-column of row numbers accepted in ``outcols``.
+NROW = "nrow__"
+_CARRAY_KWARGS = ("cparams", "dflt", "expectedlen", "chunklen", "safe")
+
+
+class cols:  # noqa: N801 - legacy name
+    """The columns of a ctable, by name and in order (``ctable.cols``).
+
+    ``cols[name]`` is the column's carray, ``cols.names`` the names;
+    :meth:`insert` and :meth:`pop` add and remove columns (prefer
+    :meth:`ctable.addcol` and :meth:`ctable.delcol`, which also manage the
+    columns' directories).
+    """
+
+    def __init__(self, names: Sequence[str] = (), columns: Sequence[carray] = ()):
+        self._cols: dict[str, carray] = dict(zip(names, columns))
+
+    @property
+    def names(self) -> list[str]:
+        """Column names, in order."""
+        return list(self._cols)
+
+    def __getitem__(self, name: str) -> carray:
+        try:
+            return self._cols[name]
+        except KeyError:
+            raise KeyError(f"no column {name!r}; columns are {self.names}") from None
+
+    def __setitem__(self, name: str, column: carray) -> None:
+        if name not in self._cols:
+            raise KeyError(f"no column {name!r}; use ctable.addcol to add one")
+        old = self._cols[name]
+        if len(column) != len(old):
+            raise ValueError(f"column {name!r} must keep its length {len(old)}, not "
+                             f"{len(column)}")
+        self._cols[name] = column
+
+    def insert(self, name: str, pos: int, column: carray) -> None:
+        """Insert `column` under `name` at position `pos`.
+
+        Raises
+        ------
+        ValueError
+            If the name exists.
+        """
+        if name in self._cols:
+            raise ValueError(f"column {name!r} already exists")
+        items = list(self._cols.items())
+        items.insert(pos, (name, column))
+        self._cols = dict(items)
+
+    def pop(self, name: str) -> carray:
+        """Remove the column `name` and return it.
+
+        Raises
+        ------
+        KeyError
+            If there is no such column.
+        """
+        if name not in self._cols:
+            raise KeyError(f"no column {name!r}; columns are {self.names}")
+        return self._cols.pop(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._cols)
+
+    def __len__(self) -> int:
+        return len(self._cols)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._cols
+
+    def values(self):
+        return self._cols.values()
+
+    def items(self):
+        return self._cols.items()
+
+    def __repr__(self) -> str:
+        lines = [f"{name} : {col.dtype} ({len(col)},)" for name, col in self._cols.items()]
+        return "\n".join(lines)
+
+
+def _check_name(name: Any) -> str:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"column names must be non-empty strings, not {name!r}")
+    if name.startswith("__") or name == NROW or "/" in name or "\\" in name or \
+            name in (".", ".."):
+        raise ValueError(f"{name!r} cannot be a column name (reserved or a path)")
+    return name
+
+
+def _split_kwargs(kwargs: dict) -> dict:
+    unknown = set(kwargs) - set(_CARRAY_KWARGS)
+    if unknown:
+        raise TypeError(f"unexpected keyword arguments {sorted(unknown)}")
+    return kwargs
+
+
+class ctable:  # noqa: N801 - legacy name
+    """A table of compressed columns, in memory or on disk (bcolz 1.2 ``ctable``).
+
+    Parameters
+    ----------
+    columns : structured array, ctable, or sequence of array_like/carray, optional
+        The initial columns.  None with an existing `rootdir` opens it.
+    names : sequence of str, optional
+        Column names (default: the structured dtype's, else ``f0, f1, ...``).
+    **kwargs
+        ``rootdir``, ``mode`` ('r', 'a' or 'w'; default 'a'), ``auto_flush``
+        (flush after every :meth:`append`), and for new columns
+        ``cparams``, ``dflt``, ``expectedlen``, ``chunklen``.
+
+    Raises
+    ------
+    ValueError
+        For columns of different lengths, bad or duplicate names, or a bad mode.
+    FileNotFoundError
+        When opening a `rootdir` that holds no ctable.
+    FileExistsError
+        When creating over an existing `rootdir` in mode 'a'.
+    ReadOnlyError
+        When creating or writing in mode 'r'.
+
+    Examples
+    --------
+    >>> import numpy as np, bcolzx
+    >>> ct = bcolzx.ctable([np.arange(5), np.linspace(0, 1, 5)], names=["i", "x"])
+    >>> ct.names, len(ct)
+    (['i', 'x'], 5)
+    >>> ct[1]
+    np.void((1, 0.25), dtype=[('i', '<i8'), ('x', '<f8')])
+    >>> ct.fetchwhere("(i > 1) & (x < 1)", out_flavor="numpy")["i"]
+    array([2, 3])
+    """
+
+    def __init__(self, columns=None, names=None, **kwargs):
+        rootdir = kwargs.pop("rootdir", None)
+        mode = kwargs.pop("mode", "a")
+        self.auto_flush = bool(kwargs.pop("auto_flush", False))
+        if mode not in _MODES:
+            raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
+        self._rootdir = os.fspath(rootdir) if rootdir is not None else None
+        self._mode = mode
+        kwargs = _split_kwargs(kwargs)
+        if columns is None and self._rootdir is not None and mode != "w":
+            self._open()
+            return
+        if mode == "r":
+            raise ReadOnlyError("cannot create a ctable in mode 'r'")
+        if columns is None:
+            raise ValueError("a new ctable needs columns (a structured array or a list)")
+        names, data = self._columns_from(columns, names)
+        if self._rootdir is not None:
+            if os.path.exists(self._rootdir):
+                if mode == "a":
+                    raise FileExistsError(
+                        f"{self._rootdir} exists; open it with ctable(rootdir=...) or use "
+                        "mode='w' to replace it")
+                shutil.rmtree(self._rootdir)
+            os.makedirs(self._rootdir)
+        self._attrs = _attrs.attrs(self._rootdir, mode, _new=True)
+        self._cols = cols()
+        reuse = self._rootdir is None and not kwargs
+        for name, col in zip(names, data):
+            if reuse and isinstance(col, carray):
+                self._cols.insert(name, len(self._cols), col)
+            else:
+                self._cols.insert(name, len(self._cols), self._new_column(name, col, kwargs))
+        self._write_rootdirs()
+
+    # -- construction ------------------------------------------------------------
+
+    @staticmethod
+    def _columns_from(columns, names) -> tuple[list[str], list]:
+        if isinstance(columns, ctable):
+            data = [columns.cols[n] for n in columns.names]
+            default = columns.names
+        elif isinstance(columns, np.ndarray) and columns.dtype.names:
+            data = [columns[n] for n in columns.dtype.names]
+            default = list(columns.dtype.names)
+        elif isinstance(columns, carray) and columns.dtype.names:
+            arr = columns[:]
+            data = [arr[n] for n in arr.dtype.names]
+            default = list(arr.dtype.names)
+        elif isinstance(columns, (list, tuple)):
+            data = list(columns)
+            default = [f"f{i}" for i in range(len(data))]
+        else:
+            raise TypeError("columns must be a structured array, a ctable or a list of "
+                            f"arrays/carrays, not {type(columns).__name__}")
+        names = default if names is None else list(names)
+        if len(names) != len(data):
+            raise ValueError(f"{len(names)} names for {len(data)} columns")
+        if not data:
+            raise ValueError("a ctable needs at least one column")
+        for name in names:
+            _check_name(name)
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate column names in {names}")
+        data = [c if isinstance(c, carray) else np.asarray(c) for c in data]
+        lengths = {len(c) if c.ndim else 1 for c in data}
+        if len(lengths) > 1:
+            raise ValueError(f"columns have different lengths {sorted(lengths)}")
+        return names, data
+
+    def _coldir(self, name: str) -> str | None:
+        return None if self._rootdir is None else os.path.join(self._rootdir, name)
+
+    def _new_column(self, name: str, data, kwargs: dict) -> carray:
+        rootdir = self._coldir(name)
+        if isinstance(data, carray):
+            col = carray(np.empty((0, *data.shape[1:]), data.dtype),
+                         **{"cparams": data.cparams, "chunklen": data.chunklen,
+                            "dflt": data.dflt, **kwargs},
+                         rootdir=rootdir, mode="w")
+            col.append(data)
+            if rootdir is not None:
+                col.flush()
+            return col
+        return carray(data, rootdir=rootdir, mode="w", **kwargs)
+
+    def _open(self) -> None:
+        path = os.path.join(self._rootdir, layout.ROOTDIRS_FILE)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no ctable at {self._rootdir} (no {layout.ROOTDIRS_FILE})")
+        meta = jsonfile.read_json(path)
+        names = meta.get("names") if isinstance(meta, dict) else None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise CorruptDataError(f"{layout.ROOTDIRS_FILE} must hold {{'names': [...]}}",
+                                   path=path)
+        self._cols = cols()
+        for name in names:
+            self._cols.insert(name, len(self._cols),
+                              carray(rootdir=self._coldir(name), mode=self._mode))
+        lengths = {len(c) for c in self._cols.values()}
+        if len(lengths) > 1:
+            raise CorruptDataError(f"columns have different lengths {sorted(lengths)}",
+                                   path=self._rootdir)
+        self._attrs = _attrs.attrs(self._rootdir, self._mode)
+
+    def _write_rootdirs(self) -> None:
+        if self._rootdir is not None:
+            jsonfile.write_json(os.path.join(self._rootdir, layout.ROOTDIRS_FILE),
+                                {"names": self.names})
+
+    # -- properties --------------------------------------------------------------
+
+    @property
+    def cols(self) -> cols:
+        """The columns (:class:`cols`)."""
+        return self._cols
+
+    @property
+    def names(self) -> list[str]:
+        """Column names, in order."""
+        return self._cols.names
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The structured dtype of a row."""
+        return np.dtype([(n, c.dtype, c.shape[1:]) for n, c in self._cols.items()])
+
+    @property
+    def len(self) -> int:
+        """Number of rows."""
+        return len(self)
+
+    def __len__(self) -> int:
+        for col in self._cols.values():
+            return len(col)
+        return 0
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (len(self),)
+
+    @property
+    def ndim(self) -> int:
+        return 1
+
+    @property
+    def size(self) -> int:
+        return len(self)
+
+    @property
+    def nbytes(self) -> int:
+        """Uncompressed bytes of all columns."""
+        return sum(c.nbytes for c in self._cols.values())
+
+    @property
+    def cbytes(self) -> int:
+        """Compressed bytes of all columns."""
+        return sum(c.cbytes for c in self._cols.values())
+
+    @property
+    def cparams(self):
+        """Compression parameters (of the first column)."""
+        return next(iter(self._cols.values())).cparams
+
+    @property
+    def rootdir(self) -> str | None:
+        return self._rootdir
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @property
+    def attrs(self) -> _attrs.attrs:
+        """User attributes (see :class:`bcolzx.attrs.attrs`)."""
+        return self._attrs
+
+    # -- writing -----------------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        if self._mode == "r":
+            raise ReadOnlyError("the ctable is opened read-only (mode 'r')")
+
+    def _rows_of(self, rows) -> list[np.ndarray]:
+        """`rows` (any form append accepts) as one array per column, validated."""
+        names = self.names
+        if isinstance(rows, ctable):
+            rows = [rows.cols[n][:] for n in (names if set(names) <= set(rows.names)
+                                              else rows.names)]
+        elif isinstance(rows, (np.ndarray, np.void)) and rows.dtype.names:
+            fields = rows.dtype.names
+            use = names if set(names) <= set(fields) else fields
+            rows = [np.atleast_1d(rows[n]) if rows.ndim == 0 else rows[n] for n in use]
+        elif isinstance(rows, tuple) and len(rows) == len(names) and \
+                all(np.ndim(v) == 0 for v in rows):
+            rows = [np.array([v]) for v in rows]
+        elif not isinstance(rows, (list, tuple)):
+            raise TypeError("append needs a list of columns, a structured array, a record "
+                            f"or a ctable, not {type(rows).__name__}")
+        if len(rows) != len(names):
+            raise ValueError(f"{len(rows)} columns given for a ctable of {len(names)}")
+        out = []
+        for name, value in zip(names, rows):
+            col = self._cols[name]
+            arr = value[:] if isinstance(value, carray) else value
+            try:
+                arr = np.asarray(arr, dtype=col.dtype)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"column {name!r}: {exc}") from None
+            out.append(arr)
+        n = max((len(a) if a.ndim > len(self._cols[nm].shape) - 1 else 1)
+                for nm, a in zip(names, out))
+        for i, (name, arr) in enumerate(zip(names, out)):
+            rowdims = len(self._cols[name].shape) - 1
+            if arr.ndim == rowdims:  # a scalar (or one row): broadcast
+                out[i] = np.broadcast_to(arr, (n, *arr.shape))
+            elif len(arr) != n:
+                raise ValueError(f"column {name!r} has {len(arr)} rows, the others {n}")
+        return out
+
+    def append(self, rows) -> None:
+        """Append rows to every column.
+
+        Parameters
+        ----------
+        rows : list, structured array, record or ctable
+            A list with one array, carray or scalar per column (scalars
+            broadcast), a structured array or record (fields matched by
+            name), or another ctable.
+
+        Raises
+        ------
+        ReadOnlyError
+            In mode 'r'.
+        TypeError, ValueError
+            If the rows do not fit the columns; nothing is appended then.
+        """
+        self._check_writable()
+        arrays = self._rows_of(rows)
+        for col, arr in zip(self._cols.values(), arrays):
+            col.append(arr)
+        if self.auto_flush:
+            self.flush()
+
+    def trim(self, nitems: int) -> None:
+        """Remove the last `nitems` rows.
+
+        Raises
+        ------
+        ValueError
+            If `nitems` is negative or more than the length.
+        ReadOnlyError
+            In mode 'r'.
+        """
+        self._check_writable()
+        if not 0 <= nitems <= len(self):
+            raise ValueError(f"cannot trim {nitems} rows from {len(self)}")
+        for col in self._cols.values():
+            col.trim(nitems)
+
+    def resize(self, nitems: int) -> None:
+        """Grow (with each column's ``dflt``) or shrink to `nitems` rows.
+
+        Raises
+        ------
+        ValueError
+            If `nitems` is negative.
+        ReadOnlyError
+            In mode 'r'.
+        """
+        self._check_writable()
+        if nitems < 0:
+            raise ValueError(f"nitems must be >= 0, not {nitems}")
+        for col in self._cols.values():
+            col.resize(nitems)
+
+    def addcol(self, newcol, name: str | None = None, pos: int | None = None,
+               move: bool = False, **kwargs) -> None:
+        """Add a column.
+
+        Parameters
+        ----------
+        newcol : array_like or carray
+            The data: as many rows as the table.
+        name : str, optional
+            Its name (default ``f<number of columns>``).
+        pos : int, optional
+            Position among the columns (default: last).
+        move : bool
+            For an on-disk carray and an on-disk table: move its directory
+            into the table instead of copying it.
+        **kwargs
+            ``cparams``, ``dflt``, ``expectedlen``, ``chunklen`` for the copy.
+
+        Raises
+        ------
+        ValueError
+            For a length mismatch, a bad or existing name, or a bad `pos`.
+        ReadOnlyError
+            In mode 'r'.
+        """
+        self._check_writable()
+        kwargs = _split_kwargs(kwargs)
+        name = f"f{len(self._cols)}" if name is None else _check_name(name)
+        if name in self._cols:
+            raise ValueError(f"column {name!r} already exists")
+        pos = len(self._cols) if pos is None else int(pos)
+        if not 0 <= pos <= len(self._cols):
+            raise ValueError(f"pos must be in 0..{len(self._cols)}, not {pos}")
+        data = newcol if isinstance(newcol, carray) else np.asarray(newcol)
+        if (len(data) if data.ndim else 1) != len(self):
+            raise ValueError(f"the new column has {len(data)} rows, the table {len(self)}")
+        if move and isinstance(data, carray) and data.rootdir and self._rootdir:
+            data.flush()
+            dest = self._coldir(name)
+            os.replace(data.rootdir, dest)
+            col = carray(rootdir=dest, mode=self._mode)
+        elif self._rootdir is None and isinstance(data, carray) and not kwargs:
+            col = data
+        else:
+            col = self._new_column(name, data, kwargs)
+        self._cols.insert(name, pos, col)
+        self._write_rootdirs()
+
+    def delcol(self, name: str | None = None, pos: int | None = None, keep: bool = False
+               ) -> None:
+        """Remove a column, by `name` or by `pos` (default: the last).
+
+        Parameters
+        ----------
+        keep : bool
+            Keep the column's directory on disk (default: delete it).
+
+        Raises
+        ------
+        ValueError
+            For both or neither of a missing name, or a bad `pos`.
+        KeyError
+            If there is no such column.
+        ReadOnlyError
+            In mode 'r'.
+        """
+        self._check_writable()
+        if name is not None and pos is not None:
+            raise ValueError("give name or pos, not both")
+        if len(self._cols) == 1:
+            raise ValueError("cannot delete the only column of a ctable")
+        if name is None:
+            names = self.names
+            pos = len(names) - 1 if pos is None else int(pos)
+            if not -len(names) <= pos < len(names):
+                raise ValueError(f"pos {pos} out of range for {len(names)} columns")
+            name = names[pos]
+        col = self._cols.pop(name)
+        self._write_rootdirs()
+        if col.rootdir is not None and self._rootdir is not None and \
+                os.path.dirname(os.path.abspath(col.rootdir)) == os.path.abspath(self._rootdir):
+            col._engine.close(flush=keep)
+            if not keep:
+                shutil.rmtree(col.rootdir)
+
+    def flush(self) -> None:
+        """Make every column durable (see :meth:`carray.flush`).
+
+        Raises
+        ------
+        OSError
+            If the file system refuses.
+        """
+        for col in self._cols.values():
+            col.flush()
+
+    def free_cachemem(self) -> None:
+        """Release the columns' caches."""
+        for col in self._cols.values():
+            col.free_cachemem()
+
+    def copy(self, **kwargs) -> "ctable":
+        """A copy, with new ``rootdir``, ``mode``, ``cparams``... as keywords.
+
+        Raises
+        ------
+        ValueError, FileExistsError
+            As the constructor.
+        """
+        kw = {"expectedlen": len(self), **kwargs}
+        cols_ = []
+        rootdir = kw.pop("rootdir", None)
+        mode = kw.pop("mode", "a")
+        auto_flush = kw.pop("auto_flush", False)
+        out = ctable.__new__(ctable)
+        out.auto_flush = auto_flush
+        out._rootdir = os.fspath(rootdir) if rootdir is not None else None
+        out._mode = mode
+        if out._rootdir is not None:
+            if os.path.exists(out._rootdir):
+                if mode == "a":
+                    raise FileExistsError(f"{out._rootdir} exists; use mode='w' to replace it")
+                shutil.rmtree(out._rootdir)
+            os.makedirs(out._rootdir)
+        out._attrs = _attrs.attrs(out._rootdir, mode, _new=True)
+        for key, value in self._attrs.getall().items():
+            out._attrs[key] = value
+        out._cols = cols()
+        for name, col in self._cols.items():
+            ckw = {"cparams": col.cparams, "chunklen": col.chunklen, "dflt": col.dflt, **kw}
+            cols_.append(out._new_column(name, col, _split_kwargs(ckw)))
+            out._cols.insert(name, len(out._cols), cols_[-1])
+        out._write_rootdirs()
+        return out
+
+    # -- reading -----------------------------------------------------------------
+
+    def _outcols(self, outcols) -> list[str]:
+        if outcols is None:
+            return self.names
+        if isinstance(outcols, str):
+            outcols = [c.strip() for c in outcols.split(",") if c.strip()]
+        outcols = list(outcols)
+        for name in outcols:
+            if name != NROW and name not in self._cols:
+                raise ValueError(f"no column {name!r} (outcols); columns are {self.names}")
+        return outcols
+
+    def _dtype_of(self, names: list[str]) -> np.dtype:
+        return np.dtype([(n, np.int64) if n == NROW else
+                         (n, self._cols[n].dtype, self._cols[n].shape[1:]) for n in names])
+
+    def _read(self, names: list[str], start: int, stop: int, positions=None) -> np.ndarray:
+        """Rows ``start..stop-1`` (or, within them, `positions`) of columns `names`."""
+        n = stop - start if positions is None else len(positions)
+        out = np.empty(n, dtype=self._dtype_of(names))
+        for name in names:
+            if name == NROW:
+                out[name] = np.arange(start, stop) if positions is None else positions
+            elif positions is None:
+                out[name] = self._cols[name][start:stop]
+            else:
+                out[name] = self._cols[name][start:stop][positions - start]
+        return out
+
+    def __getitem__(self, key):
+        n = len(self)
+        if isinstance(key, (int, np.integer)):
+            i = int(key) + n if key < 0 else int(key)
+            if not 0 <= i < n:
+                raise IndexError(f"index {key} out of range for length {n}")
+            return self._read(self.names, i, i + 1)[0]
+        if isinstance(key, slice):
+            start, stop, step = key.indices(n)
+            if step == 1:
+                return self._read(self.names, start, max(start, stop))
+            out = np.empty(len(range(start, stop, step)), dtype=self.dtype)
+            for name, col in self._cols.items():
+                out[name] = col[key]
+            return out
+        if isinstance(key, str):
+            if key in self._cols:
+                return self._cols[key]
+            return self.fetchwhere(key, out_flavor="numpy", _scope=caller_scope(None))
+        if isinstance(key, list) and key and all(isinstance(k, str) for k in key):
+            for name in key:
+                self._cols[name]  # noqa: B018 - KeyError for an unknown name
+            return ctable([self._cols[k] for k in key], names=key)
+        if isinstance(key, tuple):
+            raise IndexError("a ctable is one-dimensional: index it with one key")
+        if isinstance(key, (list, np.ndarray, carray)):
+            first = next(iter(self._cols.values()))
+            pos = first._positions(key)
+            out = np.empty(len(pos), dtype=self.dtype)
+            for name, col in self._cols.items():
+                out[name] = col._take(pos)
+            return out
+        raise IndexError(f"unsupported key type {type(key).__name__}")
+
+    def __setitem__(self, key, value) -> None:
+        self._check_writable()
+        if isinstance(key, str):
+            if key in self._cols:
+                raise TypeError(f"assign a column with ct.cols[{key!r}] = ... or addcol")
+            key = np.flatnonzero(self.eval(key, out_flavor="numpy", _scope=caller_scope(None)))
+        value = np.asarray(value) if not isinstance(value, (tuple, np.void)) else value
+        if isinstance(value, tuple):
+            value = np.array([value], dtype=self.dtype)[0]
+        elif not (isinstance(value, (np.ndarray, np.void)) and value.dtype.names):
+            value = np.asarray(value, dtype=self.dtype)
+        for name, col in self._cols.items():
+            col[key] = value[name]
+        if self.auto_flush:
+            self.flush()
+
+    def __iter__(self) -> Iterator:
+        return self.iter()
+
+    def iter(self, start: int = 0, stop: int | None = None, step: int = 1, outcols=None,
+             limit: int | None = None, skip: int = 0, out_flavor=namedtuple) -> Iterator:
+        """Iterate over rows ``start:stop:step`` as named tuples (or tuples).
+
+        Parameters
+        ----------
+        outcols : list of str or str, optional
+            Columns to return (comma-separated string accepted), ``nrow__``
+            for the row number.
+        limit, skip : int, optional
+            At most `limit` rows, after skipping `skip`.
+        out_flavor : namedtuple or tuple
+            The row type.
+
+        Raises
+        ------
+        ValueError
+            For an unknown column or a non-positive `step`.
+        """
+        if step <= 0:
+            raise ValueError("step must be positive in iter()")
+        names = self._outcols(outcols)
+        start, stop, step = slice(start, stop, step).indices(len(self))
+        make = _row_maker(names, out_flavor)
+
+        def gen():
+            yielded, left = 0, skip
+            blen = max(next(iter(self._cols.values())).chunklen, step)
+            blen -= blen % step
+            for lo in range(start, stop, blen):
+                hi = min(stop, lo + blen)
+                pos = np.arange(lo, hi, step)
+                block = self._read(names, lo, hi, pos)
+                if left:
+                    drop = min(left, len(block))
+                    block, left = block[drop:], left - drop
+                if limit is not None:
+                    block = block[: max(0, limit - yielded)]
+                for row in block.tolist():
+                    yield make(row)
+                yielded += len(block)
+                if limit is not None and yielded >= limit:
+                    return
+        return gen()
+
+    # -- queries -----------------------------------------------------------------
+
+    def _scope(self, expression: str, scope) -> tuple[Expression, dict, dict]:
+        """Compile `expression`; its columns (the table's and array variables)
+        and scalars, names looked up in `scope` when they are not columns."""
+        expr = compile_expression(expression)
+        columns = {n: self._cols[n] for n in expr.names if n in self._cols}
+        others = resolve_names([n for n in expr.names if n not in columns], scope)
+        more, scalars = split_operands(others)
+        for name, value in more.items():
+            if len(value) != len(self):
+                raise ValueError(f"variable {name!r} has {len(value)} rows, the table "
+                                 f"{len(self)}")
+        columns.update(more)
+        return expr, columns, scalars
+
+    def _vm(self, vm) -> str:
+        vm = defaults.vm if vm is None else vm
+        if vm not in ("python", "numexpr"):
+            raise ValueError(f"vm must be 'python' or 'numexpr', not {vm!r}")
+        return vm
+
+    def _matches(self, expression, scope, vm) -> Iterator[tuple[int, np.ndarray]]:
+        """``(block_start, positions)`` of the rows where `expression` holds."""
+        if not isinstance(expression, str):
+            mask = expression[:] if isinstance(expression, carray) else np.asarray(expression)
+            if mask.dtype != np.bool_ or mask.shape != (len(self),):
+                raise ValueError("the query must be a string expression or a boolean array "
+                                 f"of length {len(self)}")
+            yield 0, np.flatnonzero(mask)
+            return
+        expr, columns, scalars = self._scope(expression, scope)
+        if not columns:
+            value = expr.evaluate(scalars, self._vm(vm))
+            if value.shape != () or value.dtype != np.bool_:
+                raise ValueError(f"{expression!r} is not a boolean condition on the columns")
+            if bool(value):
+                yield 0, np.arange(len(self))
+            return
+        skip = self._zone_skipper(expr, columns, scalars)
+        for lo, mask in _blocks.evaluate_blocks(expr, columns, scalars, vm=self._vm(vm),
+                                                skip_block=skip):
+            if mask.dtype != np.bool_:
+                raise ValueError(f"{expression!r} gives {mask.dtype} values, not a boolean "
+                                 "condition")
+            hits = np.flatnonzero(mask)
+            if len(hits):
+                yield lo, hits + lo
+
+    def _zone_skipper(self, expr: Expression, columns: dict, scalars: dict):
+        """A ``skip_block`` for evaluate_blocks from the columns' chunk statistics."""
+        if not all(isinstance(c, carray) for c in columns.values()):
+            return None
+        stats = {n: c._engine.chunk_stats() for n, c in columns.items()}
+        if any(s is None for s in stats.values()):
+            return None
+        chunklens = {c.chunklen for c in columns.values()}
+        if len(chunklens) != 1:
+            return None
+        (cl,) = chunklens
+
+        def skip(lo: int, hi: int) -> bool:
+            first, last = lo // cl, (hi - 1) // cl
+            bounds = {}
+            for name, st in stats.items():
+                if last >= len(st):
+                    return False
+                part = st[first:last + 1]
+                bounds[name] = (part["min"].min(), part["max"].max(), bool(part["nan"].any()))
+            return not may_match(expr, bounds, scalars)
+        return skip
+
+    def _query(self, expression, outcols, limit, skip, scope, vm) -> Iterator[np.ndarray]:
+        """Structured arrays of the matching rows, block by block, with limit and skip."""
+        names = self._outcols(outcols)
+        yielded, left = 0, int(skip)
+        for lo, pos in self._matches(expression, scope, vm):
+            if left:
+                drop = min(left, len(pos))
+                pos, left = pos[drop:], left - drop
+            if limit is not None:
+                pos = pos[: max(0, limit - yielded)]
+            if not len(pos):
+                if limit is not None and yielded >= limit:
+                    return
+                continue
+            yield self._read(names, int(pos[0]), int(pos[-1]) + 1, pos)
+            yielded += len(pos)
+            if limit is not None and yielded >= limit:
+                return
+
+    def where(self, expression, outcols=None, limit: int | None = None, skip: int = 0,
+              out_flavor=namedtuple, user_dict: dict | None = None, vm: str | None = None,
+              ) -> Iterator:
+        """Iterate over the rows where `expression` holds.
+
+        Parameters
+        ----------
+        expression : str or boolean array/carray
+            A condition on the columns (see :func:`bcolzx.eval`), or a mask.
+        outcols : list of str or str, optional
+            Columns to return, ``nrow__`` for the row number.
+        limit, skip : int, optional
+            At most `limit` rows, after skipping `skip` matches.
+        out_flavor : namedtuple or tuple
+            The row type.
+        user_dict : dict, optional
+            Values of names that are not columns (then the caller's locals
+            and globals are searched).
+        vm : {'numexpr', 'python'}, optional
+            Default ``bcolzx.defaults.vm``.
+
+        Yields
+        ------
+        namedtuple or tuple
+
+        Raises
+        ------
+        ExpressionError
+            For a malformed or unsafe expression, or an unknown name.
+        ValueError
+            For an unknown column or a non-boolean expression.
+        """
+        names = self._outcols(outcols)
+        make = _row_maker(names, out_flavor)
+        blocks = self._query(expression, names, limit, skip, caller_scope(user_dict), vm)
+
+        def gen():
+            for block in blocks:
+                for row in block.tolist():
+                    yield make(row)
+        return gen()
+
+    def whereblocks(self, expression, blen: int | None = None, outcols=None,
+                    limit: int | None = None, skip: int = 0, user_dict: dict | None = None,
+                    vm: str | None = None) -> Iterator[np.ndarray]:
+        """Iterate over the matching rows in structured arrays of `blen` rows.
+
+        Parameters
+        ----------
+        blen : int, optional
+            Rows per block (default: the chunk length); the last is shorter.
+        expression, outcols, limit, skip, user_dict, vm
+            As :meth:`where`.
+
+        Yields
+        ------
+        numpy.ndarray
+
+        Raises
+        ------
+        ExpressionError, ValueError
+            As :meth:`where`; ValueError for a non-positive `blen`.
+        """
+        blen = next(iter(self._cols.values())).chunklen if blen is None else int(blen)
+        if blen <= 0:
+            raise ValueError(f"blen must be positive, not {blen}")
+        blocks = self._query(expression, outcols, limit, skip, caller_scope(user_dict), vm)
+
+        def gen():
+            pending, count = [], 0
+            for block in blocks:
+                pending.append(block)
+                count += len(block)
+                while count >= blen:
+                    merged = np.concatenate(pending)
+                    yield merged[:blen]
+                    pending, count = [merged[blen:]], count - blen
+            if count:
+                yield np.concatenate(pending)
+        return gen()
+
+    def fetchwhere(self, expression, outcols=None, limit: int | None = None, skip: int = 0,
+                   out_flavor: str | None = None, user_dict: dict | None = None,
+                   vm: str | None = None, _scope=None):
+        """All the matching rows at once: a ctable or a NumPy structured array.
+
+        Parameters
+        ----------
+        out_flavor : {'bcolz', 'carray', 'numpy'}, optional
+            A new in-memory ctable ('bcolz', 'carray') or a structured array
+            ('numpy'); default ``bcolzx.defaults.out_flavor``.
+        expression, outcols, limit, skip, user_dict, vm
+            As :meth:`where`.
+
+        Returns
+        -------
+        ctable or numpy.ndarray
+
+        Raises
+        ------
+        ExpressionError, ValueError
+            As :meth:`where`; ValueError for an unknown `out_flavor`.
+        """
+        flavor = defaults.out_flavor if out_flavor is None else out_flavor
+        if flavor not in ("bcolz", "carray", "numpy"):
+            raise ValueError(f"out_flavor must be 'bcolz', 'carray' or 'numpy', not {flavor!r}")
+        names = self._outcols(outcols)
+        scope = caller_scope(user_dict) if _scope is None else _scope
+        parts = list(self._query(expression, names, limit, skip, scope, vm))
+        result = np.concatenate(parts) if parts else np.empty(0, self._dtype_of(names))
+        if flavor == "numpy":
+            return result
+        return ctable(result)
+
+    def eval(self, expression: str, **kwargs):
+        """Evaluate `expression` over the columns (see :func:`bcolzx.eval`).
+
+        Parameters
+        ----------
+        expression : str
+        **kwargs
+            ``vm``, ``out_flavor``, ``user_dict``, ``blen`` and carray
+            parameters for the result.
+
+        Returns
+        -------
+        carray or numpy.ndarray
+
+        Raises
+        ------
+        ExpressionError, ValueError
+            As :func:`bcolzx.eval`.
+        """
+        from bcolzx.toplevel import _evaluate
+
+        scope = kwargs.pop("_scope", None)
+        if scope is None:
+            scope = caller_scope(kwargs.pop("user_dict", None))
+        else:
+            kwargs.pop("user_dict", None)
+        expr, columns, scalars = self._scope(expression, scope)
+        return _evaluate(expr, columns, scalars, length=len(self), **kwargs)
+
+    # -- protocol ------------------------------------------------------------------
+
+    def __enter__(self) -> "ctable":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.flush()
+
+    def __array__(self, dtype=None, copy=None):
+        out = self[:]
+        return out if dtype is None else out.astype(dtype)
+
+    def __reduce__(self):
+        # On disk: reopen by rootdir, keeping the mode; in memory: carry the data.
+        if self._rootdir is not None:
+            self.flush()
+            return (_reopen, (self._rootdir, self._mode))
+        return (ctable, (self[:],))
+
+    def __sizeof__(self) -> int:
+        return object.__sizeof__(self) + sum(c.__sizeof__() for c in self._cols.values())
+
+    def __repr__(self) -> str:
+        lines = [f"ctable({(len(self),)}, {self.dtype})",
+                 f"  nbytes: {self.nbytes}; cbytes: {self.cbytes}; "
+                 f"ratio: {self.nbytes / max(self.cbytes, 1):.2f}",
+                 f"  cparams := {self.cparams!r}"]
+        if self._rootdir is not None:
+            lines.append(f"  rootdir := '{self._rootdir}'")
+        lines.append(str(self))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        n = len(self)
+        if n <= 20:
+            return str(self[:])
+        return f"{str(self[:10])[:-1]} ... {str(self[n - 10:])[1:]}"
+
+
+def _reopen(rootdir: str, mode: str) -> ctable:
+    return ctable(rootdir=rootdir, mode=mode)
+
+
+def _row_maker(names: list[str], out_flavor):
+    if out_flavor is tuple or out_flavor == "tuple":
+        return tuple
+    if out_flavor is namedtuple or out_flavor == "namedtuple":
+        valid = all(n.isidentifier() and not keyword.iskeyword(n) for n in names)
+        row = namedtuple("row", names, rename=not valid)
+        return lambda values: row(*values)
+    raise ValueError(f"out_flavor must be namedtuple or tuple, not {out_flavor!r}")
+
