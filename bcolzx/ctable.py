@@ -21,6 +21,7 @@ import keyword
 import os
 import shutil
 from collections import namedtuple
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -207,7 +208,9 @@ class ctable:  # noqa: N801 - legacy name
             if reuse and isinstance(col, carray):
                 self._cols.insert(name, len(self._cols), col)
             else:
-                self._cols.insert(name, len(self._cols), self._new_column(name, col, kwargs))
+                self._cols.insert(name, len(self._cols),
+                                  self._new_column(name, col, kwargs, flush=False))
+        self.flush()
         self._write_rootdirs()
 
     # -- construction ------------------------------------------------------------
@@ -248,18 +251,21 @@ class ctable:  # noqa: N801 - legacy name
     def _coldir(self, name: str) -> str | None:
         return None if self._rootdir is None else os.path.join(self._rootdir, name)
 
-    def _new_column(self, name: str, data, kwargs: dict) -> carray:
+    def _new_column(self, name: str, data, kwargs: dict, flush: bool = True) -> carray:
+        """A new column holding `data` (flushed unless `flush` is False)."""
         rootdir = self._coldir(name)
         if isinstance(data, carray):
-            col = carray(np.empty((0, *data.shape[1:]), data.dtype),
-                         **{"cparams": data.cparams, "chunklen": data.chunklen,
-                            "dflt": data.dflt, **kwargs},
-                         rootdir=rootdir, mode="w")
-            col.append(data)
-            if rootdir is not None:
-                col.flush()
-            return col
-        return carray(data, rootdir=rootdir, mode="w", **kwargs)
+            kw = {"cparams": data.cparams, "chunklen": data.chunklen, "dflt": data.dflt,
+                  **kwargs}
+        else:
+            data = np.asarray(data)
+            kw = {"expectedlen": len(data) if data.ndim else 1, **kwargs}
+        col = carray(np.empty((0, *data.shape[1:]), data.dtype), rootdir=rootdir, mode="w",
+                     **kw)
+        col.append(data)
+        if flush and rootdir is not None:
+            col.flush()
+        return col
 
     def _open(self) -> None:
         path = os.path.join(self._rootdir, layout.ROOTDIRS_FILE)
@@ -544,6 +550,11 @@ class ctable:  # noqa: N801 - legacy name
         OSError
             If the file system refuses.
         """
+        cols_ = [c for c in self._cols.values() if c.rootdir is not None]
+        if len(cols_) > 1:  # the columns' fsyncs overlap
+            with ThreadPoolExecutor(min(len(cols_), 8)) as pool:
+                for future in [pool.submit(c.flush) for c in cols_]:
+                    future.result()
         for col in self._cols.values():
             col.flush()
 
@@ -768,22 +779,37 @@ class ctable:  # noqa: N801 - legacy name
         if not all(isinstance(c, carray) for c in columns.values()):
             return None
         stats = {n: c._engine.chunk_stats() for n, c in columns.items()}
-        if any(s is None for s in stats.values()):
-            return None
         chunklens = {c.chunklen for c in columns.values()}
-        if len(chunklens) != 1:
+        if len(chunklens) != 1 or any(s is None for s in stats.values()):
             return None
         (cl,) = chunklens
+        nchunks = min(len(st) for st in stats.values())
+        maybe = np.ones(nchunks, dtype=bool)
+
+        def can_match(a: int, b: int) -> bool:
+            bounds = {name: (np.fmin.reduce(st["min"][a:b]), np.fmax.reduce(st["max"][a:b]),
+                             bool(st["nan"][a:b].any())) for name, st in stats.items()}
+            return may_match(expr, bounds, scalars)
+
+        def narrow(a: int, b: int) -> None:
+            """Clear `maybe` for the chunks of [a, b) that cannot match: whole
+            ranges first, so a selective query needs few checks."""
+            if not can_match(a, b):
+                maybe[a:b] = False
+            elif b - a > 4:
+                mid = (a + b) // 2
+                narrow(a, mid)
+                narrow(mid, b)
+            elif b - a > 1:
+                for c in range(a, b):
+                    maybe[c] = can_match(c, c + 1)
+
+        if nchunks:
+            narrow(0, nchunks)
 
         def skip(lo: int, hi: int) -> bool:
             first, last = lo // cl, (hi - 1) // cl
-            bounds = {}
-            for name, st in stats.items():
-                if last >= len(st):
-                    return False
-                part = st[first:last + 1]
-                bounds[name] = (part["min"].min(), part["max"].max(), bool(part["nan"].any()))
-            return not may_match(expr, bounds, scalars)
+            return last < nchunks and not maybe[first:last + 1].any()
         return skip
 
     def _query(self, expression, outcols, limit, skip, scope, vm) -> Iterator[np.ndarray]:
@@ -947,6 +973,123 @@ class ctable:  # noqa: N801 - legacy name
             kwargs.pop("user_dict", None)
         expr, columns, scalars = self._scope(expression, scope)
         return _evaluate(expr, columns, scalars, length=len(self), **kwargs)
+
+    # -- interop -------------------------------------------------------------------
+
+    def todataframe(self, columns=None, orient: str = "columns"):
+        """This table as a pandas DataFrame (see :func:`bcolzx.interop.pandas.to_dataframe`).
+
+        Parameters
+        ----------
+        columns : sequence of str or str, optional
+            The columns to read, in order (default: all but a stored index).
+        orient : {'columns', 'index'}
+            As in :meth:`pandas.DataFrame.from_dict`.
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Raises
+        ------
+        ImportError
+            If pandas is not installed.
+        KeyError
+            For an unknown column in `columns`.
+        ValueError
+            For another `orient`, or a column whose rows are not scalars.
+        """
+        from bcolzx.interop.pandas import to_dataframe
+
+        return to_dataframe(self, columns=columns, orient=orient)
+
+    @staticmethod
+    def fromdataframe(df, **kwargs) -> "ctable":
+        """A new ctable from a pandas DataFrame.
+
+        See :func:`bcolzx.interop.pandas.from_dataframe`.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+        **kwargs
+            For the constructor: ``rootdir``, ``mode``, ``cparams``,
+            ``chunklen``, ``expectedlen``...
+
+        Returns
+        -------
+        ctable
+
+        Raises
+        ------
+        ImportError
+            If pandas is not installed.
+        TypeError
+            For a column dtype that cannot be stored.
+        ValueError
+            For bad column or index names, or missing values in string or
+            nullable columns.
+        """
+        from bcolzx.interop.pandas import from_dataframe
+
+        return from_dataframe(df, **kwargs)
+
+    def tohdf5(self, filepath, nodepath: str = "/ctable", mode: str = "w", cparams=None,
+               cname: str | None = None) -> None:
+        """Write this table to a PyTables Table (see :func:`bcolzx.interop.hdf5.to_hdf5`).
+
+        Parameters
+        ----------
+        filepath : str or os.PathLike
+        nodepath : str
+            Where the table goes in the file (parents are created).
+        mode : {'w', 'a', 'r+'}
+            How the file is opened.
+        cparams : cparams, optional
+            Compression level and shuffle (default: this table's).
+        cname : str, optional
+            A PyTables ``complib`` such as ``'blosc2:zstd'`` or ``'zlib'``.
+
+        Raises
+        ------
+        ImportError
+            If PyTables is not installed.
+        ValueError
+            For a bad `mode` or `cname`.
+        TypeError
+            For a column dtype that HDF5 cannot hold.
+        """
+        from bcolzx.interop.hdf5 import to_hdf5
+
+        to_hdf5(self, filepath, nodepath=nodepath, mode=mode, cparams=cparams, cname=cname)
+
+    @staticmethod
+    def fromhdf5(filepath, nodepath: str = "/ctable", **kwargs) -> "ctable":
+        """A new ctable from a PyTables Table (see :func:`bcolzx.interop.hdf5.from_hdf5`).
+
+        Parameters
+        ----------
+        filepath : str or os.PathLike
+        nodepath : str
+        **kwargs
+            For the constructor: ``rootdir``, ``mode``, ``cparams``...
+
+        Returns
+        -------
+        ctable
+
+        Raises
+        ------
+        ImportError
+            If PyTables is not installed.
+        FileNotFoundError
+            If the file does not exist.
+        TypeError
+            If the node is not a Table.
+        """
+        from bcolzx.interop.hdf5 import from_hdf5
+
+        return from_hdf5(filepath, nodepath=nodepath, **kwargs)
 
     # -- protocol ------------------------------------------------------------------
 

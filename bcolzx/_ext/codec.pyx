@@ -595,6 +595,7 @@ cdef class Decompressor(_Locked):
         cdef int flags, rc
         cdef Py_ssize_t size, destsize
         cdef void* dest
+        cdef bint split = False
         cdef bint held = False
         cdef object result
         get_buffer(src, &sview, False, "src")
@@ -619,10 +620,26 @@ cdef class Decompressor(_Locked):
                 raise _error(-6, f"getitem ({size} bytes into {destsize})", False)
             if size == 0:
                 return result
+            # C-Blosc2 (3.3.5 at least) returns the wrong block for a range of
+            # exactly one block's bytes that does not start on a block boundary:
+            # such a range is read in two calls (all items but the last, then it).
+            split = (size == blocksize and nitems > 1 and
+                     (start * <Py_ssize_t>typesize) % blocksize != 0)
             with nogil:
                 self.acquire()
-                rc = c.blosc2_getitem_ctx(self.ctx, sview.buf, cbytes, <int>start,
-                                          <int>nitems, dest, <int32_t>size)
+                if split:
+                    rc = c.blosc2_getitem_ctx(self.ctx, sview.buf, cbytes, <int>start,
+                                              <int>(nitems - 1), dest,
+                                              <int32_t>(size - typesize))
+                    if rc == <int>(size - typesize):
+                        rc = c.blosc2_getitem_ctx(
+                            self.ctx, sview.buf, cbytes, <int>(start + nitems - 1), 1,
+                            <char*>dest + size - typesize, <int32_t>typesize)
+                        if rc == <int>typesize:
+                            rc = <int>size
+                else:
+                    rc = c.blosc2_getitem_ctx(self.ctx, sview.buf, cbytes, <int>start,
+                                              <int>nitems, dest, <int32_t>size)
                 self.release()
             if rc < 0:
                 raise _error(rc, "getitem", True)

@@ -341,8 +341,11 @@ class SuperchunkFile:
     def commit(self, *, durable: bool = True) -> None:
         """Make the in-memory index the file's current one.
 
-        fsyncs the chunk data, writes the copy that is not current with the
-        next generation, fsyncs again.
+        Writes the index copy that is not current with the next generation,
+        then fsyncs the file once (chunk data and that copy together).  One
+        sync is enough: until ``meta/sizes`` names the new generation, which
+        happens only after this returns, readers use the current copy, which
+        is untouched and references only data that was already durable.
 
         Raises
         ------
@@ -355,8 +358,6 @@ class SuperchunkFile:
         target = 1 - self._current
         fd = os.open(self.path, os.O_WRONLY)
         try:
-            if self._unsynced and durable:
-                os.fdatasync(fd)
             idx.generation = idx.generation + 1
             data = idx.encode()
             if os.pwrite(fd, data, _index.index_offset(self.geometry.nslots, target)) != len(data):

@@ -1,0 +1,191 @@
+#!/usr/bin/env python
+"""ctable benchmark: bcolzx next to legacy bcolz and pandas, same data, same process.
+
+The table has ``--n`` rows (default 1e7) and three columns: ``f0`` int64
+``arange``, ``f1`` float64 uniform in [0, 1), ``f2`` int32 uniform in 0..999.
+Each timing is the best of ``--repeat`` runs; ``ratio`` is bcolzx's speed
+divided by the anchor's (above 1: bcolzx is faster).
+
+Cases (memory and disk for bcolzx and legacy bcolz):
+
+- build ``ctable(columns)`` from the NumPy columns (disk: with ``rootdir``, flushed);
+- ``fetchwhere('(f0 < 5000) & (f1 > 0.5)')`` (the issue's query: only the
+  first chunk of ``f0`` can match, so zone maps skip the rest);
+- a broad query ``fetchwhere('(f2 < 100) & (f1 > 0.5)')`` (every chunk can
+  match; about 5% of the rows do), and ``whereblocks`` of it;
+- a selective query on a sorted column, ``(f0 > a) & (f0 < a + 20000)`` in
+  the middle of the table (< 1% of the chunks can match);
+- ``todataframe()`` (when pandas is installed);
+- pandas ``DataFrame.query`` of the same expressions on the uncompressed
+  frame held in memory.
+
+Run from outside the source tree so the installed bcolzx is imported::
+
+    cd /tmp && python /path/to/benchmarks/bench_ctable.py --n 1e7
+"""
+
+import argparse
+import gc
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+QUERY = "(f0 < 5000) & (f1 > 0.5)"
+BROAD = "(f2 < 100) & (f1 > 0.5)"
+
+
+def best_of(fn, repeat):
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def columns(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return [np.arange(n, dtype=np.int64), rng.random(n),
+            rng.integers(0, 1000, n).astype(np.int32)]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=float, default=1e7)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--dir", default=None)
+    args = p.parse_args(argv)
+    n = int(args.n)
+    workdir = args.dir or tempfile.mkdtemp(prefix="bench_ctable-")
+    os.makedirs(workdir, exist_ok=True)
+    import bcolzx
+    systems = {"bcolzx": bcolzx}
+    try:
+        import bcolz
+        systems["bcolz"] = bcolz
+    except ImportError:
+        print("# legacy bcolz (bcolz-zipline) not installed: no legacy column")
+    try:
+        import pandas as pd
+    except ImportError:
+        pd = None
+        print("# pandas not installed: no pandas column")
+    cols = columns(n)
+    names = ["f0", "f1", "f2"]
+    mid = n // 2
+    selective = f"(f0 > {mid}) & (f0 < {mid + 20000})"
+    print(f"# bench_ctable: n={n:,} rows x 3 columns, best of {args.repeat}, "
+          f"workdir {workdir}")
+    print(f"# python {sys.version.split()[0]}, numpy {np.__version__}, "
+          + ", ".join(f"{k} {m.__version__}" for k, m in systems.items())
+          + (f", pandas {pd.__version__}" if pd else "")
+          + f"; bcolzx vm {bcolzx.defaults.vm}")
+    res = {}
+
+    def record(case, system, seconds):
+        res.setdefault(case, {})[system] = seconds
+
+    tables = {}
+    for name, mod in systems.items():
+        for where in ("memory", "disk"):
+            path = os.path.join(workdir, f"{name}.{where}")
+
+            def build():
+                if where == "disk":
+                    shutil.rmtree(path, ignore_errors=True)
+                    ct = mod.ctable(cols, names=names, rootdir=path, mode="w")
+                    ct.flush()
+                else:
+                    ct = mod.ctable(cols, names=names)
+                tables[name, where] = ct
+            record(f"build ({where})", name, best_of(build, args.repeat))
+        # queries on the disk table, reopened read-only (data from the page cache)
+        tables[name, "disk"] = mod.open(os.path.join(workdir, f"{name}.disk"), mode="r")
+        for where in ("memory", "disk"):
+            ct = tables[name, where]
+            for label, expr in (("fetchwhere issue query", QUERY), ("fetchwhere broad", BROAD),
+                                ("fetchwhere selective", selective)):
+                record(f"{label} ({where})", name,
+                       best_of(lambda: ct.fetchwhere(expr), args.repeat))
+            record(f"whereblocks broad ({where})", name,
+                   best_of(lambda: sum(len(b) for b in ct.whereblocks(BROAD)), args.repeat))
+            if pd is not None and hasattr(ct, "todataframe"):
+                record(f"todataframe ({where})", name,
+                       best_of(lambda: ct.todataframe(), args.repeat))
+    # sanity: same answers
+    for expr in (QUERY, BROAD, selective):
+        got = tables["bcolzx", "disk"].fetchwhere(expr, out_flavor="numpy")
+        mask = bcolzx.eval(expr, user_dict=dict(zip(names, cols)), out_flavor="numpy")
+        assert np.array_equal(got["f0"], cols[0][mask]), expr
+    if pd is not None:
+        df = pd.DataFrame(dict(zip(names, cols)))
+        for where in ("memory", "disk"):
+            for label, expr in (("fetchwhere issue query", QUERY), ("fetchwhere broad", BROAD),
+                                ("fetchwhere selective", selective)):
+                record(f"{label} ({where})", "pandas", best_of(lambda: df.query(expr),
+                                                               args.repeat))
+            record(f"whereblocks broad ({where})", "pandas",
+                   best_of(lambda: df.query(BROAD), args.repeat))
+    report(res)
+    if args.dir is None:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def report(res):
+    anchors = [s for s in ("bcolz", "pandas") if any(s in v for v in res.values())]
+    print()
+    print(f"{'case':<36}{'bcolzx ms':>12}" + "".join(f"{a + ' ms':>12}{'ratio':>8}"
+                                                      for a in anchors))
+    for case, row in res.items():
+        if "bcolzx" not in row:
+            continue
+        line = f"{case:<36}{row['bcolzx'] * 1e3:>12.1f}"
+        for a in anchors:
+            if a in row:
+                line += f"{row[a] * 1e3:>12.1f}{row[a] / row['bcolzx']:>7.2f}x"
+            else:
+                line += f"{'-':>12}{'':>8}"
+        print(line)
+    print()
+    print("Targets (ratio = anchor time / bcolzx time):")
+
+    def ratio(case, anchor):
+        row = res.get(case, {})
+        return row[anchor] / row["bcolzx"] if anchor in row and "bcolzx" in row else None
+
+    checks = []
+    for where in ("memory", "disk"):
+        checks += [
+            (f"build ({where}) >= 2x legacy", ratio(f"build ({where})", "bcolz"), 2.0),
+            (f"fetchwhere issue query ({where}) >= 2x legacy",
+             ratio(f"fetchwhere issue query ({where})", "bcolz"), 2.0),
+            (f"fetchwhere broad ({where}) >= 2x legacy",
+             ratio(f"fetchwhere broad ({where})", "bcolz"), 2.0),
+            (f"whereblocks broad ({where}) >= 2x legacy",
+             ratio(f"whereblocks broad ({where})", "bcolz"), 2.0),
+            (f"fetchwhere issue query ({where}) >= pandas query",
+             ratio(f"fetchwhere issue query ({where})", "pandas"), 1.0),
+            (f"fetchwhere broad ({where}) >= pandas query",
+             ratio(f"fetchwhere broad ({where})", "pandas"), 1.0),
+            (f"selective query ({where}) >= 10x legacy",
+             ratio(f"fetchwhere selective ({where})", "bcolz"), 10.0),
+            (f"todataframe ({where}) >= 1.5x legacy",
+             ratio(f"todataframe ({where})", "bcolz"), 1.5),
+        ]
+    met = known = 0
+    for desc, value, goal in checks:
+        status = "n/a" if value is None else ("MET" if value >= goal else "NOT MET")
+        known += value is not None
+        met += status == "MET"
+        shown = "-" if value is None else f"{value:.2f}x"
+        print(f"  {desc:<52}{shown:>10}   {status}")
+    print(f"SUMMARY: {met}/{known} targets met")
+
+
+if __name__ == "__main__":
+    main()
