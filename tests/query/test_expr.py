@@ -2,6 +2,7 @@
 
 import doctest
 import itertools
+import os
 import subprocess
 import sys
 import warnings
@@ -169,7 +170,12 @@ def test_numexpr_vm_without_numexpr_says_so(monkeypatch):
 def test_importing_the_engine_does_not_import_numexpr():
     code = ("import sys, bcolzx._query, bcolzx._query.expr, bcolzx._query.blocks, "
             "bcolzx._query.zonemap; assert 'numexpr' not in sys.modules")
-    subprocess.run([sys.executable, "-c", code], check=True)
+    # Run where the bcolzx under test is found first (not an unbuilt source tree).
+    import bcolzx
+
+    parent = os.path.dirname(os.path.dirname(os.path.abspath(bcolzx.__file__)))
+    env = dict(os.environ, PYTHONPATH=parent)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=parent, env=env)
 
 
 @pytest.mark.parametrize("module", [expr_module, zonemap_module, blocks_module])
