@@ -2,6 +2,7 @@
 
 import doctest
 import datetime
+import os
 import subprocess
 import sys
 
@@ -306,8 +307,12 @@ def test_roundtrip_property(ints, text):
 def test_importing_bcolzx_imports_no_optional_dependency():
     code = ("import sys, bcolzx, bcolzx.interop, bcolzx.interop.pandas, bcolzx.interop.hdf5; "
             "print(sorted({'pandas', 'tables', 'h5py'} & set(sys.modules)))")
+    # Run where the bcolzx under test is found first (not an unbuilt source tree).
+    import bcolzx
+
+    parent = os.path.dirname(os.path.dirname(os.path.abspath(bcolzx.__file__)))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+                         check=True, cwd=parent, env=dict(os.environ, PYTHONPATH=parent))
     assert out.stdout.strip() == "[]"
 
 
