@@ -550,13 +550,14 @@ class ctable:  # noqa: N801 - legacy name
         OSError
             If the file system refuses.
         """
-        cols_ = [c for c in self._cols.values() if c.rootdir is not None]
-        if len(cols_) > 1:  # the columns' fsyncs overlap
-            with ThreadPoolExecutor(min(len(cols_), 8)) as pool:
-                for future in [pool.submit(c.flush) for c in cols_]:
-                    future.result()
-        for col in self._cols.values():
-            col.flush()
+        on_disk = [c for c in self._cols.values() if c.rootdir is not None]
+        if len(on_disk) < 2:  # in memory a flush stores nothing worth overlapping
+            for col in self._cols.values():
+                col.flush()
+            return
+        with ThreadPoolExecutor(min(len(on_disk), 8)) as pool:  # the columns' fsyncs overlap
+            for future in [pool.submit(c.flush) for c in on_disk]:
+                future.result()
 
     def free_cachemem(self) -> None:
         """Release the columns' caches."""
@@ -571,30 +572,12 @@ class ctable:  # noqa: N801 - legacy name
         ValueError, FileExistsError
             As the constructor.
         """
-        kw = {"expectedlen": len(self), **kwargs}
-        cols_ = []
-        rootdir = kw.pop("rootdir", None)
-        mode = kw.pop("mode", "a")
-        auto_flush = kw.pop("auto_flush", False)
-        out = ctable.__new__(ctable)
-        out.auto_flush = auto_flush
-        out._rootdir = os.fspath(rootdir) if rootdir is not None else None
-        out._mode = mode
-        if out._rootdir is not None:
-            if os.path.exists(out._rootdir):
-                if mode == "a":
-                    raise FileExistsError(f"{out._rootdir} exists; use mode='w' to replace it")
-                shutil.rmtree(out._rootdir)
-            os.makedirs(out._rootdir)
-        out._attrs = _attrs.attrs(out._rootdir, mode, _new=True)
+        # Passing parameters makes the constructor copy carray columns (each
+        # keeps its own cparams, chunklen and dflt unless overridden).
+        out = ctable([self._cols[n] for n in self.names], names=self.names,
+                     **{"expectedlen": len(self), **kwargs})
         for key, value in self._attrs.getall().items():
             out._attrs[key] = value
-        out._cols = cols()
-        for name, col in self._cols.items():
-            ckw = {"cparams": col.cparams, "chunklen": col.chunklen, "dflt": col.dflt, **kw}
-            cols_.append(out._new_column(name, col, _split_kwargs(ckw)))
-            out._cols.insert(name, len(out._cols), cols_[-1])
-        out._write_rootdirs()
         return out
 
     # -- reading -----------------------------------------------------------------

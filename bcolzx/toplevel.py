@@ -241,22 +241,33 @@ def fromiter(iterable, dtype, count, **kwargs) -> _carray:
     if dtype.names:
         return _fromiter_ctable(iterable, dtype, count, kwargs)
     ca = _carray(_np.empty(0, dtype), **kwargs)
+    for block in _iter_blocks(iterable, dtype, count, ca.chunklen):
+        ca._engine.append(ca._rows(block))
+    if ca.rootdir is not None:
+        ca.flush()
+    return ca
+
+
+def _iter_blocks(iterable, dtype: _np.dtype, count: int, blen: int):
+    """NumPy blocks of up to `blen` values of `iterable` (`count` in all, or all: -1).
+
+    Raises
+    ------
+    ValueError
+        If the iterable ends before `count` values.
+    """
     it = iter(iterable)
-    blen = ca.chunklen
     taken = 0
     while count < 0 or taken < count:
         want = blen if count < 0 else min(blen, count - taken)
         block = _np.fromiter(_itertools.islice(it, want), dtype=dtype)
         if len(block):
-            ca._engine.append(ca._rows(block))
+            yield block
             taken += len(block)
         if len(block) < want:
             if count >= 0:
                 raise ValueError(f"the iterable ended after {taken} values, {count} asked for")
-            break
-    if ca.rootdir is not None:
-        ca.flush()
-    return ca
+            return
 
 
 def _fromiter_ctable(iterable, dtype: _np.dtype, count: int, kwargs: dict):
@@ -266,19 +277,8 @@ def _fromiter_ctable(iterable, dtype: _np.dtype, count: int, kwargs: dict):
     table, kwargs = _table_kwargs(kwargs)
     empty = [_np.empty((0, *dtype[f].shape), dtype[f].base) for f in dtype.names]
     ct = ctable(empty, names=list(dtype.names), **table, **kwargs)
-    it = iter(iterable)
-    blen = next(iter(ct.cols.values())).chunklen
-    taken = 0
-    while count < 0 or taken < count:
-        want = blen if count < 0 else min(blen, count - taken)
-        block = _np.fromiter(_itertools.islice(it, want), dtype=dtype)
-        if len(block):
-            ct.append(block)
-            taken += len(block)
-        if len(block) < want:
-            if count >= 0:
-                raise ValueError(f"the iterable ended after {taken} values, {count} asked for")
-            break
+    for block in _iter_blocks(iterable, dtype, count, next(iter(ct.cols.values())).chunklen):
+        ct.append(block)
     if ct.rootdir is not None:
         ct.flush()
     return ct
