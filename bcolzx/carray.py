@@ -17,8 +17,10 @@ import numpy as np
 
 from bcolzx import attrs as _attrs
 from bcolzx._format import layout
+from bcolzx._format import legacy
 from bcolzx._format.meta import CParams, Storage
 from bcolzx._storage import ChunkedArray, DirectoryStore, MemoryStore
+from bcolzx._storage.legacy import LegacyStore
 from bcolzx.errors import ReadOnlyError
 from bcolzx.params import cparams as _cparams
 from bcolzx.params import defaults
@@ -154,7 +156,8 @@ class carray:
             self.flush()
 
     def _open(self, rootdir: str, mode: str) -> None:
-        store = DirectoryStore.open(rootdir, readonly=(mode == "r"))
+        opener = LegacyStore if legacy.is_legacy(rootdir) else DirectoryStore
+        store = opener.open(rootdir, readonly=(mode == "r"))
         st = store.storage
         self._engine = ChunkedArray(store, nthreads=defaults.nthreads)
         self._cparams = _cparams(clevel=st.cparams.clevel, shuffle=st.cparams.shuffle,

@@ -31,6 +31,9 @@ class ChunkStore(abc.ABC):
         Rows the store held when opened (0 for a new one).
     """
 
+    #: Chunks in the bcolzx chunk format (C-Blosc2 chunks, special values and a
+    #: zone map); False for a legacy store, whose chunks :meth:`encoder` makes.
+    native: bool = True
     storage: Storage
     nchunks: int
     cbytes: int
@@ -85,6 +88,11 @@ class ChunkStore(abc.ABC):
     @abc.abstractmethod
     def commit(self, sizes: Sizes) -> None:
         """Make everything stored so far durable, then record `sizes`."""
+
+    def encoder(self, nthreads: int):
+        """What compresses new chunks (an object with ``compress(rows)``), or
+        None for the engine's own C-Blosc2 compressors."""
+        return None
 
     def compact(self) -> int:
         """Reclaim space left by rewrites and truncations; returns bytes reclaimed."""

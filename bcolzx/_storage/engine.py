@@ -74,7 +74,8 @@ class ChunkedArray:
         # The zone map: per stored chunk (min, max, nan) lists, loaded on first
         # use; None when this dtype has none or the dataset's is unknown.
         self._zones: list | None = None
-        self._zones_loaded = not (self.rowshape == () and self.dtype.kind in zonemap.KINDS)
+        self._zones_loaded = not (store.native and self.rowshape == ()
+                                  and self.dtype.kind in zonemap.KINDS)
         self._zones_dirty = False
         if self.nleft:
             self._load_leftover()
@@ -91,6 +92,12 @@ class ChunkedArray:
             return
         st = self.store.storage
         cp = st.cparams
+        own = self.store.encoder(nthreads)
+        if own is not None:
+            self._comp, self._plain, self._delta = own, None, None
+            self._dec = codec.Decompressor(nthreads)
+            self.nthreads = nthreads
+            return
         typesize = min(self.itemsize, 255) if self.itemsize else 1
         plain = codec.Compressor(cp.cname, cp.clevel, cp.shuffle, typesize, st.blocksize,
                                  nthreads)
@@ -240,6 +247,8 @@ class ChunkedArray:
 
     def _encode(self, rows: np.ndarray):
         """Compressed bytes of `rows`, or a Special when they are one constant."""
+        if not self.store.native:
+            return self._comp.compress(rows)
         kind, value = codec.special_value(rows, self.itemsize)
         if kind in _SPECIAL_IN_INDEX or (kind == codec.SPECIAL_VALUE and self.itemsize <= 8):
             return Special(kind, value)
@@ -282,9 +291,24 @@ class ChunkedArray:
             self._decode_into(entry, tmp, chunk, self.chunklen)
             out[...] = tmp[first:first + len(out)]
             return
+        self._getitem(entry, chunk, first, out)
+
+    def _getitem(self, entry, chunk: int, first: int, out: np.ndarray) -> None:
+        """Rows from `first` of a compressed chunk into `out`, by C-Blosc getitem."""
         per_row = self._items_per_row
-        self._dec.getitem(entry, first * per_row, len(out) * per_row,
-                          out.reshape(-1).view(np.uint8))
+        if self.store.native:
+            self._dec.getitem(entry, first * per_row, len(out) * per_row,
+                              out.reshape(-1).view(np.uint8))
+            return
+        # Legacy chunks have their own typesize (1 for 'S', 4 for 'U').
+        ts = codec.chunk_info(entry)["typesize"]
+        b0, nb = first * self.rowbytes, len(out) * self.rowbytes
+        if b0 % ts or nb % ts:
+            tmp = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
+            self._decode_into(entry, tmp, chunk, self.chunklen)
+            out[...] = tmp[first:first + len(out)]
+            return
+        self._dec.getitem(entry, b0 // ts, nb // ts, out.reshape(-1).view(np.uint8))
 
     def _load_leftover(self) -> None:
         (entry,) = self.store.get(self.nfull, self.nfull + 1)
@@ -422,7 +446,14 @@ class ChunkedArray:
         stored_end = self.nfull * self.chunklen
         if length >= stored_end:  # only the leftover shrinks; its stored chunk keeps a prefix
             self.nleft = length - stored_end
-            self.store.commit(self._sizes())
+            if self.store.native:
+                self.store.commit(self._sizes())
+            elif self.nleft:  # a legacy leftover file holds exactly its rows
+                self._leftover_stored, self._dirty = False, True
+                self.flush()
+            else:
+                self.store.truncate(self.nfull, self.chunk_bytes if self.nfull else 0,
+                                    self._sizes())
             return
         old_nfull, old_nleft = self.nfull, self.nleft
         self.nfull, self.nleft = divmod(length, self.chunklen)
@@ -441,6 +472,9 @@ class ChunkedArray:
             del self._zones[keep:]
         self._leftover_stored = True
         self._dirty = False
+        if self.nleft and not self.store.native:  # rewrite it holding exactly its rows
+            self._leftover_stored, self._dirty = False, True
+            self.flush()
 
     def flush(self) -> None:
         """Store the leftover as a short chunk and make everything durable.
@@ -547,8 +581,7 @@ class ChunkedArray:
         if isinstance(entry, Special) or self.itemsize > 255:
             self._decode_part(entry, out, c, r)
         else:
-            per_row = self._items_per_row
-            self._dec.getitem(entry, r * per_row, per_row, out.view(np.uint8))
+            self._getitem(entry, c, r, out)
         return out[0]
 
     def close(self, flush: bool = True) -> None:

@@ -1,0 +1,251 @@
+"""Chunks in a legacy bcolz (format v1) directory, read and modified in place.
+
+Reading needs nothing beyond C-Blosc2, which decodes C-Blosc 1.x chunks.
+Writing must produce chunks that legacy bcolz (C-Blosc 1.x) can decode,
+which C-Blosc2 cannot make: new chunks are compressed by the ``blosc``
+package (python-blosc 1.x, the ``legacy`` extra) when it is installed, and
+are otherwise stored uncompressed as C-Blosc 1.x "memcpyed" chunks, which
+every C-Blosc reads (docs/format/legacy-v1.md, "Writing").
+"""
+
+from __future__ import annotations
+
+import os
+from math import ceil, prod
+
+import numpy as np
+
+from bcolzx._format import layout
+from bcolzx._format import legacy as v1
+from bcolzx._format.jsonfile import fsync_dir, write_atomic, write_json
+from bcolzx._format.meta import Sizes, Storage
+from bcolzx._storage.base import ChunkStore, Special
+from bcolzx.errors import CorruptDataError, ReadOnlyError
+
+try:  # the optional ``legacy`` extra
+    import blosc as _blosc
+except ImportError:  # pragma: no cover - depends on the environment
+    _blosc = None
+
+
+def blosc1_available() -> bool:
+    """Whether new legacy chunks are compressed (python-blosc 1.x is installed)."""
+    return _blosc is not None
+
+
+class Blosc1Encoder:
+    """Compresses rows into C-Blosc 1.x chunks with a dataset's cparams.
+
+    Parameters
+    ----------
+    storage : Storage
+        The dataset's storage (codec, level, shuffle; dtype for the typesize).
+    nthreads : int
+        Compression threads (python-blosc's setting is process-wide).
+    compress : bool or None
+        Force compression on or off; None (default) compresses when
+        python-blosc is installed and knows the codec.
+    """
+
+    def __init__(self, storage: Storage, nthreads: int = 1, compress: bool | None = None):
+        cp = storage.cparams
+        self.typesize = v1.blosc1_typesize(storage.dtype)
+        self.cname, self.clevel, self.shuffle = cp.cname, cp.clevel, cp.shuffle
+        usable = _blosc is not None and cp.cname in _blosc.cnames
+        self.compressing = usable if compress is None else bool(compress) and usable
+        if compress and not usable:
+            raise ImportError("compressing legacy chunks needs python-blosc 1.x: "
+                              "pip install 'bcolzx[legacy]'")
+        self.nthreads = nthreads
+
+    def compress(self, rows: np.ndarray) -> bytes:
+        """One C-Blosc 1.x chunk holding `rows`."""
+        raw = np.ascontiguousarray(rows).reshape(-1).view(np.uint8)
+        if not self.compressing or self.clevel == 0:
+            return v1.memcpyed_chunk(raw.data, self.typesize)
+        if _blosc.nthreads != self.nthreads:
+            _blosc.set_nthreads(self.nthreads)
+        return _blosc.compress(raw.data, typesize=self.typesize, clevel=self.clevel,
+                               shuffle=self.shuffle, cname=self.cname)
+
+
+class LegacyStore(ChunkStore):
+    """A :class:`ChunkStore` over a legacy bcolz (v1) dataset directory.
+
+    Chunk ``i`` is the file ``data/__i.blp``.  Writes replace whole chunk
+    files atomically; :meth:`commit` makes them durable, then rewrites
+    ``meta/sizes``, the commit point legacy readers also use.  Nothing but
+    v1 files is written, so legacy bcolz keeps reading the dataset.
+
+    Parameters
+    ----------
+    rootdir : str
+        The dataset directory.
+    storage : Storage
+        Its storage metadata, from :func:`bcolzx._format.legacy.read`.
+    sizes : Sizes
+        Its ``meta/sizes``.
+    readonly : bool
+        Refuse every write with :class:`ReadOnlyError`.
+    """
+
+    native = False
+
+    def __init__(self, rootdir: str, storage: Storage, sizes: Sizes, readonly: bool):
+        self.rootdir = os.fspath(rootdir)
+        self.storage = storage
+        self.rowshape = tuple(sizes.shape[1:])
+        self.chunk_bytes = storage.chunklen * storage.dtype.itemsize * prod(self.rowshape)
+        if not 0 < self.chunk_bytes < 2**31 - 64:
+            raise CorruptDataError(f"chunks of {self.chunk_bytes} bytes are not supported "
+                                   "(1 byte to 2 GiB)", path=self.rootdir)
+        self.length = sizes.shape[0]
+        self.nchunks = ceil(self.length / storage.chunklen)
+        self._nfull = self.length // storage.chunklen
+        # Compressed bytes of the full chunks.  Legacy sizes count those plus
+        # one whole uncompressed chunk (bcolz's in-memory leftover buffer).
+        self.cbytes = max(0, sizes.cbytes - self.chunk_bytes)
+        self._readonly = readonly
+        self._pending: set[str] = set()
+
+    @classmethod
+    def open(cls, rootdir: str, readonly: bool = False) -> "LegacyStore":
+        """Open the v1 dataset at `rootdir`.
+
+        Raises
+        ------
+        FileNotFoundError
+            If `rootdir`, its metadata or its ``data/`` directory is missing.
+        CorruptDataError, UnsupportedFormatError
+            If its metadata is damaged or describes unsupported data.
+        """
+        rootdir = os.fspath(rootdir)
+        if not os.path.isdir(os.path.join(rootdir, layout.DATA_DIR)):
+            raise FileNotFoundError(f"no data directory in {rootdir}")
+        storage, sizes = v1.read(rootdir)
+        return cls(rootdir, storage, sizes, readonly)
+
+    @classmethod
+    def create(cls, rootdir: str, storage: Storage, rowshape: tuple = (),
+               attrs: dict | None = None) -> "LegacyStore":
+        """Create an empty v1 dataset directory (``meta/sizes`` last).
+
+        Raises
+        ------
+        FileExistsError
+            If `rootdir` exists and is not empty.
+        UnsupportedFormatError
+            If `storage` cannot be expressed in the legacy format.
+        """
+        rootdir = os.fspath(rootdir)
+        if os.path.exists(rootdir) and os.listdir(rootdir):
+            raise FileExistsError(f"{rootdir} exists and is not empty")
+        meta = v1.storage_to_json(storage)
+        if storage.cparams.cname not in v1.BLOSC1_CODECS:
+            raise ValueError(f"codec {storage.cparams.cname!r} does not exist in the legacy "
+                             f"format (one of {v1.BLOSC1_CODECS})")
+        os.makedirs(os.path.join(rootdir, layout.META_DIR), exist_ok=True)
+        os.makedirs(os.path.join(rootdir, layout.DATA_DIR), exist_ok=True)
+        write_json(layout.meta_path(rootdir, layout.STORAGE_FILE), meta)
+        write_json(os.path.join(rootdir, layout.ATTRS_FILE), attrs or {})
+        chunk_bytes = storage.chunklen * storage.dtype.itemsize * prod(rowshape)
+        sizes = Sizes((0, *rowshape), 0, v1.legacy_cbytes(0, chunk_bytes))
+        write_json(layout.meta_path(rootdir, layout.SIZES_FILE), sizes.to_json())
+        fsync_dir(rootdir)
+        storage = v1.storage_from_json(meta)
+        return cls(rootdir, storage, sizes, readonly=False)
+
+    @property
+    def readonly(self) -> bool:
+        return self._readonly
+
+    def encoder(self, nthreads: int) -> Blosc1Encoder:
+        """What compresses this dataset's new chunks."""
+        return Blosc1Encoder(self.storage, nthreads)
+
+    def _check_writable(self) -> None:
+        if self._readonly:
+            raise ReadOnlyError(f"{self.rootdir} is opened read-only (mode 'r')")
+
+    # -- the interface ---------------------------------------------------------
+
+    def _read(self, i: int):
+        path = v1.chunk_path(self.rootdir, i)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            raise CorruptDataError("chunk file missing", path=path, chunk=i) from None
+        return v1.unpack_chunk(data, path, i)
+
+    def get(self, first: int, stop: int) -> list:
+        if not 0 <= first <= stop <= self.nchunks:
+            raise IndexError(f"chunks {first}..{stop} outside 0..{self.nchunks}")
+        return [self._read(i) for i in range(first, stop)]
+
+    def _stored_cbytes(self, i: int) -> int:
+        try:
+            return max(0, os.path.getsize(v1.chunk_path(self.rootdir, i)) - v1.BLPK_HEADER.size)
+        except FileNotFoundError:
+            return 0
+
+    def put(self, items: list[tuple[int, object, int]]) -> None:
+        self._check_writable()
+        for i, entry, size in items:
+            if not 0 <= i <= self.nchunks:
+                raise IndexError(f"chunk {i} would leave a gap after {self.nchunks}")
+            if isinstance(entry, Special):
+                raise TypeError("legacy datasets store no special-value chunks")
+            full = size == self.chunk_bytes
+            if full and i < self._nfull:
+                self.cbytes -= self._stored_cbytes(i)
+            path = v1.chunk_path(self.rootdir, i)
+            write_atomic(path, v1.pack_chunk(entry), durable=False)
+            self._pending.add(path)
+            self.nchunks = max(self.nchunks, i + 1)
+            if full:
+                self.cbytes += len(entry)
+                self._nfull = max(self._nfull, i + 1)
+
+    def _sync(self) -> None:
+        for path in sorted(self._pending):
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        if self._pending:
+            fsync_dir(os.path.join(self.rootdir, layout.DATA_DIR))
+        self._pending.clear()
+
+    def _record(self, sizes: Sizes) -> None:
+        legacy = Sizes(sizes.shape, sizes.nbytes, v1.legacy_cbytes(self.cbytes, self.chunk_bytes))
+        write_json(layout.meta_path(self.rootdir, layout.SIZES_FILE), legacy.to_json())
+        self.length = sizes.shape[0]
+
+    def commit(self, sizes: Sizes) -> None:
+        self._check_writable()
+        self._sync()
+        self._record(sizes)
+
+    def truncate(self, nchunks: int, last_size: int, sizes: Sizes) -> None:
+        self._check_writable()
+        if nchunks > self.nchunks:
+            raise IndexError(f"cannot truncate {self.nchunks} chunks to {nchunks}")
+        self._sync()
+        nfull = sizes.shape[0] // self.storage.chunklen
+        for i in range(nfull, self._nfull):
+            self.cbytes -= self._stored_cbytes(i)
+        old, self.nchunks, self._nfull = self.nchunks, nchunks, min(self._nfull, nfull)
+        # Metadata first: from here on the dataset is the shorter one; then
+        # the chunk files it no longer counts go (legacy bcolz leaves them).
+        self._record(sizes)
+        for i in range(nchunks, old):
+            try:
+                os.unlink(v1.chunk_path(self.rootdir, i))
+            except FileNotFoundError:
+                pass
+        fsync_dir(os.path.join(self.rootdir, layout.DATA_DIR))
+
+    def close(self) -> None:
+        self._pending.clear()
