@@ -79,6 +79,10 @@ class ChunkedArray:
         self._zones_dirty = False
         if self.nleft:
             self._load_leftover()
+        if length == 0 and not self._zones_loaded:
+            # Nothing stored yet: the zone map starts here, whatever the first
+            # appends look like (a stale file is replaced on the first flush).
+            self._zones, self._zones_loaded = [], True
 
     def set_nthreads(self, nthreads: int) -> None:
         """Use `nthreads` threads for compression and decompression from now on.
@@ -191,12 +195,12 @@ class ChunkedArray:
     def _load_zones(self) -> None:
         self._zones_loaded = True
         if self.store.rootdir is None:
-            self._zones = [] if len(self) == 0 else None
+            self._zones = None
             return
         stats = zonemap.read(self.store.rootdir, self.dtype)
         if stats is None:
-            # A new dataset starts one; an older one without it has none.
-            self._zones = [] if len(self) == 0 else None
+            # A dataset written without one (by an older version) has none.
+            self._zones = None
         elif len(stats) < self._stored_chunks():
             self._zones = None
         else:

@@ -418,3 +418,20 @@ def test_namedtuple_is_the_default_row_type(make):
     row = next(iter(ct))
     assert isinstance(row, tuple) and hasattr(row, "_fields")
     assert namedtuple  # imported for readers of this test: rows are namedtuples
+
+
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_zone_maps_are_built_by_small_appends(tmp_path, on_disk):
+    """A table grown by appends smaller than a chunk still gets its zone map."""
+    path = str(tmp_path / "t") if on_disk else None
+    ct = ctable(np.empty(0, dtype=[("t", "i8")]), rootdir=path, chunklen=1000)
+    for start in range(0, 10_000, 300):
+        ct.append([np.arange(start, start + 300)])
+    ct.flush()
+    if on_disk:
+        ct = ctable(rootdir=path, mode="r")
+    stats = ct["t"]._engine.chunk_stats()
+    assert stats is not None and len(stats) == 10
+    assert stats["min"][4] == 4000 and stats["max"][4] == 4999
+    np.testing.assert_array_equal(ct.fetchwhere("(t >= 4100) & (t < 4105)", out_flavor="numpy")["t"],
+                                  np.arange(4100, 4105))
