@@ -588,6 +588,55 @@ class ChunkedArray:
             self._getitem(entry, c, r, out)
         return out[0]
 
+    def verify(self) -> list[CorruptDataError]:
+        """Check every stored chunk without trusting any cache.
+
+        Each chunk is read as stored (so its checksum is checked), its size
+        compared with the metadata, decoded in full, and its values compared
+        with the zone map's bounds (a zone map narrower than the data would
+        make queries miss rows).
+
+        Returns
+        -------
+        list of CorruptDataError
+            The problems found, each naming its file and chunk; empty when
+            the data is sound.  Damage never raises from here.
+        """
+        problems: list[CorruptDataError] = []
+        stats = None
+        try:
+            stats = self.chunk_stats()
+        except CorruptDataError as exc:
+            problems.append(exc)
+        buf = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
+        stored = self.nfull + (1 if self.nleft and self._leftover_stored else 0)
+        for c in range(stored):
+            rows = self.chunklen if c < self.nfull else self.nleft
+            try:
+                entry = self.store.get_one(c)
+                if isinstance(entry, Special):
+                    codec.fill_special(buf[:rows], entry.kind, self.itemsize, entry.value)
+                else:
+                    nbytes = codec.chunk_sizes(entry)[0]
+                    if nbytes % self.rowbytes or not rows * self.rowbytes <= nbytes <= \
+                            (self.chunk_bytes if c < self.nfull or self.store.native
+                             else rows * self.rowbytes):
+                        raise CorruptDataError(f"chunk decodes to {nbytes} bytes, the metadata "
+                                               f"calls for {rows * self.rowbytes}",
+                                               **self._where(c))
+                    self._decode_into(entry, buf[:nbytes // self.rowbytes], c,
+                                      nbytes // self.rowbytes)
+                if stats is not None and c < len(stats) and rows:
+                    lo, hi, nan = bounds_of(buf[:rows])
+                    zlo, zhi, znan = stats[c]
+                    if (nan and not znan) or (lo == lo and not (zlo <= lo and hi <= zhi)):
+                        raise CorruptDataError(
+                            f"zone map bounds ({zlo}, {zhi}, nan={znan}) do not cover the "
+                            f"chunk's values ({lo}, {hi}, nan={nan})", **self._where(c))
+            except CorruptDataError as exc:
+                problems.append(exc)
+        return problems
+
     def close(self, flush: bool = True) -> None:
         """Flush (unless told not to) and release the store; the array is then closed.
 

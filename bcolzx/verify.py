@@ -1,0 +1,177 @@
+"""Check a whole dataset on disk and report every problem: :func:`verify`."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from bcolzx._format import jsonfile, layout
+from bcolzx._format import legacy as _legacy
+from bcolzx.errors import BcolzxError
+
+__all__ = ["Problem", "Report", "verify"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a dataset.
+
+    Attributes
+    ----------
+    path : str or None
+        The file (or directory) holding the damage.
+    chunk : int or None
+        The chunk number, when the damage is in one chunk.
+    message : str
+        What is wrong.
+    """
+
+    path: str | None
+    chunk: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.path or "?"
+        if self.chunk is not None:
+            where += f" chunk {self.chunk}"
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class Report:
+    """What :func:`verify` found.
+
+    Attributes
+    ----------
+    rootdir : str
+        The dataset checked.
+    kind : str
+        ``"carray"``, ``"ctable"`` or ``"unknown"``.
+    format : str
+        ``"bcolzx"``, ``"legacy-v1"`` or ``"unknown"`` (for a ctable, of its
+        first column).
+    rows : int
+        Rows of the dataset (0 when it cannot be opened).
+    chunks : int
+        Stored chunks checked.
+    problems : list of Problem
+        Everything wrong; empty when the dataset is sound.
+    """
+
+    rootdir: str
+    kind: str = "unknown"
+    format: str = "unknown"
+    rows: int = 0
+    chunks: int = 0
+    problems: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when no problem was found."""
+        return not self.problems
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __str__(self) -> str:
+        head = (f"{self.rootdir}: {self.kind} ({self.format}), {self.rows} rows, "
+                f"{self.chunks} chunks checked: ")
+        if self.ok:
+            return head + "OK"
+        return head + f"{len(self.problems)} problem(s)\n" + "\n".join(
+            f"  {p}" for p in self.problems)
+
+
+def _problem(exc: BaseException, path: str | None = None) -> Problem:
+    return Problem(getattr(exc, "path", None) or path, getattr(exc, "chunk", None),
+                   f"{type(exc).__name__}: {exc}")
+
+
+def _verify_carray(path: str, report: Report) -> int | None:
+    """Check one carray directory; its length, or None when it cannot be opened."""
+    from bcolzx.carray import carray
+
+    try:
+        c = carray(rootdir=path, mode="r")
+    except (BcolzxError, OSError, ValueError) as exc:
+        report.problems.append(_problem(exc, path))
+        return None
+    eng = c._engine
+    if report.format == "unknown":
+        report.format = "bcolzx" if eng.store.native else "legacy-v1"
+    report.chunks += eng.nfull + (1 if eng.nleft else 0)
+    report.problems.extend(_problem(e, path) for e in eng.verify())
+    return len(c)
+
+
+def verify(rootdir) -> Report:
+    """Check every file and every chunk of a carray or ctable directory.
+
+    Reads everything (metadata, indexes, every chunk with its checksum, the
+    zone map) without stopping at the first problem, in either format
+    (bcolzx or legacy bcolz).  Nothing is modified.
+
+    Parameters
+    ----------
+    rootdir : str or os.PathLike
+        The dataset directory.
+
+    Returns
+    -------
+    Report
+        True-ish when the dataset is sound; ``report.problems`` lists what is
+        wrong, each with its file and chunk.
+
+    Raises
+    ------
+    FileNotFoundError
+        If `rootdir` is not a directory.
+
+    Examples
+    --------
+    >>> import bcolzx, tempfile, os
+    >>> d = os.path.join(tempfile.mkdtemp(), "a")
+    >>> _ = bcolzx.arange(10_000, rootdir=d)
+    >>> bcolzx.verify(d).ok
+    True
+    """
+    rootdir = os.fspath(rootdir)
+    if not os.path.isdir(rootdir):
+        raise FileNotFoundError(f"no dataset directory at {rootdir}")
+    report = Report(rootdir)
+    rootdirs = os.path.join(rootdir, layout.ROOTDIRS_FILE)
+    if os.path.isfile(rootdirs):
+        report.kind = "ctable"
+        try:
+            meta = jsonfile.read_json(rootdirs)
+            names = meta.get("names")
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise ValueError(f"{layout.ROOTDIRS_FILE} must hold {{'names': [...]}}")
+        except (BcolzxError, ValueError) as exc:
+            report.problems.append(_problem(exc, rootdirs))
+            return report
+        lengths = {}
+        for name in names:
+            n = _verify_carray(os.path.join(rootdir, name), report)
+            if n is not None:
+                lengths[name] = n
+        if len(set(lengths.values())) > 1:
+            report.problems.append(Problem(rootdir, None,
+                                           f"columns have different lengths {lengths}"))
+        report.rows = min(lengths.values(), default=0)
+    elif os.path.isfile(layout.meta_path(rootdir, layout.STORAGE_FILE)):
+        report.kind = "carray"
+        report.rows = _verify_carray(rootdir, report) or 0
+    else:
+        report.problems.append(Problem(rootdir, None, "no meta/storage or __rootdirs__: not "
+                                                      "a carray or ctable directory"))
+        return report
+    attrs = os.path.join(rootdir, layout.ATTRS_FILE)
+    if os.path.exists(attrs):
+        try:
+            jsonfile.read_json(attrs)
+        except (BcolzxError, ValueError) as exc:
+            report.problems.append(_problem(exc, attrs))
+    if report.format == "unknown" and _legacy.is_legacy(rootdir):
+        report.format = "legacy-v1"
+    return report
