@@ -53,11 +53,37 @@ from bcolzx.toplevel import (
     walk,
     zeros,
 )
+from bcolzx.convert import convert
+from bcolzx.verify import verify
 
 try:
     from bcolzx._version import version as __version__
 except ImportError:  # a source tree that was never built by setuptools-scm
     __version__ = "0.0.0+unknown"
+
+
+def test(verbose: bool = False, heavy: bool = False) -> bool:
+    """Smoke-check this installation (legacy ``bcolz.test()``); see :func:`bcolzx.compat.selftest`.
+
+    The test suite is not installed; this prints the versions and one line per
+    check of carrays and ctables (in memory and in a temporary directory).
+
+    Parameters
+    ----------
+    verbose : bool
+        Print the traceback of a failed check.
+    heavy : bool
+        Check with more rows.
+
+    Returns
+    -------
+    bool
+        True when every check passed (legacy bcolz called ``sys.exit``).
+    """
+    from bcolzx.compat import selftest
+
+    return selftest(verbose=verbose, heavy=heavy)
+
 
 __all__ = [
     "__version__",
@@ -73,6 +99,7 @@ __all__ = [
     "blosc_set_nthreads",
     "detect_number_of_cores",
     "print_versions",
+    "test",
     "open",
     "zeros",
     "ones",
@@ -81,6 +108,8 @@ __all__ = [
     "fromiter",
     "iterblocks",
     "walk",
+    "convert",
+    "verify",
     "NOSHUFFLE",
     "SHUFFLE",
     "BITSHUFFLE",

@@ -272,7 +272,8 @@ cdef class Compressor(_Locked):
     typesize : int
         Size in bytes of one item, for the shuffle filters.
     blocksize : int
-        Size of the blocks C-Blosc2 splits a chunk into; 0 picks one.
+        Size of the blocks C-Blosc2 splits a chunk into, rounded down to a
+        multiple of `typesize`; 0 picks one.
     nthreads : int
         Threads C-Blosc2 uses inside one chunk.
     bytedelta : bool
@@ -305,6 +306,10 @@ cdef class Compressor(_Locked):
         if bytedelta and typesize > 255:
             raise ValueError(f"bytedelta needs a typesize <= 255, not {typesize}")
         _check_nthreads(nthreads)
+        if blocksize:
+            # C-Blosc2 (3.3.5 at least) writes chunks it cannot decode when a
+            # forced block size is not a multiple of the typesize.
+            blocksize = max(typesize, blocksize - blocksize % typesize)
         self.cname, self.clevel, self.shuffle = cname, clevel, shuffle
         self.bytedelta = bytedelta
         self.typesize, self.blocksize, self.nthreads = typesize, blocksize, nthreads

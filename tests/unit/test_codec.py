@@ -344,3 +344,21 @@ def test_getitem_of_exactly_one_block_across_a_block_boundary(typesize, blocksiz
         out = np.empty(per_block, dtype)
         codec.Decompressor(1).getitem(chunk, start, per_block, out.view(np.uint8))
         np.testing.assert_array_equal(out, data[start:start + per_block])
+
+
+@pytest.mark.parametrize("typesize", [3, 5, 6, 7, 10, 12, 24, 40, 255])
+@pytest.mark.parametrize("shuffle,bytedelta", [(codec.NOSHUFFLE, False), (codec.SHUFFLE, False),
+                                               (codec.BITSHUFFLE, False), (codec.SHUFFLE, True)])
+def test_block_size_not_a_multiple_of_the_typesize(typesize, shuffle, bytedelta):
+    """C-Blosc2 writes undecodable chunks for such block sizes: they are rounded down."""
+    rng = np.random.default_rng(typesize)
+    data = rng.integers(0, 4, size=typesize * 9000, dtype=np.uint8)
+    comp = codec.Compressor("lz4", 5, shuffle, typesize, 32768, bytedelta=bytedelta)
+    assert comp.blocksize % typesize == 0 and 0 < comp.blocksize <= 32768
+    chunk = comp.compress(data)
+    out = np.empty_like(data)
+    codec.Decompressor().decompress(chunk, out)
+    np.testing.assert_array_equal(out, data)
+    part = np.empty(typesize * 5, np.uint8)
+    codec.Decompressor().getitem(chunk, 4000, 5, part)
+    np.testing.assert_array_equal(part, data[typesize * 4000:typesize * 4005])
