@@ -102,7 +102,7 @@ class carray:
     """
 
     def __init__(self, array=None, cparams=None, dtype=None, dflt=None, expectedlen=None,
-                 chunklen=None, rootdir=None, safe=True, mode="a"):
+                 chunklen=None, rootdir=None, safe=True, mode="a", *, _v1=False):
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
         self._mode = mode
@@ -111,6 +111,15 @@ class carray:
         if self._rootdir is not None and array is None and mode != "w":
             self._open(self._rootdir, mode)
             return
+        if mode == "w" and array is None and dtype is None and self._rootdir is not None \
+                and os.path.isfile(layout.meta_path(self._rootdir, layout.STORAGE_FILE)):
+            # Legacy: mode 'w' over an existing carray empties it, keeping its kind.
+            old = carray(rootdir=self._rootdir, mode="r")
+            array = np.empty((0, *old.shape[1:]), dtype=old.dtype)
+            cparams = old.cparams if cparams is None else cparams
+            dflt = old.dflt if dflt is None else dflt
+            chunklen = old.chunklen if chunklen is None else chunklen
+            del old
         if mode == "r":
             raise ReadOnlyError("cannot create a carray in mode 'r'")
         if array is None:
@@ -146,7 +155,9 @@ class carray:
                         f"{self._rootdir} exists; open it with carray(rootdir=...) or use "
                         "mode='w' to replace it")
                 shutil.rmtree(self._rootdir)
-            store = DirectoryStore.create(self._rootdir, storage, rowshape)
+            # _v1: a new column of a legacy (v1) ctable is itself v1.
+            store = (LegacyStore if _v1 else DirectoryStore).create(self._rootdir, storage,
+                                                                    rowshape)
             self._attrs = _attrs.attrs(self._rootdir, mode)
         self._engine = ChunkedArray(store, nthreads=defaults.nthreads)
         self._cparams = cp
@@ -775,10 +786,11 @@ def iterblocks(cobj, blen: int | None = None, start: int = 0, stop: int | None =
 
     Parameters
     ----------
-    cobj : carray
-        The container.
+    cobj : carray or ctable
+        The container (a ctable yields structured arrays).
     blen : int, optional
-        Rows per block (default: the chunk length).
+        Rows per block (default: the chunk length; for a ctable, its
+        columns' shortest).
     start, stop : int, optional
         Row range.
 
@@ -791,6 +803,16 @@ def iterblocks(cobj, blen: int | None = None, start: int = 0, stop: int | None =
     ValueError
         If `blen` is not positive.
     """
+    if not isinstance(cobj, carray):  # a ctable: structured blocks
+        if blen is None:
+            blen = min((c.chunklen for c in cobj.cols.values()), default=1)
+        blen = int(blen)
+        if blen <= 0:
+            raise ValueError(f"blen must be positive, not {blen}")
+        start, stop, _ = slice(start, stop).indices(len(cobj))
+        for lo in range(start, stop, blen):
+            yield cobj[lo:min(stop, lo + blen)]
+        return
     blen = cobj.chunklen if blen is None else int(blen)
     if blen <= 0:
         raise ValueError(f"blen must be positive, not {blen}")

@@ -68,14 +68,17 @@ class cols:  # noqa: N801 - legacy name
         except KeyError:
             raise KeyError(f"no column {name!r}; columns are {self.names}") from None
 
-    def __setitem__(self, name: str, column: carray) -> None:
+    def __setitem__(self, name: str, column) -> None:
+        """Overwrite the values of column `name` (converted to its dtype;
+        written in place, on disk too)."""
         if name not in self._cols:
             raise KeyError(f"no column {name!r}; use ctable.addcol to add one")
         old = self._cols[name]
         if len(column) != len(old):
             raise ValueError(f"column {name!r} must keep its length {len(old)}, not "
                              f"{len(column)}")
-        self._cols[name] = column
+        # As legacy: the column keeps its dtype, cparams and directory.
+        old[:] = column[:] if isinstance(column, carray) else column
 
     def insert(self, name: str, pos: int, column: carray) -> None:
         """Insert `column` under `name` at position `pos`.
@@ -150,7 +153,7 @@ class ctable:  # noqa: N801 - legacy name
         Column names (default: the structured dtype's, else ``f0, f1, ...``).
     **kwargs
         ``rootdir``, ``mode`` ('r', 'a' or 'w'; default 'a'), ``auto_flush``
-        (flush after every :meth:`append`), and for new columns
+        (flush after every change; default True on disk, as legacy), and for new columns
         ``cparams``, ``dflt``, ``expectedlen``, ``chunklen``.
 
     Raises
@@ -179,7 +182,8 @@ class ctable:  # noqa: N801 - legacy name
     def __init__(self, columns=None, names=None, **kwargs):
         rootdir = kwargs.pop("rootdir", None)
         mode = kwargs.pop("mode", "a")
-        self.auto_flush = bool(kwargs.pop("auto_flush", False))
+        # As legacy: on disk, every change is flushed unless told otherwise.
+        self.auto_flush = bool(kwargs.pop("auto_flush", rootdir is not None))
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
         self._rootdir = os.fspath(rootdir) if rootdir is not None else None
@@ -251,6 +255,12 @@ class ctable:  # noqa: N801 - legacy name
     def _coldir(self, name: str) -> str | None:
         return None if self._rootdir is None else os.path.join(self._rootdir, name)
 
+    def _legacy(self) -> bool:
+        """Whether this table's directory is legacy bcolz's (v1): its new
+        columns must be v1 too, for legacy bcolz to keep opening it."""
+        return self._rootdir is not None and any(
+            not c._engine.store.native for c in self._cols.values())
+
     def _new_column(self, name: str, data, kwargs: dict, flush: bool = True) -> carray:
         """A new column holding `data` (flushed unless `flush` is False)."""
         rootdir = self._coldir(name)
@@ -261,7 +271,7 @@ class ctable:  # noqa: N801 - legacy name
             data = np.asarray(data)
             kw = {"expectedlen": len(data) if data.ndim else 1, **kwargs}
         col = carray(np.empty((0, *data.shape[1:]), data.dtype), rootdir=rootdir, mode="w",
-                     **kw)
+                     _v1=self._legacy(), **kw)
         col.append(data)
         if flush and rootdir is not None:
             col.flush()
@@ -493,7 +503,8 @@ class ctable:  # noqa: N801 - legacy name
         data = newcol if isinstance(newcol, carray) else np.asarray(newcol)
         if (len(data) if data.ndim else 1) != len(self):
             raise ValueError(f"the new column has {len(data)} rows, the table {len(self)}")
-        if move and isinstance(data, carray) and data.rootdir and self._rootdir:
+        if move and isinstance(data, carray) and data.rootdir and self._rootdir and \
+                data._engine.store.native != self._legacy():
             data.flush()
             dest = self._coldir(name)
             os.replace(data.rootdir, dest)
@@ -647,8 +658,11 @@ class ctable:  # noqa: N801 - legacy name
     def __setitem__(self, key, value) -> None:
         self._check_writable()
         if isinstance(key, str):
-            if key in self._cols:
-                raise TypeError(f"assign a column with ct.cols[{key!r}] = ... or addcol")
+            if key in self._cols:  # overwrite the column's values (legacy)
+                self._cols[key] = value
+                if self.auto_flush:
+                    self.flush()
+                return
             key = np.flatnonzero(self.eval(key, out_flavor="numpy", _scope=caller_scope(None)))
         value = np.asarray(value) if not isinstance(value, (tuple, np.void)) else value
         if isinstance(value, tuple):

@@ -17,6 +17,11 @@ from bcolzx._format.jsonfile import fsync_dir
 from bcolzx.errors import CorruptDataError, TruncatedDataError
 
 
+#: What a special-value chunk (no data stored) counts for in ``cbytes``: the
+#: 16 bytes of its index entry, so that ``nbytes / cbytes`` stays finite.
+SPECIAL_CBYTES = 16
+
+
 @dataclass(frozen=True)
 class Special:
     """A chunk stored as a constant (kind as in the spec, value for kind 3)."""
@@ -267,9 +272,14 @@ class SuperchunkFile:
     # -- writing ---------------------------------------------------------------
 
     def stored_nbytes(self, slot: int) -> int:
-        """Compressed bytes of the chunk in `slot` (0 for special or empty)."""
-        if slot < self.index.nchunks and self.index.kind(slot) == "data":
-            return self.index.entry(slot)[1]
+        """Bytes the chunk in `slot` costs: its compressed bytes, SPECIAL_CBYTES
+        for a special-value chunk (its index entry), 0 for an empty slot."""
+        if slot < self.index.nchunks:
+            kind = self.index.kind(slot)
+            if kind == "data":
+                return self.index.entry(slot)[1]
+            if kind != "empty":
+                return SPECIAL_CBYTES
         return 0
 
     def write(self, items: list[tuple[int, object, int]]) -> None:

@@ -16,7 +16,7 @@ from bcolzx._format.meta import (
     write_sizes,
     write_storage,
 )
-from bcolzx._format.superchunk import Geometry, SuperchunkFile
+from bcolzx._format.superchunk import SPECIAL_CBYTES, Geometry, SuperchunkFile
 from bcolzx._storage.base import ChunkStore, Special
 from bcolzx.errors import CorruptDataError, ReadOnlyError, TruncatedDataError
 
@@ -183,8 +183,7 @@ class DirectoryStore(ChunkStore):
             sc = self._file(number, create=new)
             for slot, entry, _ in group:
                 self.cbytes -= sc.stored_nbytes(slot)
-                if not isinstance(entry, Special):
-                    self.cbytes += len(entry)
+                self.cbytes += SPECIAL_CBYTES if isinstance(entry, Special) else len(entry)
             sc.write(group)
             self.nchunks = max(self.nchunks, number * k + sc.index.nchunks)
         last_i, _, last_size = max(items, key=lambda t: t[0]) if items else (None, None, None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bcolzx._format.meta import Sizes, Storage
+from bcolzx._format.superchunk import SPECIAL_CBYTES
 from bcolzx._storage.base import ChunkStore, Special
 
 
@@ -40,7 +41,7 @@ class MemoryStore(ChunkStore):
 
     @staticmethod
     def _size(entry) -> int:
-        return 0 if isinstance(entry, Special) else len(entry)
+        return SPECIAL_CBYTES if isinstance(entry, Special) else len(entry)
 
     def put(self, items: list[tuple[int, object, int]]) -> None:
         for i, entry, _ in items:
