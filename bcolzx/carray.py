@@ -359,19 +359,21 @@ class carray:
         self._engine.append(self._rows(array))
 
     def trim(self, nitems: int) -> None:
-        """Remove the last `nitems` rows.
+        """Remove the last `nitems` rows (a negative `nitems` enlarges by
+        ``-nitems`` rows of ``dflt``, as legacy bcolz).
 
         Raises
         ------
         ValueError
-            If `nitems` is negative or larger than the length.
+            If `nitems` is larger than the length.
         ReadOnlyError
             In mode 'r'.
         """
         self._check_writable()
         nitems = int(nitems)
         if nitems < 0:
-            raise ValueError(f"nitems must be >= 0, not {nitems}")
+            self.resize(len(self) - nitems)
+            return
         if nitems > len(self):
             raise ValueError(f"cannot trim {nitems} rows from {len(self)}")
         self._engine.resize(len(self) - nitems)

@@ -436,20 +436,27 @@ class ctable:  # noqa: N801 - legacy name
             self.flush()
 
     def trim(self, nitems: int) -> None:
-        """Remove the last `nitems` rows.
+        """Remove the last `nitems` rows (a negative `nitems` enlarges by
+        ``-nitems`` rows of each column's ``dflt``, as legacy bcolz).
 
         Raises
         ------
         ValueError
-            If `nitems` is negative or more than the length.
+            If `nitems` is more than the length.
         ReadOnlyError
             In mode 'r'.
         """
         self._check_writable()
-        if not 0 <= nitems <= len(self):
+        nitems = int(nitems)
+        if nitems < 0:
+            self.resize(len(self) - nitems)
+            return
+        if nitems > len(self):
             raise ValueError(f"cannot trim {nitems} rows from {len(self)}")
         for col in self._cols.values():
             col.trim(nitems)
+        if self.auto_flush:
+            self.flush()
 
     def resize(self, nitems: int) -> None:
         """Grow (with each column's ``dflt``) or shrink to `nitems` rows.
@@ -466,6 +473,8 @@ class ctable:  # noqa: N801 - legacy name
             raise ValueError(f"nitems must be >= 0, not {nitems}")
         for col in self._cols.values():
             col.resize(nitems)
+        if self.auto_flush:
+            self.flush()
 
     def addcol(self, newcol, name: str | None = None, pos: int | None = None,
                move: bool = False, **kwargs) -> None:

@@ -531,13 +531,14 @@ def test_trim(bcolz):
         c.trim(8)
 
 
-def test_trim_negative_is_refused(bcolz):
-    # Changed: legacy documented trim(-n) as enlarging by n; bcolzx raises
-    # (use resize to enlarge).
-    c = bcolz.arange(3)
-    with pytest.raises(ValueError):
-        c.trim(-2)
-    assert len(c) == 3
+def test_trim_negative_enlarges_with_dflt(bcolz, tmp_path):
+    # As documented by legacy: trim(-n) enlarges by n rows of dflt.
+    c = bcolz.carray(np.arange(3), dflt=7)
+    c.trim(-2)
+    assert c[:].tolist() == [0, 1, 2, 7, 7]
+    t = bcolz.ctable([np.arange(3), np.zeros(3)], names=["a", "b"], rootdir=str(tmp_path / "t"))
+    t.trim(-1)
+    assert len(t) == 4 and len(bcolz.open(str(tmp_path / "t"), mode="r")) == 4
 
 
 def test_resize_grows_with_dflt_and_shrinks(bcolz):
