@@ -53,12 +53,14 @@ def blosc_compressor_list() -> list[str]:
 
 import itertools as _itertools  # noqa: E402
 import os as _os  # noqa: E402
+import warnings as _warnings  # noqa: E402
 
 import numpy as _np  # noqa: E402
 
 from bcolzx._format import layout as _layout  # noqa: E402
 from bcolzx.carray import carray as _carray  # noqa: E402
 from bcolzx.carray import iterblocks  # noqa: E402,F401
+from bcolzx.errors import UnsupportedFormatError as _UnsupportedFormatError  # noqa: E402
 
 __all__ += ["open", "zeros", "ones", "fill", "arange", "fromiter", "iterblocks", "walk"]
 
@@ -356,6 +358,11 @@ def walk(dir, classname=None, mode="a"):  # noqa: A002 - legacy name
     ------
     carray or ctable
 
+    Warns
+    -----
+    RuntimeWarning
+        For a dataset bcolzx cannot read (it is skipped; damaged ones raise).
+
     Raises
     ------
     ValueError
@@ -370,7 +377,11 @@ def walk(dir, classname=None, mode="a"):  # noqa: A002 - legacy name
         dirs[:] = []  # a container's subdirectories are its own
         if classname not in (None, kind):
             continue
-        obj = open(root, mode=mode)
+        try:
+            obj = open(root, mode=mode)
+        except _UnsupportedFormatError as exc:  # e.g. a legacy object-dtype carray
+            _warnings.warn(f"walk skips {root}: {exc}", RuntimeWarning, stacklevel=2)
+            continue
         if len(obj):  # legacy skips empty containers
             yield obj
 

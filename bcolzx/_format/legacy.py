@@ -187,6 +187,13 @@ def unpack_chunk(data: bytes, path: str | None = None, chunk: int | None = None)
     if cbytes < BLOSC1_HEADER or cbytes != len(body):
         raise CorruptDataError(f"chunk of {cbytes} bytes in a file holding {len(body)}",
                                **where)
+    # A memcpyed chunk holds its bytes as they are: C-Blosc's getitem would copy
+    # whatever follows the header, so a damaged flag would give wrong values
+    # where a full decompression raises.  Check it here, for every read path.
+    nbytes = int.from_bytes(body[4:8], "little")
+    if body[2] & BLOSC1_MEMCPYED and cbytes != nbytes + BLOSC1_HEADER:
+        raise CorruptDataError(f"memcpyed chunk of {nbytes} bytes stored in {cbytes}",
+                               **where)
     return body
 
 
