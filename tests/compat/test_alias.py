@@ -59,7 +59,10 @@ def _run(code, *pythonpath, check=True):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(str(p) for p in pythonpath)
     env.pop("PYTHONSTARTUP", None)
+    # Not the caller's directory: from a source checkout, '' on sys.path would
+    # import the unbuilt source tree instead of the bcolzx under test.
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                          cwd=str(pythonpath[0]) if pythonpath else None,
                           capture_output=True, text=True, timeout=60)
     if check:
         assert proc.returncode == 0, proc.stderr
@@ -430,15 +433,15 @@ def test_command_line_install_and_uninstall(tmp_path):
     env = dict(os.environ, PYTHONPATH=BCOLZX_PARENT)
     cmd = [sys.executable, "-m", "bcolzx.compat"]
     proc = subprocess.run(cmd + ["install-shim", "--target", str(tmp_path)], env=env,
-                          capture_output=True, text=True, timeout=60)
+                          cwd=str(tmp_path), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "wrote" in proc.stdout and (tmp_path / "bcolz" / "__init__.py").exists()
     proc = subprocess.run(cmd + ["uninstall-shim", "--target", str(tmp_path)], env=env,
-                          capture_output=True, text=True, timeout=60)
+                          cwd=str(tmp_path), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert os.listdir(tmp_path) == []
     proc = subprocess.run(cmd + ["uninstall-shim", "--target", str(tmp_path)], env=env,
-                          capture_output=True, text=True, timeout=60)
+                          cwd=str(tmp_path), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "no bcolzx shim" in proc.stderr
 
 
