@@ -277,12 +277,15 @@ def _fromiter_ctable(iterable, dtype: _np.dtype, count: int, kwargs: dict):
     from bcolzx.ctable import ctable
 
     table, kwargs = _table_kwargs(kwargs)
+    auto_flush = table.pop("auto_flush", table.get("rootdir") is not None)
     empty = [_np.empty((0, *dtype[f].shape), dtype[f].base) for f in dtype.names]
-    ct = ctable(empty, names=list(dtype.names), **table, **kwargs)
+    # One flush at the end, not one per block; then the caller's setting.
+    ct = ctable(empty, names=list(dtype.names), auto_flush=False, **table, **kwargs)
     for block in _iter_blocks(iterable, dtype, count, next(iter(ct.cols.values())).chunklen):
         ct.append(block)
     if ct.rootdir is not None:
         ct.flush()
+    ct.auto_flush = auto_flush
     return ct
 
 

@@ -383,10 +383,13 @@ def from_hdf5(filepath, nodepath: str = "/ctable", **kwargs) -> ctable:
             return [block[name].view(recorded[name]) if name in recorded else block[name]
                     for name in names]
 
-        ct = ctable(columns(0, min(n, blen)), names=names, **kwargs)
+        # One flush at the end, not one per block; then the caller's setting.
+        auto_flush = kwargs.pop("auto_flush", kwargs.get("rootdir") is not None)
+        ct = ctable(columns(0, min(n, blen)), names=names, auto_flush=False, **kwargs)
         for lo in range(blen, n, blen):
             ct.append(columns(lo, min(n, lo + blen)))
         _read_attrs(table, ct)
+        ct.auto_flush = auto_flush
     if ct.rootdir is not None:
         ct.flush()
     return ct

@@ -435,3 +435,23 @@ def test_zone_maps_are_built_by_small_appends(tmp_path, on_disk):
     assert stats["min"][4] == 4000 and stats["max"][4] == 4999
     np.testing.assert_array_equal(ct.fetchwhere("(t >= 4100) & (t < 4105)", out_flavor="numpy")["t"],
                                   np.arange(4100, 4105))
+
+
+def test_streaming_constructors_flush_once_and_keep_auto_flush(tmp_path, monkeypatch):
+    """fromiter into a persistent ctable flushes once at the end, not per block, and
+    leaves the table with the default (legacy) auto_flush=True."""
+    calls = []
+    real = ctable.flush
+
+    def counting(self):
+        calls.append(1)
+        return real(self)
+    monkeypatch.setattr(ctable, "flush", counting)
+    dt = np.dtype([("a", "i8"), ("b", "f4")])
+    ct = bcolzx.fromiter(((i, i / 2) for i in range(50_000)), dtype=dt, count=50_000,
+                         rootdir=str(tmp_path / "t"), chunklen=1000)
+    assert len(calls) <= 2 and ct.auto_flush is True  # creation, end (not 50 blocks)
+    assert bcolzx.open(str(tmp_path / "t"), mode="r")["a"][-1] == 49_999
+    ct2 = bcolzx.fromiter(((i, i) for i in range(10)), dtype=dt, count=10,
+                          rootdir=str(tmp_path / "u"), auto_flush=False)
+    assert ct2.auto_flush is False
