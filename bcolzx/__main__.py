@@ -28,12 +28,23 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--clevel", type=int, default=5, choices=range(10), metavar="0-9")
     demo.add_argument("--nthreads", type=int, default=2, help="decompression threads")
     demo.add_argument("--dir", default=None, help="write here instead of a temporary directory")
+    from bcolzx.bench.cli import DESCRIPTION, EPILOG, add_arguments
+
+    bench = sub.add_parser("bench", help="benchmark against HDF5, Blosc2, Zarr, NumPy and "
+                           "legacy bcolz (quick run: under a minute)", description=DESCRIPTION,
+                           epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(bench)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
+    if args.command == "bench":
+        from bcolzx.bench.cli import run_from_args
+
+        args.argv = list(sys.argv[2:] if argv is None else argv[1:])
+        return run_from_args(args)
     if args.command == "demo":
         from bcolzx import demo
         from bcolzx.errors import BcolzxError
