@@ -57,6 +57,15 @@ def plot_all(doc: dict, outdir: str) -> list[str]:
     return paths
 
 
+def _legend(fig, axes) -> None:
+    """One legend for all the panels (every label once)."""
+    seen = {}
+    for ax in axes.flat:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(label, h)
+    fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=6, fontsize=8)
+
+
 def _largest(doc: dict) -> int:
     return max(r["size"] for r in doc["results"] if r["experiment"] == "main")
 
@@ -76,9 +85,10 @@ def plot_ratios(doc: dict, outdir: str) -> str | None:
     wls = [w for w in WORKLOADS if any(k[3] == w and k[0] == n for k in idx)]
     if not anchors or not wls:
         return None
-    fig, axes = plt.subplots(1, len(variants), figsize=(1.1 * len(anchors) * len(variants) + 3,
-                                                         0.45 * len(wls) + 2), squeeze=False)
-    for ax, v in zip(axes[0], variants):
+    fig, axes = plt.subplots(len(variants), 1, figsize=(1.0 * len(anchors) + 3,
+                                                         (0.4 * len(wls) + 1.5) * len(variants)),
+                             squeeze=False)
+    for ax, v in zip(axes[:, 0], variants):
         m = np.full((len(wls), len(anchors)), np.nan)
         for i, wl in enumerate(wls):
             for j, a in enumerate(anchors):
@@ -231,8 +241,7 @@ def plot_scaling(doc: dict, outdir: str) -> str | None:
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(wls):]:
         ax.axis("off")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=6, fontsize=8)
+    _legend(fig, axes)
     fig.suptitle("Scaling: time against size (comparable settings)", fontsize=11)
     fig.tight_layout(rect=(0, 0.05, 1, 0.97))
     path = os.path.join(outdir, "scaling.png")
@@ -269,8 +278,7 @@ def plot_memory(doc: dict, outdir: str) -> str | None:
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(wls):]:
         ax.axis("off")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=6, fontsize=8)
+    _legend(fig, axes)
     fig.suptitle("Peak memory against size (child process, first data shape)", fontsize=11)
     fig.tight_layout(rect=(0, 0.05, 1, 0.97))
     path = os.path.join(outdir, "memory.png")

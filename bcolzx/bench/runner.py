@@ -300,7 +300,7 @@ class Group:
         """The dataset the read workloads use (on disk, reopened; or in memory)."""
         if s.key not in self.handles:
             if s.where == "memory":
-                h = s.ct_build(self.data, None) if self.table else s.build_mem(self.data)
+                h = s.memory_handle(self.data, self.table)
             else:
                 self.ensure_built(s)
                 h = s.ct_open(self.path(s)) if self.table else s.open(self.path(s))
@@ -504,7 +504,7 @@ def child_measure(spec: dict) -> dict:
     with s.active():
         def handle():
             if s.where == "memory":
-                return s.ct_build(a, None) if table else s.build_mem(a)
+                return s.memory_handle(a, table)
             return s.ct_open(path) if table else s.open(path)
 
         rng = np.random.default_rng(1)
