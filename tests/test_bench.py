@@ -196,3 +196,20 @@ def test_cli_rejects_unknown_names(tmp_path):
                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert "unknown system" in out.stderr
+
+
+def test_progress_off_a_terminal_prints_plain_lines_at_most_every_interval():
+    import io
+
+    from bcolzx.bench.cli import Progress
+
+    out = io.StringIO()
+    p = Progress(stream=out, every=3600)
+    p(0, 10, "first")
+    p(1, 10, "second")            # within the interval: not printed
+    p.close()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("[0/10]") and lines[0].endswith("first")
+    quiet = io.StringIO()
+    Progress(enabled=False, stream=quiet)(0, 1, "x")
+    assert quiet.getvalue() == ""

@@ -114,21 +114,32 @@ def config_from(args: argparse.Namespace) -> Config:
 
 
 class Progress:
-    """One progress line on stderr, rewritten in place (only on a terminal)."""
+    """Progress on stderr: one line rewritten in place on a terminal; otherwise
+    (a log file, CI) a plain line at most every ``every`` seconds."""
 
-    def __init__(self, enabled: bool = True, stream=None) -> None:
+    def __init__(self, enabled: bool = True, stream=None, every: float = 30.0) -> None:
         self.stream = stream or sys.stderr
+        self.enabled = enabled
         self.tty = enabled and hasattr(self.stream, "isatty") and self.stream.isatty()
         self.t0 = time.perf_counter()
+        self.every = every
+        self.last = -every
         self.width = 0
 
     def __call__(self, done: int, total: int, label: str) -> None:
-        if not self.tty:
+        if not self.enabled:
             return
-        line = f"[{done}/{total}] {time.perf_counter() - self.t0:5.0f} s  {label}"
-        self.stream.write("\r" + line.ljust(self.width))
+        now = time.perf_counter() - self.t0
+        line = f"[{done}/{total}] {now:5.0f} s  {label}"
+        if self.tty:
+            self.stream.write("\r" + line.ljust(self.width))
+            self.width = len(line)
+        elif now - self.last >= self.every:
+            self.stream.write(line + "\n")
+            self.last = now
+        else:
+            return
         self.stream.flush()
-        self.width = len(line)
 
     def close(self) -> None:
         if self.tty and self.width:
