@@ -696,9 +696,10 @@ class carray:
         """
         acc_dtype = np.dtype(dtype) if dtype is not None else \
             np.sum(np.zeros(1, self.dtype)).dtype
+        self._sync_threads()
         total = acc_dtype.type(0)
-        for _, block in _blocks(self, self.chunklen * 8, 0, len(self)):
-            total = total + np.sum(block, dtype=acc_dtype)
+        for part in self._engine.map_chunks(lambda rows: np.sum(rows, dtype=acc_dtype)):
+            total = total + part
         return acc_dtype.type(total)
 
     def __array__(self, dtype=None, copy=None):

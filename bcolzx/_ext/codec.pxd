@@ -23,8 +23,14 @@ cdef class Compressor(_Locked):
 
 
 cdef class Decompressor(_Locked):
+    # Blosc2-format chunks and C-Blosc 1.x chunks never share a context: a
+    # context that decoded a Blosc2 chunk with the byte-delta filter decodes a
+    # later shuffled Blosc 1.x chunk wrongly (C-Blosc2 3.x keeps stale filters).
     cdef c.blosc2_context* ctx           # nthreads threads inside one chunk
+    cdef c.blosc2_context* ctx1          # the same, for Blosc 1.x chunks
     cdef c.blosc2_context** workers      # one single-threaded context per worker
+    cdef c.blosc2_context** workers1     # the same, for Blosc 1.x chunks
+    cdef c.blosc2_context* _ctx_for(self, const uint8_t* src) noexcept nogil
     cdef readonly int nthreads
     cdef int _decompress(self, const uint8_t* src, Py_ssize_t srcsize, void* dest,
                          Py_ssize_t destsize) except -1

@@ -436,9 +436,16 @@ cdef extern from "<pthread.h>" nogil:
     int pthread_join(pthread_t thread, void** retval)
 
 
+# Format version (first header byte) of the first Blosc2 chunk format; C-Blosc
+# 1.x chunks have 1 or 2.
+cdef enum:
+    _BLOSC2_FORMAT = 3
+
+
 cdef struct _Batch:
     # One worker's share of a decompress_many call: chunks [first, stop).
-    c.blosc2_context* ctx
+    c.blosc2_context* ctx   # for Blosc2-format chunks
+    c.blosc2_context* ctx1  # for C-Blosc 1.x chunks
     const uint8_t** srcs
     int32_t* srcsizes
     uint8_t** dests
@@ -454,7 +461,8 @@ cdef void* _run_batch(void* arg) noexcept nogil:
     cdef Py_ssize_t i
     cdef int rc
     for i in range(b.first, b.stop):
-        rc = c.blosc2_decompress_ctx(b.ctx, b.srcs[i], b.srcsizes[i], b.dests[i], b.destsizes[i])
+        rc = c.blosc2_decompress_ctx(b.ctx1 if b.srcs[i][0] < _BLOSC2_FORMAT else b.ctx,
+                                     b.srcs[i], b.srcsizes[i], b.dests[i], b.destsizes[i])
         if rc != b.destsizes[i]:
             b.rc = rc if rc < 0 else -3
             b.failed = i
@@ -481,27 +489,38 @@ cdef class Decompressor(_Locked):
         cdef int i
         self.nthreads = _check_nthreads(nthreads)
         self.workers = <c.blosc2_context**>calloc(self.nthreads, sizeof(c.blosc2_context*))
-        if self.workers == NULL:
+        self.workers1 = <c.blosc2_context**>calloc(self.nthreads, sizeof(c.blosc2_context*))
+        if self.workers == NULL or self.workers1 == NULL:
             raise MemoryError("cannot allocate decompression contexts")
         dp.nthreads = self.nthreads
         self.ctx = c.blosc2_create_dctx(dp)
+        self.ctx1 = c.blosc2_create_dctx(dp)
         dp.nthreads = 1
         for i in range(self.nthreads):
             self.workers[i] = c.blosc2_create_dctx(dp)
-            if self.workers[i] == NULL:
+            self.workers1[i] = c.blosc2_create_dctx(dp)
+            if self.workers[i] == NULL or self.workers1[i] == NULL:
                 raise MemoryError("cannot create a C-Blosc2 decompression context")
-        if self.ctx == NULL:
+        if self.ctx == NULL or self.ctx1 == NULL:
             raise MemoryError("cannot create a C-Blosc2 decompression context")
 
     def __dealloc__(self):
         cdef int i
         if self.ctx != NULL:
             c.blosc2_free_ctx(self.ctx)
-        if self.workers != NULL:
-            for i in range(self.nthreads):
-                if self.workers[i] != NULL:
-                    c.blosc2_free_ctx(self.workers[i])
-            free(self.workers)
+        if self.ctx1 != NULL:
+            c.blosc2_free_ctx(self.ctx1)
+        for i in range(self.nthreads):
+            if self.workers != NULL and self.workers[i] != NULL:
+                c.blosc2_free_ctx(self.workers[i])
+            if self.workers1 != NULL and self.workers1[i] != NULL:
+                c.blosc2_free_ctx(self.workers1[i])
+        free(self.workers)
+        free(self.workers1)
+
+    cdef c.blosc2_context* _ctx_for(self, const uint8_t* src) noexcept nogil:
+        """The whole-chunk context for `src`'s format (its first header byte)."""
+        return self.ctx1 if src[0] < _BLOSC2_FORMAT else self.ctx
 
     def __repr__(self):
         return f"Decompressor(nthreads={self.nthreads})"
@@ -515,7 +534,7 @@ cdef class Decompressor(_Locked):
             raise _error(-6, f"decompress ({nbytes} bytes into {destsize})", False)
         with nogil:
             self.acquire()
-            rc = c.blosc2_decompress_ctx(self.ctx, src, cbytes, dest, nbytes)
+            rc = c.blosc2_decompress_ctx(self._ctx_for(src), src, cbytes, dest, nbytes)
             self.release()
         if rc < 0:
             raise _error(rc, "decompress", True)
@@ -602,6 +621,7 @@ cdef class Decompressor(_Locked):
         cdef void* dest
         cdef bint split = False
         cdef bint held = False
+        cdef c.blosc2_context* ctx
         cdef object result
         get_buffer(src, &sview, False, "src")
         try:
@@ -630,20 +650,21 @@ cdef class Decompressor(_Locked):
             # such a range is read in two calls (all items but the last, then it).
             split = (size == blocksize and nitems > 1 and
                      (start * <Py_ssize_t>typesize) % blocksize != 0)
+            ctx = self._ctx_for(<const uint8_t*>sview.buf)
             with nogil:
                 self.acquire()
                 if split:
-                    rc = c.blosc2_getitem_ctx(self.ctx, sview.buf, cbytes, <int>start,
+                    rc = c.blosc2_getitem_ctx(ctx, sview.buf, cbytes, <int>start,
                                               <int>(nitems - 1), dest,
                                               <int32_t>(size - typesize))
                     if rc == <int>(size - typesize):
                         rc = c.blosc2_getitem_ctx(
-                            self.ctx, sview.buf, cbytes, <int>(start + nitems - 1), 1,
+                            ctx, sview.buf, cbytes, <int>(start + nitems - 1), 1,
                             <char*>dest + size - typesize, <int32_t>typesize)
                         if rc == <int>typesize:
                             rc = <int>size
                 else:
-                    rc = c.blosc2_getitem_ctx(self.ctx, sview.buf, cbytes, <int>start,
+                    rc = c.blosc2_getitem_ctx(ctx, sview.buf, cbytes, <int>start,
                                               <int>nitems, dest, <int32_t>size)
                 self.release()
             if rc < 0:
@@ -729,6 +750,7 @@ cdef class Decompressor(_Locked):
                 raise MemoryError()
             for w in range(nworkers):
                 batches[w].ctx = self.workers[w]
+                batches[w].ctx1 = self.workers1[w]
                 batches[w].srcs = srcs
                 batches[w].srcsizes = srcsizes
                 batches[w].dests = dests

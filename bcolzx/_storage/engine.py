@@ -18,6 +18,7 @@ from bcolzx._format import layout
 from bcolzx._format import zonemap
 from bcolzx._query.zonemap import bounds_of
 from bcolzx._format.meta import Sizes
+from bcolzx._storage import parallel
 from bcolzx._storage.base import ChunkStore, Special
 from bcolzx.errors import CorruptDataError, ReadOnlyError
 
@@ -564,6 +565,50 @@ class ChunkedArray:
             first = next_chunk - len(run)
             raise CorruptDataError(str(exc), **self._where(
                 first + exc.chunk if exc.chunk is not None else None)) from None
+
+    def map_chunks(self, fn, batch: int = 64) -> list:
+        """``fn(rows)`` on every chunk's rows, in order (the leftover last).
+
+        Full chunks are decoded on ``nthreads`` threads, each into a scratch
+        buffer of its own that `fn` reduces while it is still in cache: the
+        whole array is never materialised.  `rows` is valid only during the
+        call (`fn` must not keep it).
+
+        Returns
+        -------
+        list
+            The results of `fn`, one per chunk, in chunk order.
+
+        Raises
+        ------
+        CorruptDataError, ChecksumError
+            If a chunk is damaged (naming its file and position).
+        """
+        shape = (self.chunklen, *self.rowshape)
+
+        def one(job):
+            c, entry = job
+            rows = parallel.buffer(self.chunk_bytes).view(self.dtype).reshape(shape)
+            if isinstance(entry, Special):
+                codec.fill_special(rows, entry.kind, self.itemsize, entry.value)
+                return fn(rows)
+            if codec.chunk_sizes(entry)[0] != self.chunk_bytes:
+                raise CorruptDataError(f"chunk decodes to {codec.chunk_sizes(entry)[0]} bytes, "
+                                       f"expected {self.chunk_bytes}", **self._where(c))
+            try:
+                parallel.decompressor().decompress(entry, rows)
+            except CorruptDataError as exc:
+                raise CorruptDataError(str(exc), **self._where(c)) from None
+            return fn(rows)
+
+        mapper = parallel.pool(self.nthreads).map if self.nthreads > 1 else map
+        results = []
+        for c0 in range(0, self.nfull, batch):
+            c1 = min(self.nfull, c0 + batch)
+            results.extend(mapper(one, zip(range(c0, c1), self.store.get(c0, c1))))
+        if self.nleft:
+            results.append(fn(self._leftover[:self.nleft]))
+        return results
 
     def read_row(self, i: int) -> np.ndarray:
         """Row `i` (a 0-d or ``rowshape`` array), decompressing only its block.

@@ -154,16 +154,21 @@ def _read_all(rootdir):
     return arr.read(0, len(arr))
 
 
-def test_flipped_chunk_byte_raises_checksum_error_naming_file_and_chunk(dataset):
-    rootdir, _ = dataset
-    path = os.path.join(rootdir, "data", "__1.bin")
-    arr = _open(rootdir)
-    off, nb = arr.store._file(1).index.entry(2)  # chunk 6
+def _flip_chunk_byte(rootdir, superchunk, slot, bit):
+    """Flip one bit in the middle of a stored chunk; returns its file's path."""
+    path = os.path.join(rootdir, "data", f"__{superchunk}.bin")
+    off, nb = _open(rootdir).store._file(superchunk).index.entry(slot)
     with open(path, "r+b") as f:
         f.seek(off + nb // 2)
         b = f.read(1)
         f.seek(off + nb // 2)
-        f.write(bytes([b[0] ^ 0x10]))
+        f.write(bytes([b[0] ^ bit]))
+    return path
+
+
+def test_flipped_chunk_byte_raises_checksum_error_naming_file_and_chunk(dataset):
+    rootdir, _ = dataset
+    path = _flip_chunk_byte(rootdir, 1, 2, 0x10)  # chunk 6
     with pytest.raises(ChecksumError) as info:
         _read_all(rootdir)
     assert info.value.path == path and info.value.chunk == 6
@@ -276,3 +281,14 @@ def test_creating_over_a_non_empty_directory_is_refused(dataset):
     rootdir, _ = dataset
     with pytest.raises(FileExistsError):
         DirectoryStore.create(rootdir, Storage(dtype="f8", chunklen=10))
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_map_chunks_raises_naming_the_damaged_chunk(dataset, nthreads):
+    rootdir, _ = dataset
+    path = _flip_chunk_byte(rootdir, 1, 1, 0x01)  # chunk 5
+    arr = _open(rootdir, readonly=True)
+    arr.set_nthreads(nthreads)
+    with pytest.raises(ChecksumError) as info:
+        arr.map_chunks(np.sum)
+    assert info.value.path == path and info.value.chunk == 5

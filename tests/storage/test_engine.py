@@ -170,3 +170,30 @@ def test_rewritten_chunk_leaves_the_cache(disk):
     arr.write(150, np.array([-1.0]))
     assert arr.read_row(150) == -1.0
     assert arr._cache_bytes == sum(len(e) for e in arr._cache.values())
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_map_chunks_visits_every_chunk_in_order_with_the_leftover_last(backend, nthreads):
+    arr = backend.new(chunklen=100)
+    data = _model(1050)
+    data[300:400] = 0.0        # a constant chunk (stored as a special)
+    data[500:600] = 2.5
+    arr.append(data)
+    arr.flush()
+    arr = backend.reopen(arr)
+    arr.set_nthreads(nthreads)
+    parts = arr.map_chunks(lambda rows: rows.copy())
+    assert [len(p) for p in parts] == [100] * 10 + [50]
+    np.testing.assert_array_equal(np.concatenate(parts), data)
+    sums = arr.map_chunks(np.sum)
+    np.testing.assert_array_equal(sums, [data[i:i + 100].sum() for i in range(0, 1050, 100)])
+
+
+def test_map_chunks_on_n_d_rows_and_an_empty_array(backend):
+    arr = backend.new(chunklen=7, rowshape=(2, 3))
+    assert arr.map_chunks(np.sum) == []
+    data = np.arange(20 * 6, dtype="f8").reshape(20, 2, 3)
+    arr.append(data)
+    parts = arr.map_chunks(lambda rows: rows.copy())
+    assert [p.shape for p in parts] == [(7, 2, 3), (7, 2, 3), (6, 2, 3)]
+    np.testing.assert_array_equal(np.concatenate(parts), data)

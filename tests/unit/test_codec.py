@@ -362,3 +362,27 @@ def test_block_size_not_a_multiple_of_the_typesize(typesize, shuffle, bytedelta)
     part = np.empty(typesize * 5, np.uint8)
     codec.Decompressor().getitem(chunk, 4000, 5, part)
     np.testing.assert_array_equal(part, data[typesize * 4000:typesize * 4005])
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_one_decompressor_for_blosc2_and_blosc1_chunks(nthreads):
+    """A context that decoded a byte-delta Blosc2 chunk decodes later shuffled
+    C-Blosc 1.x chunks wrongly (C-Blosc2 keeps stale filters): they must not
+    share one, whatever the order and the call."""
+    blosc = pytest.importorskip("blosc", reason="python-blosc makes the C-Blosc 1.x chunks")
+    data = [np.arange(1000, dtype="i4"), np.linspace(0, 1, 600), np.arange(3000, dtype="i2")]
+    chunks = [(a, codec.Compressor("lz4", 5, codec.SHUFFLE, a.itemsize, bytedelta=True).compress(a))
+              for a in data]
+    chunks += [(a, blosc.compress(a.tobytes(), typesize=a.itemsize, shuffle=blosc.SHUFFLE,
+                                  cname="lz4")) for a in data]
+    dec = codec.Decompressor(nthreads)
+    for a1, c1 in chunks:
+        for a2, c2 in chunks:
+            dec.decompress(c1, np.empty_like(a1))
+            out = np.empty_like(a2)
+            dec.decompress(c2, out)
+            np.testing.assert_array_equal(out, a2)
+            assert dec.getitem(c2, 1, 3) == a2[1:4].tobytes()
+            both = np.empty(a1.nbytes + a2.nbytes, np.uint8)
+            dec.decompress_many([c1, c2], both)
+            assert both[a1.nbytes:].tobytes() == a2.tobytes()

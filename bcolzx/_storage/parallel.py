@@ -1,0 +1,62 @@
+"""One process-wide pool of worker threads for chunk-parallel work.
+
+Decompression (in C) and NumPy reductions both release the GIL, so a few
+Python threads that each decode a chunk into a buffer of their own and reduce
+it keep every core busy with the chunk still in cache.  The pool is created
+on first use, grows to the largest thread count asked for, and is forgotten
+in a forked child (its threads do not exist there; a new pool starts on the
+child's first use).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from bcolzx._ext import codec
+
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_size = 0
+_local = threading.local()
+
+
+def pool(nthreads: int) -> ThreadPoolExecutor:
+    """The shared executor, with at least `nthreads` workers."""
+    global _pool, _size
+    with _lock:
+        if _pool is None or _size < nthreads:
+            old = _pool
+            _pool, _size = ThreadPoolExecutor(nthreads, thread_name_prefix="bcolzx"), nthreads
+            if old is not None:
+                old.shutdown(wait=False)
+        return _pool
+
+
+def buffer(nbytes: int) -> np.ndarray:
+    """This thread's scratch buffer (``uint8``, at least `nbytes`; kept and
+    reused, so a chunk decoded into it stays in this core's cache)."""
+    buf = getattr(_local, "buf", None)
+    if buf is None or len(buf) < nbytes:
+        buf = _local.buf = np.empty(nbytes, np.uint8)
+    return buf[:nbytes]
+
+
+def decompressor() -> codec.Decompressor:
+    """This thread's single-threaded decompression context."""
+    dec = getattr(_local, "dec", None)
+    if dec is None:
+        dec = _local.dec = codec.Decompressor(1)
+    return dec
+
+
+def _forget_after_fork() -> None:
+    global _pool, _size, _lock
+    _pool, _size, _lock = None, 0, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)

@@ -1,0 +1,38 @@
+"""The shared worker pool: reused, grown on demand, usable again after fork."""
+
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from bcolzx._storage import parallel
+
+
+def test_pool_grows_and_is_shared():
+    small = parallel.pool(1)
+    assert parallel.pool(1) is small
+    big = parallel.pool(3)
+    assert parallel.pool(2) is big and big._max_workers >= 3
+
+
+def test_thread_scratch_buffers_are_reused_and_grow():
+    a = parallel.buffer(100)
+    b = parallel.buffer(50)
+    assert b.ctypes.data == a.ctypes.data and len(b) == 50
+    assert len(parallel.buffer(1000)) == 1000
+    assert parallel.decompressor() is parallel.decompressor()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_forked_child_gets_a_working_pool():
+    assert sum(parallel.pool(2).map(int, ["1", "2"])) == 3   # threads running in the parent
+    pid = os.fork()
+    if pid == 0:  # child: its pool must work (the parent's threads are not copied)
+        signal.alarm(20)
+        try:
+            ok = list(parallel.pool(2).map(np.sum, [np.arange(4), np.arange(5)])) == [6, 10]
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
