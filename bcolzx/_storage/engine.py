@@ -702,8 +702,10 @@ class ChunkedArray:
         self.close()
 
     def __del__(self) -> None:
-        # Forgetting flush() must not silently drop appended rows.
-        if getattr(self, "_dirty", False) and not getattr(self, "_closed", True):
+        # Forgetting flush() must not silently drop appended rows (on disk;
+        # in memory there is nothing to flush to).
+        if getattr(self, "_dirty", False) and not getattr(self, "_closed", True) \
+                and getattr(self.store, "rootdir", None) is not None:
             try:
                 self.flush()
             except Exception as exc:  # pragma: no cover - nothing to raise into

@@ -197,3 +197,19 @@ def test_map_chunks_on_n_d_rows_and_an_empty_array(backend):
     parts = arr.map_chunks(lambda rows: rows.copy())
     assert [p.shape for p in parts] == [(7, 2, 3), (7, 2, 3), (6, 2, 3)]
     np.testing.assert_array_equal(np.concatenate(parts), data)
+
+
+def test_in_memory_arrays_alive_at_interpreter_exit_print_nothing(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import bcolzx
+
+    code = ("import numpy as np, bcolzx\n"
+            "c = bcolzx.carray(np.zeros(10))\n"
+            "c.append(np.ones(5))\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(bcolzx.__file__)))
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == ""
