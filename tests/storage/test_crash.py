@@ -21,6 +21,7 @@ WRITER = textwrap.dedent("""
     rootdir, seed = sys.argv[1], int(sys.argv[2])
     rng = random.Random(seed)
     arr = ChunkedArray(DirectoryStore.open(rootdir))
+    print("ready", flush=True)
     while True:
         op = rng.random()
         n = len(arr)
@@ -59,7 +60,10 @@ def test_sigkill_at_random_instants_keeps_every_flushed_row(tmp_path, seed):
             [sys.executable, "-c", WRITER, rootdir, str(seed * 100 + kill)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path),
         )
-        time.sleep(0.25 + rng.random() * 0.4)  # past start-up, somewhere in the loop
+        # Past start-up (however long imports take on a loaded machine), then
+        # somewhere in the loop.
+        assert child.stdout.readline() == "ready\n", child.stderr.read()
+        time.sleep(0.05 + rng.random() * 0.4)
         child.send_signal(signal.SIGKILL)
         out, err = child.communicate(timeout=30)
         reported = [int(line) for line in out.split()]
