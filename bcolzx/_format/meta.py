@@ -15,9 +15,26 @@ from bcolzx.errors import CorruptDataError, UnsupportedFormatError
 
 
 def dtype_to_json(dtype: np.dtype) -> Any:
-    """The JSON form of a dtype: its string, or its ``descr`` list when structured."""
-    dtype = np.dtype(dtype)
+    """The JSON form of a dtype: its string, or its ``descr`` list when structured.
+
+    NumPy's dtype ``metadata`` (h5py puts some on strings and enums) is not
+    part of the format and is dropped.
+    """
+    dtype = _without_metadata(np.dtype(dtype))
     return dtype.descr if dtype.fields is not None else str(dtype)
+
+
+def _without_metadata(dtype: np.dtype) -> np.dtype:
+    """`dtype` with no ``metadata`` at any level (fields, sub-arrays)."""
+    if dtype.fields is not None:
+        return np.dtype({"names": list(dtype.names),
+                         "formats": [_without_metadata(dtype.fields[n][0]) for n in dtype.names],
+                         "offsets": [dtype.fields[n][1] for n in dtype.names],
+                         "itemsize": dtype.itemsize})
+    if dtype.subdtype is not None:
+        base, shape = dtype.subdtype
+        return np.dtype((_without_metadata(base), shape))
+    return np.dtype(dtype.str) if dtype.metadata else dtype
 
 
 def _tuples(obj):
@@ -39,10 +56,26 @@ def dtype_from_json(obj: Any, path: str | None = None) -> np.dtype:
         if isinstance(obj, str):
             return np.dtype(obj)
         if isinstance(obj, list):
-            return np.dtype([tuple(_tuples(f)) if isinstance(f, list) else f for f in obj])
+            return _from_descr([tuple(_tuples(f)) if isinstance(f, list) else f for f in obj])
     except (TypeError, ValueError) as exc:
         raise CorruptDataError(f"invalid dtype {obj!r}: {exc}", path=path) from None
     raise CorruptDataError(f"invalid dtype {obj!r}", path=path)
+
+
+def _from_descr(descr: list) -> np.dtype:
+    """A structured dtype from its ``descr``; unnamed entries are padding
+    (aligned or offset fields), kept as gaps rather than made into fields."""
+    if all(f[0] != "" for f in descr):
+        return np.dtype(descr)
+    names, formats, offsets, pos = [], [], [], 0
+    for f in descr:
+        ftype = np.dtype(f[1] if len(f) == 2 else (f[1], f[2]))
+        if f[0] != "":
+            names.append(f[0])
+            formats.append(ftype)
+            offsets.append(pos)
+        pos += ftype.itemsize
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": pos})
 
 
 def dflt_to_json(value: np.ndarray) -> Any:
