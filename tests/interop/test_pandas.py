@@ -296,7 +296,10 @@ def test_ctable_methods_delegate():
 
 @settings(max_examples=40, deadline=None)
 @given(ints=st.lists(st.integers(-2**63, 2**63 - 1), min_size=0, max_size=20),
-       text=st.lists(st.text(st.characters(exclude_characters="\x00"), max_size=6),
+       # No lone surrogates: pandas' default (pyarrow) string dtype refuses them
+       # before bcolzx is called.
+       text=st.lists(st.text(st.characters(exclude_characters="\x00",
+                                           exclude_categories=("Cs",)), max_size=6),
                      min_size=20, max_size=20))
 def test_roundtrip_property(ints, text):
     df = pd.DataFrame({"i": np.array(ints, dtype="i8"), "s": text[:len(ints)],
