@@ -213,3 +213,12 @@ def test_progress_off_a_terminal_prints_plain_lines_at_most_every_interval():
     quiet = io.StringIO()
     Progress(enabled=False, stream=quiet)(0, 1, "x")
     assert quiet.getvalue() == ""
+
+
+def test_checkpoints_hold_every_finished_group(tmp_path):
+    seen = []
+    cfg = Config(sizes=[1000, 2000], shapes=["linspace"], systems=["bcolzx", "numpy"],
+                 workloads=["read", "sum"], workdir=str(tmp_path / "w"), **TINY)
+    doc = run(cfg, checkpoint=lambda d: seen.append(json.loads(json.dumps(d))))
+    assert [sorted({r["size"] for r in d["results"]}) for d in seen] == [[1000], [1000, 2000]]
+    assert seen[-1]["results"] == json.loads(json.dumps(doc["results"]))

@@ -169,19 +169,33 @@ def run_from_args(args: argparse.Namespace) -> int:
                   "pip install 'bcolzx[bench]'); no plots will be written", file=sys.stderr)
             args.plot = None
     progress = Progress(enabled=not args.quiet)
+    command = "bcolzx bench " + " ".join(getattr(args, "argv", []) or [])
+
+    def checkpoint(doc: dict) -> None:
+        # The results so far, replaced atomically: a stopped run keeps them
+        # (``bcolzx bench --from-json`` makes the tables and plots).
+        doc["command"] = command
+        _write_json(doc, args.json)
+
     try:
-        doc = run(cfg, progress)
+        doc = run(cfg, progress, checkpoint if args.json else None)
     except (ValueError, RuntimeError) as exc:
         progress.close()
         print(f"bcolzx bench: error: {exc}", file=sys.stderr)
         return 2
     finally:
         progress.close()
-    doc["command"] = "bcolzx bench " + " ".join(getattr(args, "argv", []) or [])
+    doc["command"] = command
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1, default=_json_default)
+        _write_json(doc, args.json)
     return _outputs(doc, args)
+
+
+def _write_json(doc: dict, path: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1, default=_json_default)
+    os.replace(tmp, path)
 
 
 def _outputs(doc: dict, args: argparse.Namespace) -> int:

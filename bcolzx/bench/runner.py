@@ -648,7 +648,8 @@ def thread_counts(cfg: Config) -> list[int]:
     return sorted({1, max(2, cfg.nthreads)})
 
 
-def run(cfg: Config, progress: Callable | None = None) -> dict:
+def run(cfg: Config, progress: Callable | None = None,
+        checkpoint: Callable | None = None) -> dict:
     """Run the benchmark.
 
     Parameters
@@ -657,6 +658,10 @@ def run(cfg: Config, progress: Callable | None = None) -> dict:
         What to run.
     progress : callable, optional
         ``progress(done, total, label)``, called before each measurement.
+    checkpoint : callable, optional
+        ``checkpoint(doc)``, called with the document so far after each group
+        of measurements (one size, settings and data shape), so that a long
+        run that is stopped keeps what it measured.
 
     Returns
     -------
@@ -748,6 +753,9 @@ def run(cfg: Config, progress: Callable | None = None) -> dict:
                     doc["results"].append(rec)
             finally:
                 g.close()
+            if checkpoint is not None:
+                doc["total_seconds"] = time.perf_counter() - t_start
+                checkpoint(doc)
     finally:
         if own_dir and not cfg.keep:
             shutil.rmtree(workdir, ignore_errors=True)
