@@ -21,8 +21,10 @@ from bcolzx.errors import (
     BufferTooSmallError,
     ChecksumError,
     CodecError,
+    ConcurrentModificationError,
     CorruptDataError,
     InvalidParameterError,
+    LockedError,
     ReadOnlyError,
     TruncatedDataError,
     UnsupportedFormatError,
@@ -54,7 +56,14 @@ from bcolzx.toplevel import (
     zeros,
 )
 from bcolzx.convert import convert
+from bcolzx.compact import compact
 from bcolzx.verify import verify
+from bcolzx.interop.dask import from_dask, to_bcolzx
+from bcolzx.interop.arrow import from_arrow as fromarrow
+from bcolzx.interop.arrow import from_parquet as fromparquet
+from bcolzx.interop.b2frame import from_b2frame
+from bcolzx.interop.h5py import fromhdf5
+from bcolzx.interop.zarr import from_zarr
 
 try:
     from bcolzx._version import version as __version__
@@ -109,7 +118,15 @@ __all__ = [
     "iterblocks",
     "walk",
     "convert",
+    "compact",
     "verify",
+    "from_dask",
+    "to_bcolzx",
+    "fromhdf5",
+    "from_b2frame",
+    "from_zarr",
+    "fromarrow",
+    "fromparquet",
     "NOSHUFFLE",
     "SHUFFLE",
     "BITSHUFFLE",
@@ -120,8 +137,10 @@ __all__ = [
     "BufferTooSmallError",
     "ChecksumError",
     "CodecError",
+    "ConcurrentModificationError",
     "CorruptDataError",
     "InvalidParameterError",
+    "LockedError",
     "ReadOnlyError",
     "TruncatedDataError",
     "UnsupportedFormatError",

@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from bcolzx._format.jsonfile import read_json, write_json
+from bcolzx._format.jsonfile import read_json_sealed, write_json
 from bcolzx._format.layout import ATTRS_FILE
-from bcolzx.errors import ReadOnlyError
+from bcolzx._format.seal import CRC_KEY, UID_KEY, Seal, check_member, dataset_seal
+from bcolzx.errors import CorruptDataError, ReadOnlyError
 
 __all__ = ["attrs"]
 
@@ -85,6 +86,10 @@ class attrs:  # noqa: N801 - legacy name
     _new : bool
         The container is being created: start from no attributes and (unless
         `mode` is ``'r'``) write an empty ``__attrs__``.
+    _seal : Seal, optional
+        How the container's files are sealed (docs/format/README.md §2c),
+        given by a container being created; by default read from its
+        ``meta/storage`` or ``__rootdirs__``.
 
     Raises
     ------
@@ -93,7 +98,8 @@ class attrs:  # noqa: N801 - legacy name
     TypeError
         If `rootdir` is not a path.
     CorruptDataError
-        If ``__attrs__`` exists but is not a JSON object.
+        If ``__attrs__`` exists but is not a JSON object or fails its seal, or
+        is missing from a dataset whose files are sealed.
     OSError
         If ``__attrs__`` cannot be read or created.
 
@@ -135,6 +141,7 @@ class attrs:  # noqa: N801 - legacy name
         rootdir: str | os.PathLike[str] | None = None,
         mode: str = "a",
         _new: bool = False,
+        _seal: Seal | None = None,
     ) -> None:
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
@@ -144,22 +151,34 @@ class attrs:  # noqa: N801 - legacy name
         self._attrsfile = (
             os.path.join(self._rootdir, ATTRS_FILE) if self._rootdir is not None else None
         )
+        self._seal = Seal()
         if self._attrsfile is None:
             return
+        self._seal = _seal if _seal is not None else dataset_seal(self._rootdir)
         if _new:
             if mode != "r":
-                write_json(self._attrsfile, {})
+                self._write({})
         else:
             self._open()
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        write_json(self._attrsfile, obj, seal=self._seal.sealed, uid=self._seal.uid)
 
     def _open(self) -> None:
         assert self._attrsfile is not None
         try:
-            self._attrs = read_json(self._attrsfile, kind=dict)
+            obj, found = read_json_sealed(self._attrsfile, kind=dict)
         except FileNotFoundError:
+            if self._seal.sealed:  # a sealed dataset always has its __attrs__
+                raise CorruptDataError("the attributes file is missing", path=self._attrsfile
+                                       ) from None
             self._attrs = {}
             if self._mode != "r":
-                write_json(self._attrsfile, {})
+                self._write({})
+            return
+        check_member(found, self._seal, ATTRS_FILE, self._attrsfile)
+        self._seal = Seal(self._seal.sealed or found.sealed, self._seal.uid or found.uid)
+        self._attrs = obj
 
     # -- read-only properties (legacy attribute names) -------------------------
 
@@ -187,7 +206,7 @@ class attrs:  # noqa: N801 - legacy name
     def _commit(self, new: dict[str, Any]) -> None:
         """Write `new` through (if persistent), then make it current."""
         if self._attrsfile is not None:
-            write_json(self._attrsfile, new)
+            self._write(new)
         self._attrs = new
 
     def __setitem__(self, name: str, obj: Any) -> None:
@@ -200,12 +219,17 @@ class attrs:  # noqa: N801 - legacy name
         TypeError
             If `name` is not a string or `obj` is not JSON-serialisable;
             nothing is changed.
+        ValueError
+            If `name` is ``'__crc32c__'`` or ``'__uid__'`` (reserved).
         OSError
             If ``__attrs__`` cannot be written; nothing is changed.
         """
         self._check_writable("modify")
         if not isinstance(name, str):
             raise TypeError(f"attribute names must be str, not {type(name).__name__}")
+        if name in (CRC_KEY, UID_KEY):
+            raise ValueError(f"{name!r} is reserved for the checksum of the attributes file; "
+                             "choose another name")
         value = _to_json_value(obj)
         new = dict(self._attrs)
         new[name] = value

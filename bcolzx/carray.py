@@ -20,7 +20,9 @@ from bcolzx._format import layout
 from bcolzx._format import legacy
 from bcolzx._format.meta import CParams, Storage
 from bcolzx._storage import ChunkedArray, DirectoryStore, MemoryStore
+from bcolzx._storage import writer
 from bcolzx._storage.legacy import LegacyStore
+from bcolzx._storage.lock import WriterLock
 from bcolzx.errors import ReadOnlyError
 from bcolzx.params import cparams as _cparams
 from bcolzx.params import defaults
@@ -86,11 +88,20 @@ class carray:
     mode : {'r', 'a', 'w'}
         With `rootdir`: read-only, append (open existing or create) or write
         (replace).
+    lock_timeout : float, optional
+        Seconds to wait when another writer holds the dataset (default
+        ``bcolzx.defaults.lock_timeout``, 0: raise at once; ``math.inf``
+        waits for ever).  In modes 'a' and 'w' the dataset's write lock is
+        taken at the first change (creating counts) and kept until
+        :meth:`close`; readers never take it (docs/reliability-concurrency.md).
 
     Raises
     ------
     ValueError
         For a bad mode or parameter.
+    LockedError
+        (an ``IOError``) when creating or replacing a dataset another writer
+        holds; later, at the first change, when another writer holds it.
     TypeError
         For data that cannot be converted to the dtype.
     FileExistsError
@@ -102,10 +113,12 @@ class carray:
     """
 
     def __init__(self, array=None, cparams=None, dtype=None, dflt=None, expectedlen=None,
-                 chunklen=None, rootdir=None, safe=True, mode="a", *, _v1=False):
+                 chunklen=None, rootdir=None, safe=True, mode="a", *, lock_timeout=None,
+                 _v1=False):
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
         self._mode = mode
+        self._lock_timeout = defaults.resolve_lock_timeout(lock_timeout)
         self._safe = bool(safe)
         self._rootdir = os.fspath(rootdir) if rootdir is not None else None
         if self._rootdir is not None and array is None and mode != "w":
@@ -136,10 +149,18 @@ class carray:
         rowbytes = data.dtype.itemsize * math.prod(rowshape)
         if rowbytes == 0:
             raise ValueError(f"rows of dtype {data.dtype} and shape {rowshape} hold no bytes")
+        if expectedlen is not None and (not isinstance(expectedlen, (int, np.integer))
+                                        or expectedlen < 0):
+            raise ValueError(f"expectedlen must be an int >= 0, not {expectedlen!r}")
         if chunklen is None:
             chunklen = layout.default_chunklen(rowbytes, expectedlen or len(data) or None)
         elif not isinstance(chunklen, (int, np.integer)) or chunklen < 1:
             raise ValueError(f"chunklen must be a positive int, not {chunklen!r}")
+        elif chunklen * rowbytes >= layout.MAX_CHUNK_BYTES:  # checked before anything is written
+            raise ValueError(f"chunklen {chunklen} makes chunks of {chunklen * rowbytes} bytes; "
+                             f"a chunk holds less than {layout.MAX_CHUNK_BYTES} bytes (chunklen "
+                             f"< {layout.MAX_CHUNK_BYTES // rowbytes} for rows of {rowbytes} "
+                             "bytes)")
         dflt_arr = self._dflt(dflt, data.dtype)
         storage = Storage(dtype=data.dtype, chunklen=int(chunklen),
                           cparams=CParams(cp.clevel, cp.shuffle, cp.cname, cp.quantize),
@@ -149,15 +170,16 @@ class carray:
             store = MemoryStore(storage, rowshape)
             self._attrs = _attrs.attrs(None)
         else:
-            if os.path.exists(self._rootdir):
-                if mode == "a":
-                    raise FileExistsError(
-                        f"{self._rootdir} exists; open it with carray(rootdir=...) or use "
-                        "mode='w' to replace it")
-                shutil.rmtree(self._rootdir)
-            # _v1: a new column of a legacy (v1) ctable is itself v1.
-            store = (LegacyStore if _v1 else DirectoryStore).create(self._rootdir, storage,
-                                                                    rowshape)
+            if os.path.exists(self._rootdir) and mode == "a":
+                raise FileExistsError(
+                    f"{self._rootdir} exists; open it with carray(rootdir=...) or use "
+                    "mode='w' to replace it")
+            # _v1: a new column of a legacy (v1) ctable is itself v1.  The write
+            # lock comes first: a dataset another writer holds is never replaced.
+            kind = LegacyStore if _v1 else DirectoryStore
+            store = writer.create(self._rootdir,
+                                  lambda: kind.create(self._rootdir, storage, rowshape),
+                                  replace=(mode == "w"), timeout=self._lock_timeout)
             self._attrs = _attrs.attrs(self._rootdir, mode)
         self._engine = ChunkedArray(store, nthreads=defaults.nthreads)
         self._cparams = cp
@@ -169,6 +191,8 @@ class carray:
     def _open(self, rootdir: str, mode: str) -> None:
         opener = LegacyStore if legacy.is_legacy(rootdir) else DirectoryStore
         store = opener.open(rootdir, readonly=(mode == "r"))
+        if mode != "r":  # taken at the first change (_storage/writer.py)
+            store.lock = WriterLock(rootdir, self._lock_timeout)
         st = store.storage
         self._engine = ChunkedArray(store, nthreads=defaults.nthreads)
         self._cparams = _cparams(clevel=st.cparams.clevel, shuffle=st.cparams.shuffle,
@@ -230,22 +254,27 @@ class carray:
 
     @property
     def chunklen(self) -> int:
+        """Rows per chunk."""
         return self._engine.chunklen
 
     @property
     def cparams(self) -> _cparams:
+        """The compression parameters (:class:`~bcolzx.cparams`)."""
         return self._cparams
 
     @property
     def dflt(self) -> Any:
+        """The value of the rows :meth:`resize` adds, as a 0-d array of the dtype."""
         return self._engine.store.storage.dflt
 
     @property
     def dtype(self) -> np.dtype:
+        """The dtype of the items."""
         return self._engine.dtype
 
     @property
     def itemsize(self) -> int:
+        """Bytes of one item of the dtype."""
         return self._engine.dtype.itemsize
 
     @property
@@ -255,6 +284,7 @@ class carray:
 
     @property
     def len(self) -> int:
+        """Number of rows (as ``len(c)``)."""
         return len(self._engine)
 
     def __len__(self) -> int:
@@ -262,22 +292,27 @@ class carray:
 
     @property
     def shape(self) -> tuple:
+        """Rows, then the trailing dimensions of a row."""
         return (len(self._engine), *self._engine.rowshape)
 
     @property
     def ndim(self) -> int:
+        """Number of dimensions."""
         return 1 + len(self._engine.rowshape)
 
     @property
     def size(self) -> int:
+        """Number of items, as a Python int."""
         return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
+        """Uncompressed bytes."""
         return self._engine.nbytes
 
     @property
     def cbytes(self) -> int:
+        """Stored bytes: the chunks, plus leftover rows not stored yet counted uncompressed."""
         eng = self._engine
         unstored = 0 if eng._leftover_stored else eng.nleft * eng.rowbytes
         return eng.cbytes + unstored
@@ -289,10 +324,12 @@ class carray:
 
     @property
     def nleftover(self) -> int:
+        """Rows in the partial last chunk (the *leftover*)."""
         return self._engine.nleft
 
     @property
     def leftover_array(self) -> np.ndarray:
+        """The leftover rows, as a NumPy array."""
         eng = self._engine
         return eng._leftover[: eng.nleft]
 
@@ -309,18 +346,22 @@ class carray:
 
     @property
     def mode(self) -> str:
+        """The mode: ``'r'``, ``'a'`` or ``'w'``."""
         return self._mode
 
     @property
     def rootdir(self) -> str | None:
+        """The directory of a persistent carray; None in memory."""
         return self._rootdir
 
     @property
     def safe(self) -> bool:
+        """The `safe` argument (appended data are checked whatever its value)."""
         return self._safe
 
     @property
     def expectedlen(self) -> int:
+        """The expected length given at creation (it chose the chunk length)."""
         return self._engine.store.storage.expectedlen
 
     # -- writing -------------------------------------------------------------------
@@ -375,7 +416,7 @@ class carray:
             self.resize(len(self) - nitems)
             return
         if nitems > len(self):
-            raise ValueError(f"cannot trim {nitems} rows from {len(self)}")
+            raise ValueError(f"cannot trim {nitems} rows from {len(self)} (at most {len(self)})")
         self._engine.resize(len(self) - nitems)
 
     def resize(self, nitems: int) -> None:
@@ -405,6 +446,25 @@ class carray:
         if self._mode != "r":
             self._engine.flush()
 
+    def compact(self) -> int:
+        """Flush, then reclaim the space rewrites left in the files (see :func:`bcolzx.compact`).
+
+        Returns
+        -------
+        int
+            Bytes reclaimed (0 in memory).
+
+        Raises
+        ------
+        ReadOnlyError
+            In mode 'r'.
+        UnsupportedFormatError
+            For a legacy bcolz (v1) directory, which has no dead space.
+        """
+        from bcolzx.compact import compact_carray
+
+        return compact_carray(self)
+
     def purge(self) -> None:
         """Delete the data on disk (a persistent carray is unusable afterwards).
 
@@ -412,11 +472,36 @@ class carray:
         ------
         ReadOnlyError
             In mode 'r'.
+        LockedError
+            If another writer holds the dataset (nothing is deleted).
         """
         self._check_writable()
         if self._rootdir is not None:
-            self._engine.close(flush=False)
-            shutil.rmtree(self._rootdir)
+            lock = self._engine.store.lock
+            if lock is not None:
+                lock.acquire()  # never delete a dataset another writer holds
+            try:
+                shutil.rmtree(self._rootdir)
+            finally:
+                self._engine.close(flush=False)
+                if lock is not None:
+                    lock.release()
+
+    def close(self) -> None:
+        """Flush, then give up the dataset's write lock (no-op in memory and in mode 'r').
+
+        Unlike a file, a closed carray stays usable: reads go on, and a later
+        change takes the lock again, re-reading the dataset first (another
+        writer may have changed it meanwhile).  The end of a ``with`` block
+        closes; so does garbage collection.
+
+        Raises
+        ------
+        OSError
+            If the flush fails (the lock is given up all the same).
+        """
+        if self._rootdir is not None:
+            writer.release_engine(self._engine)
 
     def free_cachemem(self) -> None:
         """Release cached decompressed and compressed data."""
@@ -457,15 +542,108 @@ class carray:
         new.__dict__.update(self.__dict__)
         return new
 
+    # -- interop -------------------------------------------------------------------
+
+    def tohdf5(self, filepath, nodepath: str = "/carray", mode: str = "w", cparams=None,
+               compression=None) -> None:
+        """Write this array to an HDF5 dataset with h5py, chunk by chunk.
+
+        See :func:`bcolzx.interop.h5py.to_hdf5` (the dtype, ``dflt`` and attrs
+        are carried; Blosc2 filter when hdf5plugin is installed).
+
+        Raises
+        ------
+        ImportError
+            If h5py is not installed.
+        ValueError
+            For a bad `mode` or `nodepath`, or an existing node at `nodepath`.
+        TypeError
+            For a dtype HDF5 cannot hold.
+        """
+        from bcolzx.interop.h5py import to_hdf5
+
+        to_hdf5(self, filepath, nodepath=nodepath, mode=mode, cparams=cparams,
+                compression=compression)
+
+    def to_b2frame(self, path, layout: str = "auto", mode: str = "w") -> None:
+        """Write this array to a Blosc2 contiguous frame without compressing it again.
+
+        See :func:`bcolzx.interop.b2frame.to_b2frame`; ``blosc2.open(path)``
+        gives an NDArray (or an SChunk, see `layout`) with the same content.
+
+        Raises
+        ------
+        ImportError
+            If python-blosc2 is not installed.
+        ValueError
+            For a bad `layout` or `mode`.
+        FileExistsError
+            With ``mode='x'`` when `path` exists.
+        """
+        from bcolzx.interop.b2frame import to_b2frame
+
+        to_b2frame(self, path, layout=layout, mode=mode)
+
+    def to_zarr(self, store, chunks=None, shards=None, mode: str = "w", cparams=None):
+        """Write this array to a Zarr v3 array, block by block.
+
+        See :func:`bcolzx.interop.zarr.to_zarr`.
+
+        Returns
+        -------
+        zarr.Array
+
+        Raises
+        ------
+        ImportError
+            If zarr is not installed.
+        ValueError
+            For bad `chunks`, `shards` or `mode`.
+        TypeError
+            For a dtype Zarr cannot hold.
+        """
+        from bcolzx.interop.zarr import to_zarr
+
+        return to_zarr(self, store, chunks=chunks, shards=shards, mode=mode, cparams=cparams)
+
+    def to_dask(self, chunks: int | None = None):
+        """A Dask array over this carray; see :func:`bcolzx.interop.dask.to_dask_array`.
+
+        On disk, each task reads its rows straight from the files (the graph
+        holds no data).  ``dask.array.from_array(c, chunks=...)`` works too,
+        with explicit `chunks` (``c.chunks`` keeps its legacy meaning).
+
+        Returns
+        -------
+        dask.array.Array
+
+        Raises
+        ------
+        ImportError
+            If Dask is not installed.
+        ValueError
+            For a non-positive `chunks`.
+        """
+        from bcolzx.interop.dask import to_dask_array
+
+        return to_dask_array(self, chunks=chunks)
+
+    def __dask_tokenize__(self) -> str:
+        """Dask's token: path and committed state on disk, never the data
+        (see :func:`bcolzx.interop.dask.tokenize`)."""
+        from bcolzx.interop.dask import tokenize
+
+        return tokenize(self)
+
     # -- reading -------------------------------------------------------------------
 
     def _index(self, i) -> int:
         n = len(self)
-        i = int(i)
+        key = i = int(i)
         if i < 0:
             i += n
         if not 0 <= i < n:
-            raise IndexError(f"index {i - n if i >= n else i} out of range for length {n}")
+            raise IndexError(f"index {key} out of range for length {n} (valid: {-n} to {n - 1})")
         return i
 
     def _take(self, idx: np.ndarray) -> np.ndarray:
@@ -523,7 +701,8 @@ class carray:
             return self._take(np.flatnonzero(self._condition(key)))
         if isinstance(key, (carray, list, np.ndarray)):
             return self._take(self._positions(key))
-        raise IndexError(f"unsupported key type {type(key).__name__}")
+        raise IndexError(f"unsupported key type {type(key).__name__}: index with an int, a "
+                         "slice, a list or array of ints or booleans, or a condition string")
 
     def _condition(self, expression: str) -> np.ndarray:
         """The boolean mask of a string key, evaluated in the user's scope.
@@ -709,9 +888,11 @@ class carray:
     # -- protocol ------------------------------------------------------------------
 
     def __reduce__(self):
+        # On disk: pending writes are flushed and the copy reopens the files
+        # read-only (a worker process never becomes a second writer).
         if self._rootdir is not None:
             self.flush()
-            return (_reopen, (self._rootdir, self._mode))
+            return (_reopen, (self._rootdir, "r"))
         return (_rebuild, (self[:], self._cparams.to_dict(), self.chunklen, self.dflt[()],
                            self.expectedlen))
 
@@ -719,7 +900,7 @@ class carray:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.flush()
+        self.close()
 
     def __sizeof__(self) -> int:
         eng = self._engine

@@ -210,7 +210,7 @@ def _build_aliases() -> dict[str, types.ModuleType]:
         "numexpr_here": params._numexpr_usable(),
         "pandas_here": importlib.util.find_spec("pandas") is not None,
         "tables_here": importlib.util.find_spec("tables") is not None,
-        "dask_here": False,  # bcolzx has no dask virtual machine
+        "dask_here": importlib.util.find_spec("dask") is not None,  # vm='dask' works
         "ncores": bcolzx.detect_number_of_cores(),
         # Legacy bcolz shipped a copy of NumPy's printing functions; bcolzx
         # prints through NumPy, so NumPy's own options act on carrays.

@@ -3,7 +3,9 @@
 bcolzx reads legacy directories and even modifies them in place, keeping them
 v1 (docs/format/legacy-v1.md); :func:`convert` is the one-way road to the
 bcolzx format: C-Blosc2 chunks in superchunk files with checksums, a zone
-map, and chunks sized for bcolzx rather than legacy bcolz's tiny ones.
+map, and chunks sized for bcolzx rather than legacy bcolz's tiny ones.  Given
+new ``cparams`` or ``chunklen``, it also rewrites a bcolzx-format dataset
+with them (recompression), the same way.
 
 How a conversion runs:
 
@@ -43,8 +45,10 @@ from bcolzx._format.meta import read_storage, write_storage
 from bcolzx._ext import codec as _codec
 from bcolzx.carray import carray as _carray
 from bcolzx.carray import iterblocks
+from bcolzx._storage import writer
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
 from bcolzx.params import cparams as _cparams
+from bcolzx.params import defaults
 from bcolzx.toplevel import open as _open
 
 __all__ = ["convert"]
@@ -215,6 +219,15 @@ def _target_cparams(src: _carray, override) -> _cparams:
     return _cparams(**params)
 
 
+def _target_chunklen(src: _carray, chunklen: int | None) -> int | None:
+    """The chunklen of the converted copy of `src`: `chunklen` when given; else
+    a bcolzx-format column keeps its own, a legacy one gets bcolzx's default
+    (None)."""
+    if chunklen is None and not legacy.is_legacy(src.rootdir):
+        return src.chunklen
+    return chunklen
+
+
 def _whole_items(blocksize: int, itemsize: int) -> int:
     """`blocksize` rounded down to whole items of the C-Blosc2 typesize bcolzx uses.
 
@@ -281,9 +294,11 @@ def _plan(src: str, cparams, chunklen) -> tuple[str, object, list[_Column]]:
     else:
         raise FileNotFoundError(errno.ENOENT, "no carray or ctable (neither "
                                 f"{layout.ROOTDIRS_FILE} nor meta/storage) in", src)
-    if kind == "carray" and not legacy.is_legacy(src):
+    recompress = cparams is not None or chunklen is not None
+    if kind == "carray" and not legacy.is_legacy(src) and not recompress:
         raise UnsupportedFormatError(
-            f"{src} is already in the bcolzx format: there is nothing to convert")
+            f"{src} is already in the bcolzx format: there is nothing to convert (give "
+            "cparams or chunklen to rewrite it with other ones)")
     if kind == "carray":
         _check_readable(src)
     else:
@@ -295,22 +310,22 @@ def _plan(src: str, cparams, chunklen) -> tuple[str, object, list[_Column]]:
     dataset = _open(src, mode="r")  # UnsupportedFormatError for object dtype
     if kind == "carray":
         return kind, dataset, [_Column(dataset, "", _target_cparams(dataset, cparams),
-                                       chunklen)]
+                                       _target_chunklen(dataset, chunklen))]
     names = dataset.names
-    if not any(legacy.is_legacy(os.path.join(src, n)) for n in names):
+    if not recompress and not any(legacy.is_legacy(os.path.join(src, n)) for n in names):
         raise UnsupportedFormatError(
             f"{src} is already in the bcolzx format (a ctable with no legacy column): there "
-            "is nothing to convert")
+            "is nothing to convert (give cparams or chunklen to rewrite it with other ones)")
     columns = [_Column(dataset.cols[n], n,
                        _target_cparams(dataset.cols[n], cparams),
-                       chunklen) for n in names]
+                       _target_chunklen(dataset.cols[n], chunklen)) for n in names]
     return kind, dataset, columns
 
 
 # -- building --------------------------------------------------------------------------
 
 
-def _write_carray(col: _Column, rootdir: str) -> None:
+def _write_carray(col: _Column, rootdir: str, progress=None) -> None:
     """Write the bcolzx-format copy of `col.source` at `rootdir` (which must not exist).
 
     The rows are copied as stored, block by block, never quantized again: the
@@ -330,6 +345,8 @@ def _write_carray(col: _Column, rootdir: str) -> None:
         blen = out.chunklen * max(1, BLOCK_BYTES // chunk_bytes)
         for block in iterblocks(src, blen):
             out.append(block)
+            if progress is not None:
+                progress(block.nbytes)
         out.flush()
         for name, value in src.attrs:
             out.attrs[name] = value
@@ -346,13 +363,14 @@ def _write_carray(col: _Column, rootdir: str) -> None:
             cparams=dataclasses.replace(storage.cparams, quantize=cp.quantize)))
 
 
-def _build(kind: str, dataset, columns: list[_Column], tmp: str) -> None:
+def _build(kind: str, dataset, columns: list[_Column], tmp: str, progress=None) -> None:
     """Write the converted dataset at `tmp` (an empty directory, or absent for a carray)."""
     if kind == "carray":
-        _write_carray(columns[0], tmp)  # mode 'w' replaces the empty reserved directory
+        # mode 'w' replaces the empty reserved directory
+        _write_carray(columns[0], tmp, progress)
         return
     for col in columns:
-        _write_carray(col, os.path.join(tmp, col.relpath))
+        _write_carray(col, os.path.join(tmp, col.relpath), progress)
     write_json(os.path.join(tmp, layout.ATTRS_FILE), dataset.attrs.getall())
     # Last, as bcolzx's ctable does: a directory without it was never complete.
     write_json(os.path.join(tmp, layout.ROOTDIRS_FILE), {"names": dataset.names})
@@ -371,7 +389,7 @@ def _as_bytes(block: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(block).reshape(-1).view(np.uint8)
 
 
-def _verify_carray(col: _Column, path: str) -> None:
+def _verify_carray(col: _Column, path: str, progress=None) -> None:
     """Compare the converted carray at `path` with `col.source`.
 
     Raises
@@ -410,11 +428,13 @@ def _verify_carray(col: _Column, path: str) -> None:
             bad = start + (int(np.argmax(diff)) if diff.any() else rows)
             fail(f"row {bad} differs from the source's (bytes compared)")
         start += len(got)
+        if progress is not None:
+            progress(got.nbytes)
     if start != len(src):  # pragma: no cover - the shapes were compared
         fail(f"{start} rows compared of {len(src)}")
 
 
-def _verify(kind: str, dataset, columns: list[_Column], tmp: str) -> None:
+def _verify(kind: str, dataset, columns: list[_Column], tmp: str, progress=None) -> None:
     """Compare the converted dataset at `tmp` with the source `dataset`.
 
     Raises
@@ -431,7 +451,7 @@ def _verify(kind: str, dataset, columns: list[_Column], tmp: str) -> None:
             raise CorruptDataError("verification of the converted dataset failed: the "
                                    "table attrs differ", path=tmp)
     for col in columns:
-        _verify_carray(col, os.path.join(tmp, col.relpath) if col.relpath else tmp)
+        _verify_carray(col, os.path.join(tmp, col.relpath) if col.relpath else tmp, progress)
 
 
 # -- the public function ---------------------------------------------------------------
@@ -454,7 +474,8 @@ def _remove(path: str) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None) -> str:
+def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None,
+            progress=None) -> str:
     """Convert a legacy bcolz (format v1) carray or ctable directory to the bcolzx format.
 
     Parameters
@@ -463,7 +484,9 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None) -> str:
         The directory of a legacy carray, or of a ctable with at least one
         legacy column (a ctable that bcolzx extended with
         :meth:`ctable.addcol` mixes both formats; all its columns are
-        rewritten).
+        rewritten).  With `cparams` or `chunklen` given, also a dataset
+        already in the bcolzx format: it is rewritten with them
+        (recompressed), in the same way.
     dst : str or os.PathLike, optional
         Where to write the converted dataset; it must not exist, its parent
         directory must.  `src` is then left untouched.  None (default)
@@ -479,14 +502,19 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None) -> str:
         Compression parameters of the converted dataset.  Default: the
         source's ``clevel``, ``shuffle``, ``cname`` and ``quantize``, with
         bcolzx's defaults for ``blocksize`` and ``bytedelta`` (which legacy
-        bcolz does not have).  A dict changes only the keys it names (e.g.
+        bcolz does not have); a bcolzx-format source keeps all six.  A dict changes only the keys it names (e.g.
         ``{'cname': 'zstd'}`` keeps the source's quantize); a
         :class:`bcolzx.cparams` is used as it is, for every column.
     chunklen : int, optional
-        Rows per chunk of every converted carray.  Default: what bcolzx
+        Rows per chunk of every converted carray.  Default: a bcolzx-format
+        source keeps its own; for a legacy one, what bcolzx
         chooses for a new dataset of that length and row size (chunks of
         16 KiB to 1 MiB), not the legacy chunk length, which is usually far
         smaller.
+    progress : callable, optional
+        Called as the work advances with the uncompressed bytes just written
+        (then, with `verify`, just compared): the calls add up to the
+        dataset's ``nbytes``, twice with `verify`.
 
     Returns
     -------
@@ -503,7 +531,8 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None) -> str:
         If `dst` exists.
     UnsupportedFormatError
         (a ValueError) If `src` is already in the bcolzx format (a carray,
-        or a ctable with no legacy column), or holds data bcolzx cannot
+        or a ctable with no legacy column) and neither `cparams` nor
+        `chunklen` is given, or holds data bcolzx cannot
         store or decode (legacy object dtype, the ``snappy`` codec).  Nothing
         is written.
     CorruptDataError
@@ -513,6 +542,9 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None) -> str:
         For a bad `chunklen` or `cparams` value, or a `dst` inside `src`.
     TypeError
         For `cparams` of the wrong type or with unknown keys.
+    LockedError
+        (an ``IOError``) Converting in place, if a writer holds `src` or one of
+        its columns; nothing is written.
     OSError
         If the file system refuses.
 
@@ -545,9 +577,13 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None) -> str:
     of the item size (``S10``, ``U6``, ...), it is rounded down to whole
     items, because C-Blosc2 writes chunks it cannot read back otherwise.
 
-    Other notes: ``expectedlen`` becomes the dataset's length; the source
-    must not be written by anyone during the conversion (nothing locks it);
-    the converted directory gets default permissions, not the source's.
+    Other notes: ``expectedlen`` becomes the dataset's length; in place, the
+    source's write locks (its columns' too) are held during the conversion,
+    so that a bcolzx writer elsewhere gets :class:`~bcolzx.LockedError` (or
+    waits ``bcolzx.defaults.lock_timeout``) rather than write rows the swap
+    would lose (legacy bcolz takes no lock: keep it away), while a copy to
+    `dst` reads the source as one commit left it; the converted directory
+    gets default permissions, not the source's.
 
     Examples
     --------
@@ -572,6 +608,20 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None) -> str:
     src_given = os.fspath(src)
     if not os.path.isdir(src_given):
         raise FileNotFoundError(errno.ENOENT, "no dataset directory at", src_given)
+    # In place, nobody may write the source meanwhile: the swap would lose its rows.
+    # (A copy elsewhere reads the source as one commit left it, as any reader.)
+    locks = []
+    if dst is None:
+        _plan(src_given, cparams, chunklen)  # a wrong call is refused before any lock
+        locks = writer.lock_tree(src_given, defaults.lock_timeout)
+    try:
+        return _convert_locked(src_given, dst, verify, cparams, chunklen, progress)
+    finally:
+        writer.release_all(locks)
+
+
+def _convert_locked(src_given: str, dst, verify, cparams, chunklen, progress) -> str:
+    """:func:`convert`, the source's write locks held (in place): planned again under them."""
     kind, dataset, columns = _plan(src_given, cparams, chunklen)
     real_src = os.path.realpath(src_given)
     if dst is None:
@@ -591,9 +641,9 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None) -> str:
     parent, base = os.path.split(target)
     tmp = _reserve(parent, base)
     try:
-        _build(kind, dataset, columns, tmp)
+        _build(kind, dataset, columns, tmp, progress)
         if verify:
-            _verify(kind, dataset, columns, tmp)
+            _verify(kind, dataset, columns, tmp, progress)
         if dst is None:
             old = _swap_in(tmp, target)
         else:

@@ -28,10 +28,14 @@ from typing import Any
 import numpy as np
 
 from bcolzx import attrs as _attrs
+from bcolzx._format.seal import Seal, new_uid
+from bcolzx._recovery import even_columns
 from bcolzx._format import jsonfile, layout
 from bcolzx._query import blocks as _blocks
 from bcolzx._query.expr import Expression, compile_expression
 from bcolzx._query.zonemap import may_match
+from bcolzx._storage import snapshot, writer
+from bcolzx._storage.lock import WriterLock
 from bcolzx.carray import carray
 from bcolzx.errors import CorruptDataError, ReadOnlyError
 from bcolzx.params import defaults
@@ -126,6 +130,21 @@ class cols:  # noqa: N801 - legacy name
         return "\n".join(lines)
 
 
+def _remove_made(rootdir: str, existed: bool) -> None:
+    """Remove what a failed constructor wrote in `rootdir`: the directory itself when
+    it did not exist before, else everything in it but the lock file."""
+    if not existed:
+        shutil.rmtree(rootdir, ignore_errors=True)
+        return
+    for entry in os.listdir(rootdir):
+        if entry != layout.LOCK_FILE:
+            path = os.path.join(rootdir, entry)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+
+
 def _check_name(name: Any) -> str:
     if not isinstance(name, str) or not name:
         raise ValueError(f"column names must be non-empty strings, not {name!r}")
@@ -153,11 +172,16 @@ class ctable:  # noqa: N801 - legacy name
         Column names (default: the structured dtype's, else ``f0, f1, ...``).
     **kwargs
         ``rootdir``, ``mode`` ('r', 'a' or 'w'; default 'a'), ``auto_flush``
-        (flush after every change; default True on disk, as legacy), and for new columns
-        ``cparams``, ``dflt``, ``expectedlen``, ``chunklen``.
+        (flush after every change; default True on disk, as legacy),
+        ``lock_timeout`` (seconds to wait for a table another writer holds, as
+        for :class:`carray`), and for new columns ``cparams``, ``dflt``,
+        ``expectedlen``, ``chunklen``.
 
     Raises
     ------
+    LockedError
+        (an ``IOError``) when creating or replacing a table another writer
+        holds; later, at the first change, when another writer holds it.
     ValueError
         For columns of different lengths, bad or duplicate names, or a bad mode.
     FileNotFoundError
@@ -188,34 +212,50 @@ class ctable:  # noqa: N801 - legacy name
             raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
         self._rootdir = os.fspath(rootdir) if rootdir is not None else None
         self._mode = mode
+        self._lock_timeout = defaults.resolve_lock_timeout(kwargs.pop("lock_timeout", None))
+        self._lock = None  # the table's write lock (_storage/writer.py), on disk
+        # How __rootdirs__ and __attrs__ are sealed (docs/format/README.md §2c):
+        # new tables are; an opened table keeps what its __rootdirs__ says.
+        self._seal = Seal(True, new_uid()) if self._rootdir is not None else Seal()
         kwargs = _split_kwargs(kwargs)
         if columns is None and self._rootdir is not None and mode != "w":
+            if mode != "r":  # taken at the first change
+                self._lock = WriterLock(self._rootdir, self._lock_timeout)
             self._open()
+            writer.bind_table(self)
             return
         if mode == "r":
             raise ReadOnlyError("cannot create a ctable in mode 'r'")
         if columns is None:
             raise ValueError("a new ctable needs columns (a structured array or a list)")
         names, data = self._columns_from(columns, names)
+        existed = self._rootdir is None or os.path.lexists(self._rootdir)
         if self._rootdir is not None:
-            if os.path.exists(self._rootdir):
-                if mode == "a":
-                    raise FileExistsError(
-                        f"{self._rootdir} exists; open it with ctable(rootdir=...) or use "
-                        "mode='w' to replace it")
-                shutil.rmtree(self._rootdir)
-            os.makedirs(self._rootdir)
-        self._attrs = _attrs.attrs(self._rootdir, mode, _new=True)
-        self._cols = cols()
-        reuse = self._rootdir is None and not kwargs
-        for name, col in zip(names, data):
-            if reuse and isinstance(col, carray):
-                self._cols.insert(name, len(self._cols), col)
-            else:
-                self._cols.insert(name, len(self._cols),
-                                  self._new_column(name, col, kwargs, flush=False))
-        self.flush()
-        self._write_rootdirs()
+            if os.path.exists(self._rootdir) and mode == "a":
+                raise FileExistsError(
+                    f"{self._rootdir} exists; open it with ctable(rootdir=...) or use "
+                    "mode='w' to replace it")
+            # The lock first: a table another writer holds is never replaced.
+            self._lock = writer.prepare_dir(self._rootdir, replace=(mode == "w"),
+                                            timeout=self._lock_timeout)
+            writer.bind_table(self)
+        try:
+            self._attrs = _attrs.attrs(self._rootdir, mode, _new=True, _seal=self._seal)
+            self._cols = cols()
+            reuse = self._rootdir is None and not kwargs
+            for name, col in zip(names, data):
+                if reuse and isinstance(col, carray):
+                    self._cols.insert(name, len(self._cols), col)
+                else:
+                    self._cols.insert(name, len(self._cols),
+                                      self._new_column(name, col, kwargs, flush=False))
+            self.flush()
+            self._write_rootdirs()
+        except BaseException:
+            if self._rootdir is not None:  # no half-made table is left behind
+                _remove_made(self._rootdir, existed)
+                self._lock.release()
+            raise
 
     # -- construction ------------------------------------------------------------
 
@@ -271,7 +311,7 @@ class ctable:  # noqa: N801 - legacy name
             data = np.asarray(data)
             kw = {"expectedlen": len(data) if data.ndim else 1, **kwargs}
         col = carray(np.empty((0, *data.shape[1:]), data.dtype), rootdir=rootdir, mode="w",
-                     _v1=self._legacy(), **kw)
+                     lock_timeout=self._lock_timeout, _v1=self._legacy(), **kw)
         col.append(data)
         if flush and rootdir is not None:
             col.flush()
@@ -281,25 +321,22 @@ class ctable:  # noqa: N801 - legacy name
         path = os.path.join(self._rootdir, layout.ROOTDIRS_FILE)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no ctable at {self._rootdir} (no {layout.ROOTDIRS_FILE})")
-        meta = jsonfile.read_json(path)
-        names = meta.get("names") if isinstance(meta, dict) else None
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise CorruptDataError(f"{layout.ROOTDIRS_FILE} must hold {{'names': [...]}}",
-                                   path=path)
-        self._cols = cols()
-        for name in names:
-            self._cols.insert(name, len(self._cols),
-                              carray(rootdir=self._coldir(name), mode=self._mode))
-        lengths = {len(c) for c in self._cols.values()}
-        if len(lengths) > 1:
-            raise CorruptDataError(f"columns have different lengths {sorted(lengths)}",
-                                   path=self._rootdir)
-        self._attrs = _attrs.attrs(self._rootdir, self._mode)
+        meta, self._seal = jsonfile.read_json_sealed(path)
+        names = layout.column_names(meta, path)
+        # A writer commits the columns one by one: open them until they agree.
+        opened = snapshot.agreeing_columns(
+            lambda: {name: carray(rootdir=self._coldir(name), mode=self._mode,
+                                  lock_timeout=self._lock_timeout) for name in names},
+            self._rootdir, wait=not (self._lock is not None and self._lock.held))
+        even_columns(opened, self._mode)  # a crash between two columns' commits
+        self._cols = cols(list(opened), list(opened.values()))
+        self._attrs = _attrs.attrs(self._rootdir, self._mode, _seal=self._seal)
 
     def _write_rootdirs(self) -> None:
         if self._rootdir is not None:
             jsonfile.write_json(os.path.join(self._rootdir, layout.ROOTDIRS_FILE),
-                                {"names": self.names})
+                                {"names": self.names}, seal=self._seal.sealed,
+                                uid=self._seal.uid)
 
     # -- properties --------------------------------------------------------------
 
@@ -330,14 +367,17 @@ class ctable:  # noqa: N801 - legacy name
 
     @property
     def shape(self) -> tuple[int]:
+        """``(len(t),)``."""
         return (len(self),)
 
     @property
     def ndim(self) -> int:
+        """Always 1."""
         return 1
 
     @property
     def size(self) -> int:
+        """Number of rows, as a Python int."""
         return len(self)
 
     @property
@@ -357,10 +397,12 @@ class ctable:  # noqa: N801 - legacy name
 
     @property
     def rootdir(self) -> str | None:
+        """The directory of a persistent ctable; None in memory."""
         return self._rootdir
 
     @property
     def mode(self) -> str:
+        """The mode: ``'r'``, ``'a'`` or ``'w'``."""
         return self._mode
 
     @property
@@ -373,6 +415,7 @@ class ctable:  # noqa: N801 - legacy name
     def _check_writable(self) -> None:
         if self._mode == "r":
             raise ReadOnlyError("the ctable is opened read-only (mode 'r')")
+        writer.take_table(self)  # the table's and the columns' locks, at the first change
 
     def _rows_of(self, rows) -> list[np.ndarray]:
         """`rows` (any form append accepts) as one array per column, validated."""
@@ -411,6 +454,7 @@ class ctable:  # noqa: N801 - legacy name
                 raise ValueError(f"column {name!r} has {len(arr)} rows, the others {n}")
         return out
 
+    @writer.table_guarded
     def append(self, rows) -> None:
         """Append rows to every column.
 
@@ -435,6 +479,7 @@ class ctable:  # noqa: N801 - legacy name
         if self.auto_flush:
             self.flush()
 
+    @writer.table_guarded
     def trim(self, nitems: int) -> None:
         """Remove the last `nitems` rows (a negative `nitems` enlarges by
         ``-nitems`` rows of each column's ``dflt``, as legacy bcolz).
@@ -452,12 +497,13 @@ class ctable:  # noqa: N801 - legacy name
             self.resize(len(self) - nitems)
             return
         if nitems > len(self):
-            raise ValueError(f"cannot trim {nitems} rows from {len(self)}")
+            raise ValueError(f"cannot trim {nitems} rows from {len(self)} (at most {len(self)})")
         for col in self._cols.values():
             col.trim(nitems)
         if self.auto_flush:
             self.flush()
 
+    @writer.table_guarded
     def resize(self, nitems: int) -> None:
         """Grow (with each column's ``dflt``) or shrink to `nitems` rows.
 
@@ -517,7 +563,7 @@ class ctable:  # noqa: N801 - legacy name
             data.flush()
             dest = self._coldir(name)
             os.replace(data.rootdir, dest)
-            col = carray(rootdir=dest, mode=self._mode)
+            col = carray(rootdir=dest, mode=self._mode, lock_timeout=self._lock_timeout)
         elif self._rootdir is None and isinstance(data, carray) and not kwargs:
             col = data
         else:
@@ -562,6 +608,7 @@ class ctable:  # noqa: N801 - legacy name
             if not keep:
                 shutil.rmtree(col.rootdir)
 
+    @writer.table_guarded
     def flush(self) -> None:
         """Make every column durable (see :meth:`carray.flush`).
 
@@ -578,6 +625,27 @@ class ctable:  # noqa: N801 - legacy name
         with ThreadPoolExecutor(min(len(on_disk), 8)) as pool:  # the columns' fsyncs overlap
             for future in [pool.submit(c.flush) for c in on_disk]:
                 future.result()
+
+    def compact(self) -> int:
+        """Flush, then reclaim the space rewrites left in every column's files.
+
+        See :func:`bcolzx.compact`; legacy (v1) columns are left as they are.
+
+        Returns
+        -------
+        int
+            Bytes reclaimed (0 in memory).
+
+        Raises
+        ------
+        ReadOnlyError
+            In mode 'r'.
+        UnsupportedFormatError
+            If every column is in a legacy bcolz (v1) directory.
+        """
+        from bcolzx.compact import compact_ctable
+
+        return compact_ctable(self)
 
     def free_cachemem(self) -> None:
         """Release the columns' caches."""
@@ -662,8 +730,11 @@ class ctable:  # noqa: N801 - legacy name
             for name, col in self._cols.items():
                 out[name] = col._take(pos)
             return out
-        raise IndexError(f"unsupported key type {type(key).__name__}")
+        raise IndexError(f"unsupported key type {type(key).__name__}: index with an int, a "
+                         "slice, a column name, a list of names, an array of positions or "
+                         "booleans, or a condition string")
 
+    @writer.table_guarded
     def __setitem__(self, key, value) -> None:
         self._check_writable()
         if isinstance(key, str):
@@ -749,8 +820,8 @@ class ctable:  # noqa: N801 - legacy name
 
     def _vm(self, vm) -> str:
         vm = defaults.vm if vm is None else vm
-        if vm not in ("python", "numexpr"):
-            raise ValueError(f"vm must be 'python' or 'numexpr', not {vm!r}")
+        if vm not in ("python", "numexpr", "dask"):
+            raise ValueError(f"vm must be 'python', 'numexpr' or 'dask', not {vm!r}")
         return vm
 
     def _matches(self, expression, scope, vm) -> Iterator[tuple[int, np.ndarray]]:
@@ -763,16 +834,20 @@ class ctable:  # noqa: N801 - legacy name
             yield 0, np.flatnonzero(mask)
             return
         expr, columns, scalars = self._scope(expression, scope)
+        vm, engine = self._vm(vm), _blocks
+        if vm == "dask":  # each block a Dask task (bcolzx.interop.dask)
+            from bcolzx.interop import dask as engine
+
+            vm = engine.local_vm()
         if not columns:
-            value = expr.evaluate(scalars, self._vm(vm))
+            value = expr.evaluate(scalars, vm)
             if value.shape != () or value.dtype != np.bool_:
                 raise ValueError(f"{expression!r} is not a boolean condition on the columns")
             if bool(value):
                 yield 0, np.arange(len(self))
             return
         skip = self._zone_skipper(expr, columns, scalars)
-        for lo, mask in _blocks.evaluate_blocks(expr, columns, scalars, vm=self._vm(vm),
-                                                skip_block=skip):
+        for lo, mask in engine.evaluate_blocks(expr, columns, scalars, vm=vm, skip_block=skip):
             if mask.dtype != np.bool_:
                 raise ValueError(f"{expression!r} gives {mask.dtype} values, not a boolean "
                                  "condition")
@@ -855,8 +930,10 @@ class ctable:  # noqa: N801 - legacy name
         user_dict : dict, optional
             Values of names that are not columns (then the caller's locals
             and globals are searched).
-        vm : {'numexpr', 'python'}, optional
-            Default ``bcolzx.defaults.vm``.
+        vm : {'numexpr', 'python', 'dask'}, optional
+            Default ``bcolzx.defaults.vm``.  'dask' evaluates the blocks as
+            Dask tasks with Dask's current scheduler (see
+            :func:`bcolzx.interop.dask.evaluate_blocks`).
 
         Yields
         ------
@@ -1097,23 +1174,167 @@ class ctable:  # noqa: N801 - legacy name
 
         return from_hdf5(filepath, nodepath=nodepath, **kwargs)
 
+    def toarrow(self, columns=None, batch_rows: int | None = None):
+        """This table as a pyarrow Table (see :func:`bcolzx.interop.arrow.to_arrow`).
+
+        Parameters
+        ----------
+        columns : sequence of str or str, optional
+            The columns, in order (default: all).
+        batch_rows : int, optional
+            Rows per record batch (default: the shortest ``chunklen``).
+
+        Returns
+        -------
+        pyarrow.Table
+
+        Raises
+        ------
+        ImportError
+            If pyarrow is not installed.
+        KeyError
+            For an unknown column.
+        TypeError
+            For a column dtype Arrow cannot hold.
+        """
+        from bcolzx.interop.arrow import to_arrow
+
+        return to_arrow(self, columns=columns, batch_rows=batch_rows)
+
+    def toparquet(self, path, columns=None, compression: str | None = None,
+                  row_group_rows: int | None = None, mode: str = "w", **writer_kwargs) -> None:
+        """Write this table to a Parquet file by record batches.
+
+        See :func:`bcolzx.interop.arrow.to_parquet`.
+
+        Raises
+        ------
+        ImportError
+            If pyarrow is not installed.
+        KeyError
+            For an unknown column.
+        TypeError
+            For a column dtype Arrow cannot hold.
+        FileExistsError
+            With ``mode='x'`` when `path` exists.
+        """
+        from bcolzx.interop.arrow import to_parquet
+
+        to_parquet(self, path, columns=columns, compression=compression,
+                   row_group_rows=row_group_rows, mode=mode, **writer_kwargs)
+
+    @staticmethod
+    def fromarrow(data, rootdir=None, **kwargs) -> "ctable":
+        """A new ctable from Arrow data (see :func:`bcolzx.interop.arrow.from_arrow`).
+
+        Parameters
+        ----------
+        data : pyarrow.Table, RecordBatch, RecordBatchReader or Arrow C stream
+        rootdir : str, optional
+        **kwargs
+            For the constructor: ``mode``, ``cparams``, ``chunklen``...
+
+        Returns
+        -------
+        ctable
+
+        Raises
+        ------
+        ImportError
+            If pyarrow is not installed.
+        TypeError
+            For a column type a ctable cannot hold.
+        ValueError
+            For nulls where they are refused.
+        """
+        from bcolzx.interop.arrow import from_arrow
+
+        return from_arrow(data, rootdir=rootdir, **kwargs)
+
+    def to_zarr(self, store, chunks=None, shards=None, mode: str = "w", cparams=None):
+        """Write this table to a Zarr v3 group, one array per column.
+
+        See :func:`bcolzx.interop.zarr.to_zarr`; ``bcolzx.from_zarr`` reads it back.
+
+        Returns
+        -------
+        zarr.Group
+
+        Raises
+        ------
+        ImportError
+            If zarr is not installed.
+        ValueError
+            For bad `chunks`, `shards` or `mode`, or an attribute named ``bcolzx``.
+        """
+        from bcolzx.interop.zarr import to_zarr
+
+        return to_zarr(self, store, chunks=chunks, shards=shards, mode=mode, cparams=cparams)
+
+    def to_dask(self, columns=None, index=None, sorted: bool | None = None,
+                partition_rows: int | None = None):
+        """A Dask DataFrame over this table; see :func:`bcolzx.interop.dask.to_dask_dataframe`.
+
+        Built with ``dask.dataframe.from_map``: column selections are pushed
+        into the reads, and ``divisions`` are known when the index is the
+        row number or a sorted column.
+
+        Returns
+        -------
+        dask.dataframe.DataFrame
+
+        Raises
+        ------
+        ImportError
+            If Dask or pandas is not installed.
+        KeyError
+            For an unknown column.
+        ValueError
+            For a non-positive `partition_rows`.
+        """
+        from bcolzx.interop.dask import to_dask_dataframe
+
+        return to_dask_dataframe(self, columns=columns, index=index, sorted=sorted,
+                                 partition_rows=partition_rows)
+
+    def __dask_tokenize__(self) -> str:
+        """Dask's token: paths and committed states on disk, never the data."""
+        from bcolzx.interop.dask import tokenize
+
+        return tokenize(self)
+
     # -- protocol ------------------------------------------------------------------
 
     def __enter__(self) -> "ctable":
         return self
 
     def __exit__(self, *exc) -> None:
-        self.flush()
+        self.close()
+
+    def close(self) -> None:
+        """Flush, then give up the write locks of the table and its columns.
+
+        As :meth:`carray.close`: the ctable stays usable, and a later change
+        takes the locks again (re-reading the table first).
+
+        Raises
+        ------
+        OSError
+            If the flush fails (the locks are given up all the same).
+        """
+        if self._rootdir is not None:
+            writer.release_table(self)
 
     def __array__(self, dtype=None, copy=None):
         out = self[:]
         return out if dtype is None else out.astype(dtype)
 
     def __reduce__(self):
-        # On disk: reopen by rootdir, keeping the mode; in memory: carry the data.
+        # On disk: flush, then the copy reopens the directory read-only (a worker
+        # process never becomes a second writer); in memory: carry the data.
         if self._rootdir is not None:
             self.flush()
-            return (_reopen, (self._rootdir, self._mode))
+            return (_reopen, (self._rootdir, "r"))
         return (ctable, (self[:],))
 
     def __sizeof__(self) -> int:

@@ -14,6 +14,8 @@ exceptions.
 
 from __future__ import annotations
 
+import errno
+
 __all__ = [
     "BcolzxError",
     "CodecError",
@@ -22,6 +24,8 @@ __all__ = [
     "TruncatedDataError",
     "UnsupportedFormatError",
     "ReadOnlyError",
+    "LockedError",
+    "ConcurrentModificationError",
     "BufferTooSmallError",
     "BcolzxMemoryError",
     "InvalidParameterError",
@@ -99,6 +103,57 @@ class UnsupportedFormatError(BcolzxError, ValueError):
 
 class ReadOnlyError(BcolzxError, PermissionError):
     """A write was attempted on data opened read-only (mode ``'r'``)."""
+
+
+class LockedError(BcolzxError, BlockingIOError):
+    """Another writer holds the dataset's write lock.
+
+    A :class:`BlockingIOError` (an ``OSError``/``IOError`` with errno
+    ``EAGAIN``, as h5py reports a locked file), so that legacy code catching
+    ``IOError`` around a write keeps catching it.
+
+    Parameters
+    ----------
+    rootdir : str
+        The dataset directory.
+    pid : int, optional
+        The holder's process id, as it recorded it in the lock file.
+    host : str, optional
+        The holder's host name, as recorded.
+    waited : float, optional
+        Seconds spent waiting for the lock before giving up.
+    same_process : bool
+        The holder is another object of this very process.
+    """
+
+    def __init__(self, rootdir: str, *, pid: int | None = None, host: str | None = None,
+                 waited: float | None = None, same_process: bool = False) -> None:
+        if same_process:
+            who = f"another object of this process (pid {pid})"
+            hint = ("close it first (obj.close(), a with block, or del obj), or open this one "
+                    "in mode 'r'")
+        elif pid is not None:
+            who = f"process {pid}" + (f" on {host}" if host else "")
+            hint = "wait for it, pass lock_timeout=seconds, or open in mode 'r' to read"
+        else:
+            who = "another process"
+            hint = "wait for it, pass lock_timeout=seconds, or open in mode 'r' to read"
+        after = f" after waiting {waited:.3g} s" if waited else ""
+        super().__init__(errno.EAGAIN, f"{rootdir} is locked for writing by {who}{after}; "
+                                       f"{hint}")
+        self.rootdir = rootdir
+        self.pid = pid
+        self.host = host
+
+
+class ConcurrentModificationError(BcolzxError, RuntimeError):
+    """The dataset was changed by another writer in a way this object cannot follow.
+
+    Raised to a reader whose rows were removed (shrunk) or moved under it, and
+    to an object whose unsaved changes were made on a state of the dataset
+    that another writer has since replaced.  Nothing is written; open the
+    dataset again.
+    """
 
 
 class BufferTooSmallError(BcolzxError, ValueError):

@@ -114,6 +114,30 @@ def _check_blocking(blocksize: Any, bytedelta: Any) -> tuple[int, str]:
     return blocksize, bytedelta
 
 
+def check_lock_timeout(value: Any) -> float:
+    """Validate a write-lock timeout: seconds >= 0, ``math.inf`` to wait for ever.
+
+    Raises
+    ------
+    TypeError
+        If `value` is not a real number.
+    ValueError
+        If it is negative or NaN.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"lock_timeout must be a number of seconds (or math.inf), not "
+                        f"{type(value).__name__}")
+    value = float(value)
+    if not value >= 0:
+        raise ValueError(f"lock_timeout must be >= 0 seconds (math.inf waits for ever), not "
+                         f"{value}")
+    return value
+
+
+#: The most threads a compressor or decompressor takes (bcolzx._ext.codec).
+MAX_NTHREADS = 1024
+
+
 def _check_nthreads(nthreads: Any) -> int:
     if isinstance(nthreads, bool):
         raise TypeError("nthreads must be an int, not a bool")
@@ -121,8 +145,8 @@ def _check_nthreads(nthreads: Any) -> int:
         nthreads = operator.index(nthreads)
     except TypeError:
         raise TypeError(f"nthreads must be an int, not {type(nthreads).__name__}") from None
-    if nthreads < 1:
-        raise ValueError(f"nthreads must be at least 1, not {nthreads}")
+    if not 1 <= nthreads <= MAX_NTHREADS:  # what the codec accepts: refused before any change
+        raise ValueError(f"nthreads must be between 1 and {MAX_NTHREADS}, not {nthreads}")
     return nthreads
 
 
@@ -161,7 +185,7 @@ def _numexpr_usable() -> bool:
 
 
 class cparams:  # noqa: N801 - legacy name
-    """cparams(clevel=None, shuffle=None, cname=None, quantize=None)
+    """cparams(clevel=None, shuffle=None, cname=None, quantize=None, *, blocksize=None, bytedelta=None)
 
     Parameters for compression and the other filters; immutable.
 
@@ -354,15 +378,21 @@ class Defaults:
         'cname': 'lz4', 'quantize': 0}`` initially.  Assign a dict with all
         four keys or a :class:`cparams`; or change single entries with
         :meth:`cparams.setdefaults`.
-    vm : {'numexpr', 'python'}
+    vm : {'numexpr', 'python', 'dask'}
         The virtual machine of ``eval()``: 'numexpr' when numexpr (>= 2.5.2)
-        is installed, else 'python'.  ``eval_vm`` is the legacy alias.
+        is installed, else 'python'; 'dask' (when Dask is installed) evaluates
+        blocks as Dask tasks.  ``eval_vm`` is the legacy alias.
     out_flavor : {'bcolz', 'carray', 'numpy'}
         What ``eval()`` returns: a carray ('bcolz', 'carray'; the default) or a
         NumPy array ('numpy').  ``eval_out_flavor`` is the legacy alias.
     nthreads : int
         Threads used for compression and decompression; initially
         ``min(detect_number_of_cores(), 8)``.
+    lock_timeout : float
+        Seconds a writer waits for a dataset another writer holds before
+        :class:`~bcolzx.LockedError` (the default of the ``lock_timeout``
+        argument of carray, ctable and open): 0 (initially) fails at once,
+        ``math.inf`` waits for ever.
 
     Raises
     ------
@@ -372,7 +402,7 @@ class Defaults:
 
     choices: dict[str, tuple[str, ...]] = {
         "out_flavor": ("bcolz", "carray", "numpy"),
-        "vm": ("numexpr", "python"),
+        "vm": ("numexpr", "python", "dask"),
     }
 
     def __init__(self) -> None:
@@ -385,6 +415,7 @@ class Defaults:
         self._vm: str | None = None  # decided on first read
         self._out_flavor = "bcolz"
         self._nthreads: int | None = None  # decided on first read
+        self._lock_timeout = 0.0
 
     def check_choices(self, name: str, value: Any) -> None:
         """Raise ValueError unless `value` is an accepted value of default `name`.
@@ -448,7 +479,7 @@ class Defaults:
 
     @property
     def vm(self) -> str:
-        """Virtual machine for ``eval()``: 'numexpr' or 'python'."""
+        """Virtual machine for ``eval()``: 'numexpr', 'python' or 'dask'."""
         if self._vm is None:
             self._vm = "numexpr" if _numexpr_usable() else "python"
         return self._vm
@@ -461,6 +492,9 @@ class Defaults:
                 "cannot use `numexpr` virtual machine "
                 f"(numexpr >= {MIN_NUMEXPR_VERSION} is not installed)"
             )
+        if value == "dask" and importlib.util.find_spec("dask") is None:
+            raise ValueError("cannot use `dask` virtual machine (Dask is not installed: "
+                             "pip install 'bcolzx[dask]')")
         self._vm = value
 
     eval_vm = vm  # legacy alias
@@ -490,6 +524,25 @@ class Defaults:
             self._nthreads = _check_nthreads(value)
         except TypeError as exc:
             raise ValueError(str(exc)) from None
+
+    @property
+    def lock_timeout(self) -> float:
+        """Seconds a writer waits for a dataset's write lock (0: fail at once)."""
+        return self._lock_timeout
+
+    @lock_timeout.setter
+    def lock_timeout(self, value: float) -> None:
+        self._lock_timeout = check_lock_timeout(value)
+
+    def resolve_lock_timeout(self, value: Any) -> float:
+        """`value` validated, or this default when it is None.
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :func:`check_lock_timeout`.
+        """
+        return self._lock_timeout if value is None else check_lock_timeout(value)
 
     def __repr__(self) -> str:
         return (
@@ -609,7 +662,7 @@ def blosc_set_nthreads(nthreads: int) -> int:
     TypeError
         If `nthreads` is not an int.
     ValueError
-        If `nthreads` is less than 1.
+        If `nthreads` is not between 1 and 1024; nothing is changed.
 
     Examples
     --------
@@ -645,7 +698,7 @@ def set_nthreads(nthreads: int) -> int:
     TypeError
         If `nthreads` is not an int.
     ValueError
-        If `nthreads` is less than 1.
+        If `nthreads` is not between 1 and 1024; nothing is changed.
 
     See Also
     --------
@@ -654,7 +707,9 @@ def set_nthreads(nthreads: int) -> int:
     previous = blosc_set_nthreads(nthreads)
     numexpr = sys.modules.get("numexpr")
     if numexpr is not None and hasattr(numexpr, "set_num_threads"):
-        numexpr.set_num_threads(defaults.nthreads)
+        # numexpr caps its own threads (NUMEXPR_MAX_THREADS) and prints an error past it.
+        numexpr.set_num_threads(min(defaults.nthreads, getattr(numexpr, "MAX_THREADS",
+                                                                defaults.nthreads)))
     return previous
 
 

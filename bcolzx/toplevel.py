@@ -51,8 +51,11 @@ def blosc_compressor_list() -> list[str]:
 
 # --- constructors and directory helpers (bcolz 1.2 names and signatures) ----------
 
+import contextlib as _contextlib  # noqa: E402
 import itertools as _itertools  # noqa: E402
+import math as _math  # noqa: E402
 import os as _os  # noqa: E402
+import shutil as _shutil  # noqa: E402
 import warnings as _warnings  # noqa: E402
 
 import numpy as _np  # noqa: E402
@@ -106,6 +109,7 @@ def fill(shape, dflt=None, dtype=float, **kwargs) -> _carray:
     """
     n, rowshape = _shape_len(shape)
     dtype = _np.dtype(dtype)
+    _layout.check_rows(n, dtype.itemsize * _math.prod(rowshape))  # before anything is created
     kwargs.setdefault("expectedlen", n)
     if dtype.names and not rowshape:
         return _fill_ctable(n, dflt, dtype, kwargs)
@@ -195,6 +199,7 @@ def arange(start=None, stop=None, step=None, dtype=None, **kwargs) -> _carray:
     n = len(range(start, stop, step)) if all(isinstance(x, (int, _np.integer))
                                              for x in (start, stop, step)) \
         else len(_np.arange(start, stop, step))
+    _layout.check_rows(n, dtype.itemsize)  # before anything is created
     kwargs.setdefault("expectedlen", n)
     ca = _carray(_np.empty(0, dtype), **kwargs)
     blen = ca.chunklen * 16
@@ -228,7 +233,8 @@ def fromiter(iterable, dtype, count, **kwargs) -> _carray:
     Raises
     ------
     ValueError
-        If the iterable ends before `count` values.
+        If the iterable ends before `count` values, or `count` values would
+        not fit a dataset; a `rootdir` the call created is removed.
 
     Examples
     --------
@@ -239,15 +245,30 @@ def fromiter(iterable, dtype, count, **kwargs) -> _carray:
     dtype = _np.dtype(dtype)
     count = int(count)
     if count >= 0:
+        _layout.check_rows(count, dtype.itemsize)  # before anything is created
         kwargs.setdefault("expectedlen", count)
-    if dtype.names:
-        return _fromiter_ctable(iterable, dtype, count, kwargs)
-    ca = _carray(_np.empty(0, dtype), **kwargs)
-    for block in _iter_blocks(iterable, dtype, count, ca.chunklen):
-        ca._engine.append(ca._rows(block))
-    if ca.rootdir is not None:
-        ca.flush()
-    return ca
+    with _removed_on_failure(kwargs.get("rootdir")):
+        if dtype.names:
+            return _fromiter_ctable(iterable, dtype, count, kwargs)
+        ca = _carray(_np.empty(0, dtype), **kwargs)
+        for block in _iter_blocks(iterable, dtype, count, ca.chunklen):
+            ca._engine.append(ca._rows(block))
+        if ca.rootdir is not None:
+            ca.flush()
+        return ca
+
+
+@_contextlib.contextmanager
+def _removed_on_failure(rootdir):
+    """Remove `rootdir` if the block fails and it did not exist before: a dataset
+    that could not be built completely is not left half-written."""
+    existed = rootdir is None or _os.path.lexists(rootdir)
+    try:
+        yield
+    except BaseException:
+        if not existed:
+            _shutil.rmtree(rootdir, ignore_errors=True)
+        raise
 
 
 def _iter_blocks(iterable, dtype: _np.dtype, count: int, blen: int):
@@ -297,7 +318,7 @@ def _kind(path: str) -> str | None:
     return None
 
 
-def open(rootdir, mode: str = "a"):  # noqa: A001 - legacy name
+def open(rootdir, mode: str = "a", *, lock_timeout=None):  # noqa: A001 - legacy name
     """Open a persistent carray or ctable (legacy ``bcolz.open``).
 
     Parameters
@@ -306,6 +327,9 @@ def open(rootdir, mode: str = "a"):  # noqa: A001 - legacy name
         The dataset directory.
     mode : {'r', 'a', 'w'}
         Read-only, read-write, or replace ('w' opens an emptied carray).
+    lock_timeout : float, optional
+        Seconds to wait, at the first change, for a dataset another writer
+        holds (default ``bcolzx.defaults.lock_timeout``; see :class:`carray`).
 
     Returns
     -------
@@ -316,6 +340,8 @@ def open(rootdir, mode: str = "a"):  # noqa: A001 - legacy name
     ------
     FileNotFoundError
         If `rootdir` holds no dataset.
+    LockedError
+        In mode 'w', if another writer holds the dataset (nothing is changed).
 
     Examples
     --------
@@ -336,13 +362,14 @@ def open(rootdir, mode: str = "a"):  # noqa: A001 - legacy name
             old = ctable(rootdir=rootdir, mode="r")
             empty = [_np.empty((0, *c.shape[1:]), c.dtype) for c in old.cols.values()]
             return ctable(empty, names=old.names, cparams=old.cparams, rootdir=rootdir,
-                          mode="w")
-        return ctable(rootdir=rootdir, mode=mode)
+                          mode="w", lock_timeout=lock_timeout)
+        return ctable(rootdir=rootdir, mode=mode, lock_timeout=lock_timeout)
     if mode == "w":
         old = _carray(rootdir=rootdir, mode="r")
         return _carray(_np.empty((0, *old.shape[1:]), old.dtype), cparams=old.cparams,
-                       dflt=old.dflt, chunklen=old.chunklen, rootdir=rootdir, mode="w")
-    return _carray(rootdir=rootdir, mode=mode)
+                       dflt=old.dflt, chunklen=old.chunklen, rootdir=rootdir, mode="w",
+                       lock_timeout=lock_timeout)
+    return _carray(rootdir=rootdir, mode=mode, lock_timeout=lock_timeout)
 
 
 def walk(dir, classname=None, mode="a"):  # noqa: A002 - legacy name
@@ -400,7 +427,7 @@ from bcolzx.vars import split_operands as _split  # noqa: E402
 
 __all__ += ["eval"]
 
-_VMS = ("python", "numexpr")
+_VMS = ("python", "numexpr", "dask")
 _FLAVORS = ("bcolz", "carray", "numpy")
 
 
@@ -418,8 +445,12 @@ def eval(expression, vm=None, out_flavor=None, user_dict=None, blen=None, **kwar
     Parameters
     ----------
     expression : str
-    vm : {'numexpr', 'python'}, optional
-        Default ``bcolzx.defaults.vm``; both give identical results.
+    vm : {'numexpr', 'python', 'dask'}, optional
+        Default ``bcolzx.defaults.vm``; all give identical results.  'dask'
+        evaluates the blocks as Dask tasks with Dask's current scheduler (a
+        ``distributed`` client's cluster when there is one), each with
+        numexpr when installed; blocks of on-disk carrays are read by the
+        tasks from the files.
     out_flavor : {'bcolz', 'carray', 'numpy'}, optional
         A carray (default, ``bcolzx.defaults.out_flavor``) or a NumPy array.
     user_dict : dict, optional
@@ -466,6 +497,11 @@ def _evaluate(expr, columns, scalars, vm=None, out_flavor=None, blen=None, lengt
     vm = _defaults.vm if vm is None else vm
     if vm not in _VMS:
         raise ValueError(f"vm must be one of {_VMS}, not {vm!r}")
+    engine = _qblocks
+    if vm == "dask":  # each block a Dask task (bcolzx.interop.dask)
+        from bcolzx.interop import dask as engine
+
+        vm = engine.local_vm()
     flavor = _defaults.out_flavor if out_flavor is None else out_flavor
     if flavor not in _FLAVORS:
         raise ValueError(f"out_flavor must be one of {_FLAVORS}, not {flavor!r}")
@@ -476,7 +512,7 @@ def _evaluate(expr, columns, scalars, vm=None, out_flavor=None, blen=None, lengt
         if flavor == "numpy":
             if not columns:
                 return _np.broadcast_to(expr.evaluate(scalars, vm), (length,)).copy()
-            return _qblocks.evaluate(expr, columns, scalars, blen=blen, vm=vm)
+            return engine.evaluate(expr, columns, scalars, blen=blen, vm=vm)
         result = _np.broadcast_to(expr.evaluate(scalars, vm), (length,))
         return _carray(result, **kwargs)
     dtypes = {**{n: c.dtype for n, c in columns.items()},
@@ -485,7 +521,7 @@ def _evaluate(expr, columns, scalars, vm=None, out_flavor=None, blen=None, lengt
     shape = _np.broadcast_shapes(*[tuple(c.shape[1:]) for c in columns.values()])
     kwargs.setdefault("expectedlen", n)
     out = _carray(_np.empty((0, *shape), expr.dtype(dtypes)), **kwargs)
-    for _, block in _qblocks.evaluate_blocks(expr, columns, scalars, blen=blen, vm=vm):
+    for _, block in engine.evaluate_blocks(expr, columns, scalars, blen=blen, vm=vm):
         out._engine.append(out._rows(block))
     if out.rootdir is not None:
         out.flush()

@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from bcolzx import attrs as _attrs
 from bcolzx._format import jsonfile, layout
 from bcolzx._format import legacy as _legacy
+from bcolzx._format.meta import read_sizes
+from bcolzx._format.spare import spare_copy_note
+from bcolzx._recovery import torn_lengths
 from bcolzx.errors import BcolzxError
 
 __all__ = ["Problem", "Report", "verify"]
@@ -56,6 +60,11 @@ class Report:
         Stored chunks checked.
     problems : list of Problem
         Everything wrong; empty when the dataset is sound.
+    notes : list of Problem
+        What is not as a writer leaves it but costs no data and does not
+        fail the check: an index copy the dataset does not use that is
+        invalid, rows some columns of a ctable hold past the table's length
+        (both also what a writer killed at the wrong instant leaves).
     """
 
     rootdir: str
@@ -64,6 +73,7 @@ class Report:
     rows: int = 0
     chunks: int = 0
     problems: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -76,10 +86,11 @@ class Report:
     def __str__(self) -> str:
         head = (f"{self.rootdir}: {self.kind} ({self.format}), {self.rows} rows, "
                 f"{self.chunks} chunks checked: ")
+        notes = "".join(f"\n  note: {p}" for p in self.notes)
         if self.ok:
-            return head + "OK"
+            return head + "OK" + notes
         return head + f"{len(self.problems)} problem(s)\n" + "\n".join(
-            f"  {p}" for p in self.problems)
+            f"  {p}" for p in self.problems) + notes
 
 
 def _problem(exc: BaseException, path: str | None = None) -> Problem:
@@ -87,7 +98,7 @@ def _problem(exc: BaseException, path: str | None = None) -> Problem:
                    f"{type(exc).__name__}: {exc}")
 
 
-def _verify_carray(path: str, report: Report) -> int | None:
+def _verify_carray(path: str, report: Report, progress=None) -> int | None:
     """Check one carray directory; its length, or None when it cannot be opened."""
     from bcolzx.carray import carray
 
@@ -100,11 +111,26 @@ def _verify_carray(path: str, report: Report) -> int | None:
     if report.format == "unknown":
         report.format = "bcolzx" if eng.store.native else "legacy-v1"
     report.chunks += eng.nfull + (1 if eng.nleft else 0)
-    report.problems.extend(_problem(e, path) for e in eng.verify())
+    report.problems.extend(_problem(e, path) for e in eng.verify(progress))
+    if eng.store.native:
+        _spare_copies(path, eng.store, report)
     return len(c)
 
 
-def verify(rootdir) -> Report:
+def _spare_copies(path: str, store, report: Report) -> None:
+    """Notes on the index copies the dataset does not use (see bcolzx._format.spare)."""
+    try:
+        generations = read_sizes(path).generations
+    except (BcolzxError, OSError):
+        return  # reported when the carray was opened
+    for number, generation in enumerate(generations):
+        file = layout.data_path(path, number)
+        note = spare_copy_note(file, store.geometry, generation)
+        if note is not None:
+            report.notes.append(Problem(file, None, note))
+
+
+def verify(rootdir, *, progress=None) -> Report:
     """Check every file and every chunk of a carray or ctable directory.
 
     Reads everything (metadata, indexes, every chunk with its checksum, the
@@ -115,6 +141,10 @@ def verify(rootdir) -> Report:
     ----------
     rootdir : str or os.PathLike
         The dataset directory.
+    progress : callable, optional
+        Called after each chunk checked with the uncompressed bytes of its
+        rows (their sum over a sound dataset is its ``nbytes``); the command
+        line draws its progress bar with it.
 
     Returns
     -------
@@ -143,35 +173,32 @@ def verify(rootdir) -> Report:
     if os.path.isfile(rootdirs):
         report.kind = "ctable"
         try:
-            meta = jsonfile.read_json(rootdirs)
-            names = meta.get("names")
-            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-                raise ValueError(f"{layout.ROOTDIRS_FILE} must hold {{'names': [...]}}")
+            names = layout.column_names(jsonfile.read_json(rootdirs), rootdirs)
         except (BcolzxError, ValueError) as exc:
             report.problems.append(_problem(exc, rootdirs))
             return report
         lengths = {}
         for name in names:
-            n = _verify_carray(os.path.join(rootdir, name), report)
+            n = _verify_carray(os.path.join(rootdir, name), report, progress)
             if n is not None:
                 lengths[name] = n
-        if len(set(lengths.values())) > 1:
-            report.problems.append(Problem(rootdir, None,
-                                           f"columns have different lengths {lengths}"))
+        torn = torn_lengths(lengths)
+        if torn is not None:  # what a crash between two columns' commits leaves
+            report.notes.append(Problem(rootdir, None, torn))
         report.rows = min(lengths.values(), default=0)
     elif os.path.isfile(layout.meta_path(rootdir, layout.STORAGE_FILE)):
         report.kind = "carray"
-        report.rows = _verify_carray(rootdir, report) or 0
+        report.rows = _verify_carray(rootdir, report, progress) or 0
     else:
         report.problems.append(Problem(rootdir, None, "no meta/storage or __rootdirs__: not "
                                                       "a carray or ctable directory"))
         return report
-    attrs = os.path.join(rootdir, layout.ATTRS_FILE)
-    if os.path.exists(attrs):
-        try:
-            jsonfile.read_json(attrs)
-        except (BcolzxError, ValueError) as exc:
-            report.problems.append(_problem(exc, attrs))
+    try:  # with the seal's rules: a sealed dataset's __attrs__ must be there, sealed
+        _attrs.attrs(rootdir, "r")
+    except (BcolzxError, ValueError, OSError) as exc:
+        problem = _problem(exc, os.path.join(rootdir, layout.ATTRS_FILE))
+        if problem not in report.problems:  # a carray's own open reported it already
+            report.problems.append(problem)
     if report.format == "unknown" and _legacy.is_legacy(rootdir):
         report.format = "legacy-v1"
     return report

@@ -69,6 +69,13 @@ cdef extern from "blosc2.h" nogil:
     int blosc2_compname_to_compcode(const char* compname)
     const char* blosc2_error_string(int error_code)
 
+    # Called only in a child process created by fork(), where the worker threads
+    # of C-Blosc2's shared pool do not exist (bcolzx/_ext/codec.pyx).
+    void blosc2_set_threads_callback(
+        void (*callback)(void* callback_data, void (*dojob)(void*) noexcept nogil,
+                         int numjobs, size_t jobdata_elsize, void* jobdata) noexcept nogil,
+        void* callback_data)
+
     blosc2_context* blosc2_create_cctx(blosc2_cparams cparams)
     blosc2_context* blosc2_create_dctx(blosc2_dparams dparams)
     void blosc2_free_ctx(blosc2_context* context)

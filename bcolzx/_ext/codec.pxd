@@ -9,12 +9,15 @@ cimport cblosc2 as c
 
 cdef class _Locked:
     cdef PyThread_type_lock _lock
+    cdef object __weakref__
     cdef void acquire(self) noexcept nogil
     cdef void release(self) noexcept nogil
 
 
 cdef class Compressor(_Locked):
     cdef c.blosc2_context* ctx
+    cdef c.blosc2_cparams _cparams      # what ctx was made from (made again after fork)
+    cdef Py_ssize_t _largest            # the largest buffer ctx has compressed
     cdef readonly str cname
     cdef readonly int clevel, shuffle, typesize, blocksize, nthreads
     cdef readonly bint bytedelta
@@ -31,6 +34,7 @@ cdef class Decompressor(_Locked):
     cdef c.blosc2_context** workers      # one single-threaded context per worker
     cdef c.blosc2_context** workers1     # the same, for Blosc 1.x chunks
     cdef c.blosc2_context* _ctx_for(self, const uint8_t* src) noexcept nogil
+    cdef int _make_contexts(self) except -1
     cdef readonly int nthreads
     cdef int _decompress(self, const uint8_t* src, Py_ssize_t srcsize, void* dest,
                          Py_ssize_t destsize) except -1

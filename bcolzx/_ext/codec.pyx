@@ -18,12 +18,15 @@ from cpython.pythread cimport (
     WAIT_LOCK,
 )
 from libc.stdint cimport int32_t, uint8_t
-from libc.stdlib cimport calloc, free
+from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcmp, memcpy, memset
 
 cimport cblosc2 as c
 
 from bcolzx._ext._buffers cimport get_buffer
+
+import os
+import weakref
 
 from bcolzx.errors import TruncatedDataError, blosc2_error
 
@@ -249,6 +252,82 @@ cdef class _Locked:
     cdef void release(self) noexcept nogil:
         PyThread_release_lock(self._lock)
 
+    def _after_fork(self):
+        """In a child just forked: a new lock and new contexts, the inherited ones
+        abandoned (another thread of the parent may have held the lock; the
+        contexts' worker threads do not exist here; freeing them would join
+        threads that are not ours)."""
+        self._lock = PyThread_allocate_lock()
+        if self._lock == NULL:  # pragma: no cover - out of memory in a fresh child
+            raise MemoryError("cannot allocate a lock")
+
+
+cdef extern from "<pthread.h>" nogil:
+    ctypedef struct pthread_t:
+        pass
+    int pthread_create(pthread_t* thread, const void* attr,
+                       void* (*start)(void*) noexcept nogil, void* arg)
+    int pthread_join(pthread_t thread, void** retval)
+
+
+# Every live codec object, so that a child created by fork() can give each new
+# C-Blosc2 contexts.  Process state by nature; touched only at creation and in
+# the fork hook.
+_live = weakref.WeakSet()
+
+ctypedef void (*_dojob_t)(void*) noexcept nogil
+
+cdef struct _Job:
+    _dojob_t dojob
+    void* arg
+
+
+cdef void* _run_job(void* arg) noexcept nogil:
+    cdef _Job* job = <_Job*>arg
+    job.dojob(job.arg)
+    return NULL
+
+
+cdef void _jobs_on_new_threads(void* data, _dojob_t dojob, int numjobs, size_t elsize,
+                               void* jobdata) noexcept nogil:
+    """C-Blosc2's threads callback in a forked child: the jobs of one call on threads
+    started for it (a job that gets no thread runs here, after the first)."""
+    cdef _Job* jobs = <_Job*>calloc(numjobs, sizeof(_Job))
+    cdef pthread_t* threads = <pthread_t*>calloc(numjobs, sizeof(pthread_t))
+    cdef char* started = <char*>calloc(numjobs, 1)
+    cdef int i
+    if jobs == NULL or threads == NULL or started == NULL:
+        for i in range(numjobs):
+            dojob(<char*>jobdata + i * elsize)
+    else:
+        for i in range(1, numjobs):
+            jobs[i].dojob = dojob
+            jobs[i].arg = <char*>jobdata + i * elsize
+            started[i] = pthread_create(&threads[i], NULL, _run_job, &jobs[i]) == 0
+        dojob(jobdata)
+        for i in range(1, numjobs):
+            if started[i]:
+                pthread_join(threads[i], NULL)
+            else:
+                dojob(jobs[i].arg)
+    free(jobs)
+    free(threads)
+    free(started)
+
+
+def _after_fork_in_child():
+    # C-Blosc2 3.x runs the threads of contexts with nthreads > 1 in one pool
+    # shared by the library; a forked child inherits its bookkeeping but not its
+    # threads, and would wait for them for ever.  From now on, each call starts
+    # its own threads (c-blosc-vendor/README.md).  The child has one thread here.
+    c.blosc2_set_threads_callback(_jobs_on_new_threads, NULL)
+    for obj in list(_live):
+        obj._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
 
 cdef int _check_nthreads(object nthreads) except -1:
     if not isinstance(nthreads, int) or isinstance(nthreads, bool):
@@ -324,9 +403,18 @@ cdef class Compressor(_Locked):
             cp.filters_meta[c.BLOSC2_MAX_FILTERS - 1] = typesize  # its stride (<= 255 here)
         else:
             cp.filters[c.BLOSC2_MAX_FILTERS - 1] = shuffle
+        self._cparams = cp
         with nogil:
             self.ctx = c.blosc2_create_cctx(cp)
         if self.ctx == NULL:
+            raise MemoryError("cannot create a C-Blosc2 compression context")
+        _live.add(self)
+
+    def _after_fork(self):
+        _Locked._after_fork(self)
+        self._largest = 0
+        self.ctx = c.blosc2_create_cctx(self._cparams)  # the parent's is abandoned
+        if self.ctx == NULL:  # pragma: no cover - out of memory in a fresh child
             raise MemoryError("cannot create a C-Blosc2 compression context")
 
     def __dealloc__(self):
@@ -344,9 +432,35 @@ cdef class Compressor(_Locked):
         _check_src_size(srcsize, "src")
         if destsize > c.BLOSC2_MAX_BUFFERSIZE + c.BLOSC2_MAX_OVERHEAD:
             destsize = c.BLOSC2_MAX_BUFFERSIZE + c.BLOSC2_MAX_OVERHEAD
+        cdef c.blosc2_context* ctx
+        cdef c.blosc2_context* old
+        cdef bint fresh
         with nogil:
             self.acquire()
-            rc = c.blosc2_compress_ctx(self.ctx, src, <int32_t>srcsize, dest, <int32_t>destsize)
+            # C-Blosc2 (3.3.5 at least) keeps in a context the block size it
+            # chose for a buffer, and uses it for every later buffer: after a
+            # leftover of a few KiB, every chunk would be cut in blocks of a
+            # few KiB (slower, worse compression, and blocks of an odd size,
+            # which its getitem mishandles).  A buffer smaller than the
+            # largest one compressed gets a context of its own; a larger one,
+            # a new main context.
+            fresh = srcsize < self._largest
+            if fresh:
+                ctx = c.blosc2_create_cctx(self._cparams)
+            else:
+                if srcsize > self._largest and self._largest:
+                    old, self.ctx = self.ctx, c.blosc2_create_cctx(self._cparams)
+                    if self.ctx == NULL:
+                        self.ctx = old
+                    else:
+                        c.blosc2_free_ctx(old)
+                self._largest = srcsize
+                ctx = self.ctx
+            rc = -4  # BLOSC2_ERROR_MEMORY, if the context could not be made
+            if ctx != NULL:
+                rc = c.blosc2_compress_ctx(ctx, src, <int32_t>srcsize, dest, <int32_t>destsize)
+            if fresh and ctx != NULL:
+                c.blosc2_free_ctx(ctx)
             self.release()
         if rc < 0:
             raise _error(rc, "compress", False)
@@ -428,14 +542,6 @@ cdef class Compressor(_Locked):
             PyBuffer_Release(&sview)
 
 
-cdef extern from "<pthread.h>" nogil:
-    ctypedef struct pthread_t:
-        pass
-    int pthread_create(pthread_t* thread, const void* attr,
-                       void* (*start)(void*) noexcept nogil, void* arg)
-    int pthread_join(pthread_t thread, void** retval)
-
-
 # Format version (first header byte) of the first Blosc2 chunk format; C-Blosc
 # 1.x chunks have 1 or 2.
 cdef enum:
@@ -485,13 +591,17 @@ cdef class Decompressor(_Locked):
         For a bad `nthreads`.
     """
     def __cinit__(self, nthreads=1):
-        cdef c.blosc2_dparams dp = c.BLOSC2_DPARAMS_DEFAULTS
-        cdef int i
         self.nthreads = _check_nthreads(nthreads)
         self.workers = <c.blosc2_context**>calloc(self.nthreads, sizeof(c.blosc2_context*))
         self.workers1 = <c.blosc2_context**>calloc(self.nthreads, sizeof(c.blosc2_context*))
         if self.workers == NULL or self.workers1 == NULL:
             raise MemoryError("cannot allocate decompression contexts")
+        self._make_contexts()
+        _live.add(self)
+
+    cdef int _make_contexts(self) except -1:
+        cdef c.blosc2_dparams dp = c.BLOSC2_DPARAMS_DEFAULTS
+        cdef int i
         dp.nthreads = self.nthreads
         self.ctx = c.blosc2_create_dctx(dp)
         self.ctx1 = c.blosc2_create_dctx(dp)
@@ -503,6 +613,11 @@ cdef class Decompressor(_Locked):
                 raise MemoryError("cannot create a C-Blosc2 decompression context")
         if self.ctx == NULL or self.ctx1 == NULL:
             raise MemoryError("cannot create a C-Blosc2 decompression context")
+        return 0
+
+    def _after_fork(self):
+        _Locked._after_fork(self)
+        self._make_contexts()  # the parent's contexts are abandoned, never freed here
 
     def __dealloc__(self):
         cdef int i
@@ -619,7 +734,8 @@ cdef class Decompressor(_Locked):
         cdef int flags, rc
         cdef Py_ssize_t size, destsize
         cdef void* dest
-        cdef bint split = False
+        cdef Py_ssize_t lead, first, span
+        cdef char* scratch = NULL
         cdef bint held = False
         cdef c.blosc2_context* ctx
         cdef object result
@@ -646,23 +762,29 @@ cdef class Decompressor(_Locked):
             if size == 0:
                 return result
             # C-Blosc2 (3.3.5 at least) returns the wrong block for a range of
-            # exactly one block's bytes that does not start on a block boundary:
-            # such a range is read in two calls (all items but the last, then it).
-            split = (size == blocksize and nitems > 1 and
-                     (start * <Py_ssize_t>typesize) % blocksize != 0)
+            # exactly one block's bytes (a whole block, or the shorter last
+            # block of the chunk) that does not start on a block boundary.
+            # Such a range is read from the start of its block (a range that
+            # starts on a block boundary is read right) into a scratch buffer.
+            lead = (start * <Py_ssize_t>typesize) % blocksize if blocksize > 0 else 0
+            if lead and (size == blocksize or size == nbytes % blocksize):
+                if lead % <Py_ssize_t>typesize == 0:
+                    first, span = start - lead // <Py_ssize_t>typesize, lead + size
+                else:  # (blocks not made of whole items) the whole chunk
+                    first, span, lead = 0, nbytes, start * <Py_ssize_t>typesize
+                scratch = <char*>malloc(span)
+                if scratch == NULL:
+                    raise MemoryError(f"cannot allocate {span} bytes for getitem")
             ctx = self._ctx_for(<const uint8_t*>sview.buf)
             with nogil:
                 self.acquire()
-                if split:
-                    rc = c.blosc2_getitem_ctx(ctx, sview.buf, cbytes, <int>start,
-                                              <int>(nitems - 1), dest,
-                                              <int32_t>(size - typesize))
-                    if rc == <int>(size - typesize):
-                        rc = c.blosc2_getitem_ctx(
-                            ctx, sview.buf, cbytes, <int>(start + nitems - 1), 1,
-                            <char*>dest + size - typesize, <int32_t>typesize)
-                        if rc == <int>typesize:
-                            rc = <int>size
+                if scratch != NULL:
+                    rc = c.blosc2_getitem_ctx(ctx, sview.buf, cbytes, <int>first,
+                                              <int>(span // <Py_ssize_t>typesize), scratch,
+                                              <int32_t>span)
+                    if rc == <int>span:
+                        memcpy(dest, scratch + lead, size)
+                        rc = <int>size
                 else:
                     rc = c.blosc2_getitem_ctx(ctx, sview.buf, cbytes, <int>start,
                                               <int>nitems, dest, <int32_t>size)
@@ -673,6 +795,7 @@ cdef class Decompressor(_Locked):
                 raise _error(-3, "getitem", True)
             return result
         finally:
+            free(scratch)
             if held:
                 PyBuffer_Release(&dview)
             PyBuffer_Release(&sview)

@@ -7,6 +7,7 @@ import os
 import tempfile
 from typing import Any
 
+from bcolzx._format import seal as _seal
 from bcolzx.errors import CorruptDataError
 
 
@@ -58,8 +59,12 @@ def write_atomic(path: str, data: bytes, *, durable: bool = True) -> None:
         fsync_dir(directory)
 
 
-def write_json(path: str, obj: Any, *, durable: bool = True) -> None:
+def write_json(path: str, obj: Any, *, durable: bool = True, seal: bool = True,
+               uid: str | None = None) -> None:
     """Write `obj` as JSON to `path` atomically (see :func:`write_atomic`).
+
+    A dict is sealed (docs/format/README.md §2c: a checksum, and `uid` when
+    given) unless `seal` is False, which legacy (format v1) datasets need.
 
     Raises
     ------
@@ -68,12 +73,15 @@ def write_json(path: str, obj: Any, *, durable: bool = True) -> None:
     OSError
         If the file system refuses.
     """
-    data = json.dumps(obj, allow_nan=True).encode("utf-8")
+    if seal and isinstance(obj, dict):
+        data = _seal.seal(obj, os.path.basename(path), uid)
+    else:
+        data = json.dumps(obj, allow_nan=True).encode("utf-8")
     write_atomic(path, data, durable=durable)
 
 
-def read_json(path: str, *, kind: type | None = dict) -> Any:
-    """Read a JSON file of a dataset.
+def read_json_sealed(path: str, *, kind: type | None = dict) -> tuple[Any, _seal.Seal]:
+    """Read a JSON file of a dataset, check its seal and take it off.
 
     Parameters
     ----------
@@ -84,23 +92,35 @@ def read_json(path: str, *, kind: type | None = dict) -> Any:
 
     Returns
     -------
-    object
-        The decoded value.
+    (object, Seal)
+        The decoded value without the seal members, and what its seal said.
 
     Raises
     ------
     FileNotFoundError
         If the file does not exist.
     CorruptDataError
-        If it is not valid JSON (UTF-8) or not of type `kind`.
+        If it is not valid JSON (UTF-8), not of type `kind`, or its seal
+        does not match.
     """
     with open(path, "rb") as f:
         raw = f.read()
     try:
         obj = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise CorruptDataError(f"invalid JSON: {exc}", path=path) from None
     if kind is not None and not isinstance(obj, kind):
         raise CorruptDataError(f"expected a JSON {kind.__name__}, found {type(obj).__name__}",
                                path=path)
-    return obj
+    return _seal.unseal(raw, obj, os.path.basename(path), path)
+
+
+def read_json(path: str, *, kind: type | None = dict) -> Any:
+    """Read a JSON file of a dataset: :func:`read_json_sealed` without the Seal.
+
+    Raises
+    ------
+    FileNotFoundError, CorruptDataError
+        As :func:`read_json_sealed`.
+    """
+    return read_json_sealed(path, kind=kind)[0]

@@ -20,6 +20,8 @@ STORAGE_FILE = "storage"
 #: Per-chunk min/max of the stored chunks (docs/format/README.md, "Zone map").
 ZONEMAP_FILE = "zonemap"
 ROOTDIRS_FILE = "__rootdirs__"
+#: The advisory write lock of a carray or ctable directory (docs/format/README.md §1).
+LOCK_FILE = "__lock__"
 
 CHECKSUMS = {
     "none": _index.CHECKSUM_NONE,
@@ -75,6 +77,25 @@ def default_chunklen(rowbytes: int, expectedlen: int | None = None) -> int:
     return max(1, target // rowbytes)
 
 
+#: Chunks hold fewer uncompressed bytes than this (C-Blosc2's limit, less its overhead).
+MAX_CHUNK_BYTES = 2**31 - 64
+#: The most uncompressed bytes a dataset may hold (``meta/sizes["nbytes"]`` is an int64).
+MAX_NBYTES = 2**63 - 1
+
+
+def check_rows(rows: int, rowbytes: int) -> None:
+    """Refuse `rows` rows of `rowbytes` bytes when they exceed :data:`MAX_NBYTES`.
+
+    Raises
+    ------
+    ValueError
+        If ``rows * rowbytes`` is more than a dataset can hold.
+    """
+    if rows * rowbytes > MAX_NBYTES:
+        raise ValueError(f"{rows} rows of {rowbytes} bytes would hold {rows * rowbytes} bytes, "
+                         f"more than a dataset can ({MAX_NBYTES}); ask for fewer rows")
+
+
 _SUPERCHUNK_RE = re.compile(r"^__(0|[1-9][0-9]*)\.bin$")
 
 
@@ -115,3 +136,37 @@ def meta_path(rootdir: str | os.PathLike, name: str) -> str:
 def data_path(rootdir: str | os.PathLike, number: int) -> str:
     """Path of superchunk `number` of a dataset."""
     return os.path.join(os.fspath(rootdir), DATA_DIR, superchunk_name(number))
+
+
+def column_names(meta, path: str | None = None) -> list[str]:
+    """The column names a ``__rootdirs__`` object lists, validated.
+
+    Any name legacy bcolz allowed, but never one that is not a plain
+    directory name: the names become paths, and one pointing outside the
+    table would be read and written there.
+
+    Raises
+    ------
+    CorruptDataError
+        If `meta` is not ``{"names": [...]}`` with distinct, non-empty names
+        holding no path separator (nor ``.``, ``..``, NUL).
+    """
+    from bcolzx.errors import CorruptDataError
+
+    names = meta.get("names") if isinstance(meta, dict) else None
+    bad = None
+    if not isinstance(names, list) or not names:
+        bad = "not a non-empty list"
+    else:
+        for name in names:
+            if not isinstance(name, str) or name in ("", ".", "..") or \
+                    any(c in name for c in "/\\\0"):
+                bad = f"{name!r} is not a column directory name"
+                break
+        else:
+            if len(set(names)) != len(names):
+                bad = "a name is listed twice"
+    if bad is not None:
+        raise CorruptDataError(f"{ROOTDIRS_FILE} must hold {{'names': [...]}} ({bad})",
+                               path=path)
+    return list(names)

@@ -107,7 +107,7 @@ def storage_from_json(obj: dict, path: str | None = None) -> Storage:
         dflt = None
     return Storage(dtype=dtype, chunklen=chunklen, cparams=cparams, expectedlen=expectedlen,
                    dflt=dflt, chunks_per_superchunk=1, checksum="none", blocksize=0,
-                   bytedelta="off")
+                   bytedelta="off", uid=None, sealed=False)
 
 
 def storage_to_json(storage: Storage) -> dict:

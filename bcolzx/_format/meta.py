@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -10,7 +11,9 @@ from typing import Any
 import numpy as np
 
 from bcolzx._format import layout
-from bcolzx._format.jsonfile import read_json, write_json
+from bcolzx._ext import codec as _codec
+from bcolzx._format import seal as _seal
+from bcolzx._format.jsonfile import read_json_sealed, write_json
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
 
 
@@ -161,6 +164,11 @@ class Storage:
     checksum: str = layout.DEFAULT_CHECKSUM
     blocksize: int = layout.DEFAULT_BLOCKSIZE
     bytedelta: str = layout.DEFAULT_BYTEDELTA
+    #: The dataset's random identity (§2c): new for every new Storage; None for a
+    #: dataset written without one (older bcolzx, legacy bcolz).
+    uid: str | None = field(default_factory=_seal.new_uid, compare=False)
+    #: Whether the dataset's JSON files are sealed (§2c): always for new datasets.
+    sealed: bool = field(default=True, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
@@ -225,11 +233,16 @@ class Storage:
         if missing:
             raise CorruptDataError(f"missing keys {missing}", path=path)
         dtype = dtype_from_json(obj["dtype"], path)
+        cparams = CParams.from_json(obj["cparams"], path)
+        # What C-Blosc2 would refuse when compressing is damage here, not a bad argument.
+        if cparams.cname not in _codec.CODECS or not 0 <= cparams.clevel <= 9 or \
+                cparams.shuffle not in (0, 1, 2) or cparams.quantize < 0:
+            raise CorruptDataError(f"invalid cparams {obj['cparams']!r}", path=path)
         try:
             return cls(
                 dtype=dtype,
                 chunklen=_int(obj["chunklen"]),
-                cparams=CParams.from_json(obj["cparams"], path),
+                cparams=cparams,
                 expectedlen=_int(obj.get("expectedlen", 0)),
                 dflt=dflt_from_json(obj.get("dflt", 0), dtype, path),
                 chunks_per_superchunk=_int(obj["chunks_per_superchunk"]),
@@ -278,38 +291,69 @@ class Sizes:
 
 
 def read_storage(rootdir: str) -> Storage:
-    """Read and validate ``meta/storage``.
+    """Read and validate ``meta/storage`` (its seal included, §2c).
 
     Raises
     ------
     FileNotFoundError
         If the file is missing.
     CorruptDataError, UnsupportedFormatError
-        As :meth:`Storage.from_json`.
+        As :meth:`Storage.from_json`, or for a seal that does not match.
     """
     path = layout.meta_path(rootdir, layout.STORAGE_FILE)
-    return Storage.from_json(read_json(path), path)
+    try:
+        obj, seal = read_json_sealed(path)
+    except CorruptDataError as exc:
+        _newer_version(path, exc)
+        raise
+    return Storage.from_json(obj, path).replace(uid=seal.uid, sealed=seal.sealed)
 
 
-def read_sizes(rootdir: str) -> Sizes:
-    """Read and validate ``meta/sizes``.
+def _newer_version(path: str, exc: CorruptDataError) -> None:
+    """Raise UnsupportedFormatError if the file at `path`, whose seal `exc` refused,
+    says it is of a newer format version: a newer bcolzx may seal differently."""
+    try:
+        with open(path, "rb") as f:
+            obj = json.loads(f.read())
+        newer = obj.get("format") == layout.FORMAT_NAME and \
+            int(obj.get("format_version")) > layout.FORMAT_VERSION
+    except (OSError, ValueError, TypeError, AttributeError, RecursionError):
+        return
+    if newer:
+        raise UnsupportedFormatError(
+            f"{path}: format version {obj['format_version']} is newer than this bcolzx reads "
+            f"({layout.FORMAT_VERSION}); upgrade bcolzx (if no newer bcolzx wrote it, the file "
+            f"is damaged: {exc})")
+
+
+def read_sizes(rootdir: str, storage: Storage | None = None) -> Sizes:
+    """Read and validate ``meta/sizes`` (its seal included, §2c).
+
+    With the dataset's `storage`, also check that the file is sealed when
+    ``meta/storage`` is and belongs to the same dataset.
 
     Raises
     ------
     FileNotFoundError
         If the file is missing.
     CorruptDataError
-        If it is invalid.
+        If it is invalid, or its seal does not match.
     """
     path = layout.meta_path(rootdir, layout.SIZES_FILE)
-    return Sizes.from_json(read_json(path), path)
+    obj, seal = read_json_sealed(path)
+    if storage is not None:
+        _seal.check_member(seal, _seal.Seal(storage.sealed, storage.uid), "meta/sizes", path)
+    return Sizes.from_json(obj, path)
 
 
 def write_storage(rootdir: str, storage: Storage) -> None:
-    """Write ``meta/storage`` atomically."""
-    write_json(layout.meta_path(rootdir, layout.STORAGE_FILE), storage.to_json())
+    """Write ``meta/storage`` atomically (sealed with the dataset's uid, §2c)."""
+    write_json(layout.meta_path(rootdir, layout.STORAGE_FILE), storage.to_json(),
+               seal=storage.sealed, uid=storage.uid)
 
 
-def write_sizes(rootdir: str, sizes: Sizes) -> None:
-    """Write ``meta/sizes`` atomically."""
-    write_json(layout.meta_path(rootdir, layout.SIZES_FILE), sizes.to_json())
+def write_sizes(rootdir: str, sizes: Sizes, storage: Storage | None = None) -> None:
+    """Write ``meta/sizes`` atomically, sealed as the dataset's `storage` is (§2c)."""
+    write_json(layout.meta_path(rootdir, layout.SIZES_FILE), sizes.to_json(),
+               seal=storage is None or storage.sealed,
+               uid=storage.uid if storage is not None else None)

@@ -9,7 +9,9 @@ generation, fsync.
 
 from __future__ import annotations
 
+import errno
 import os
+import secrets
 from dataclasses import dataclass
 
 from bcolzx._ext import index as _index
@@ -48,6 +50,36 @@ class Geometry:
         return _index.checksum_size(self.checksum_type)
 
 
+def first_generation() -> int:
+    """The generation of a new file's index copy A: random in 1 .. 2**31."""
+    return 1 + secrets.randbelow(1 << 31)
+
+
+def _discard(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _pwrite_all(fd: int, parts: list, offset: int, total: int) -> None:
+    """Write `parts` (buffers, `total` bytes) at `offset`, resuming after short writes.
+
+    A file system that fills up writes what fits, then refuses the rest with
+    its own error (ENOSPC, EDQUOT...), which is raised.
+    """
+    done = os.pwritev(fd, parts, offset)
+    if done == total:
+        return
+    rest = memoryview(b"".join(bytes(p) for p in parts))[done:]
+    while rest:
+        n = os.pwrite(fd, rest, offset + done)
+        if n <= 0:  # pragma: no cover - pwrite raises rather than return 0
+            raise OSError(errno.EIO, "write returned 0 bytes")
+        done += n
+        rest = rest[n:]
+
+
 def _pread_exact(fd: int, n: int, offset: int, path: str) -> bytes:
     data = os.pread(fd, n, offset)
     if len(data) != n:
@@ -80,8 +112,8 @@ class SuperchunkFile:
     def create(cls, path: str, number: int, geometry: Geometry) -> "SuperchunkFile":
         """Write a new, empty superchunk file (replacing any stale one) and return it.
 
-        Copy A is written empty with generation 1 and copy B empty with
-        generation 0, as the spec requires; the file is fsynced and renamed
+        Copy A is written empty with a random generation (1 to 2**31) and
+        copy B empty with generation 0, as the spec requires; the file is fsynced and renamed
         into place, so a crash leaves either no file or a complete one.
 
         Raises
@@ -93,13 +125,20 @@ class SuperchunkFile:
         header = _index.encode_header(g.checksum_type, g.header_typesize, g.chunk_size,
                                       g.nslots, number)
         a = _index.Index(g.nslots)
-        a.generation = 1
+        # A random first generation: a file of another dataset (another column
+        # of a ctable) put in this one's place does not carry the generation
+        # its meta/sizes names, and is refused (docs/format/superchunk.md §3).
+        a.generation = first_generation()
         b = _index.Index(g.nslots)
         tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(header + a.encode() + b.encode())
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(tmp, "wb") as f:
+                f.write(header + a.encode() + b.encode())
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            _discard(tmp)  # a full disk keeps no half-written file
+            raise
         os.replace(tmp, path)
         fsync_dir(os.path.dirname(path))
         return cls(path, number, g, a, 0)
@@ -318,8 +357,7 @@ class SuperchunkFile:
                                                     entry)
                         parts.append(crc.to_bytes(4, "little"))
                     total = len(entry) + csize
-                    if os.pwritev(fd, parts, offset) != total:
-                        raise OSError(f"{self.path}: short write at {offset}")
+                    _pwrite_all(fd, parts, offset, total)
                     idx.set_data(slot, offset, len(entry))
                     self._unsynced = True
                 if slot == idx.nchunks:
@@ -370,8 +408,8 @@ class SuperchunkFile:
         try:
             idx.generation = idx.generation + 1
             data = idx.encode()
-            if os.pwrite(fd, data, _index.index_offset(self.geometry.nslots, target)) != len(data):
-                raise OSError(f"{self.path}: short write of the index")
+            _pwrite_all(fd, [data], _index.index_offset(self.geometry.nslots, target),
+                        len(data))
             if durable:
                 os.fdatasync(fd)
         finally:
@@ -379,6 +417,17 @@ class SuperchunkFile:
         self._current = target
         self._floor = idx.data_extent(self.geometry.checksum_size)
         self._dirty = self._unsynced = False
+
+    def live_extent(self) -> int:
+        """Size of this file once compacted: header, indexes and the live chunks.
+
+        ``os.path.getsize(path) - live_extent()`` is what :meth:`compact`
+        would reclaim; only the in-memory index is read.
+        """
+        idx, csize = self.index, self.geometry.checksum_size
+        return _index.data_start(self.geometry.nslots) + sum(
+            idx.entry(slot)[1] + csize for slot in range(idx.nchunks)
+            if idx.kind(slot) == "data")
 
     def compact(self) -> int:
         """Rewrite the file with only its live chunks, back to back.
@@ -428,6 +477,9 @@ class SuperchunkFile:
                 f.write(header + new.encode() + _index.Index(g.nslots).encode())
                 f.flush()
                 os.fsync(f.fileno())
+        except BaseException:
+            _discard(tmp)  # the old file stays, whole; a full disk keeps no partial copy
+            raise
         finally:
             os.close(src)
         os.replace(tmp, self.path)

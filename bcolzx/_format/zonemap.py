@@ -20,6 +20,7 @@ import numpy as np
 
 from bcolzx._ext import checksum
 from bcolzx._format import jsonfile, layout
+from bcolzx._format import seal as _seal
 from bcolzx._format.meta import dtype_from_json, dtype_to_json
 from bcolzx.errors import CorruptDataError
 
@@ -40,8 +41,9 @@ def _path(rootdir: str) -> str:
     return layout.meta_path(rootdir, layout.ZONEMAP_FILE)
 
 
-def write(rootdir: str, stats: np.ndarray, *, durable: bool = True) -> None:
-    """Write the zone map of `rootdir` atomically.
+def write(rootdir: str, stats: np.ndarray, *, durable: bool = True, storage=None) -> None:
+    """Write the zone map of `rootdir` atomically, sealed as the dataset's
+    `storage` (a :class:`~bcolzx._format.meta.Storage`) says (§2c).
 
     Raises
     ------
@@ -61,11 +63,15 @@ def write(rootdir: str, stats: np.ndarray, *, durable: bool = True) -> None:
         "max": base64.b64encode(parts[1]).decode("ascii"),
         "nan": base64.b64encode(parts[2]).decode("ascii"),
         "crc32c": crc,
-    }, durable=durable)
+    }, durable=durable, seal=storage is None or storage.sealed,
+        uid=storage.uid if storage is not None else None)
 
 
-def read(rootdir: str, dtype: np.dtype) -> np.ndarray | None:
+def read(rootdir: str, dtype: np.dtype, storage=None) -> np.ndarray | None:
     """The zone map of `rootdir` for values of `dtype`; None when there is none.
+
+    With the dataset's `storage`, the file must be sealed when ``meta/storage``
+    is, and belong to the same dataset (§2c).
 
     Raises
     ------
@@ -75,7 +81,9 @@ def read(rootdir: str, dtype: np.dtype) -> np.ndarray | None:
     path = _path(rootdir)
     if not os.path.exists(path):
         return None
-    obj = jsonfile.read_json(path)
+    obj, found = jsonfile.read_json_sealed(path)
+    if storage is not None:
+        _seal.check_member(found, _seal.Seal(storage.sealed, storage.uid), "meta/zonemap", path)
     want = stats_dtype(dtype)
     try:
         if obj.get("version") != VERSION:

@@ -40,6 +40,9 @@ class ChunkStore(abc.ABC):
     rowshape: tuple = ()
     length: int = 0
     rootdir: str | None = None
+    #: The dataset's :class:`~bcolzx._storage.lock.WriterLock` when opened by a
+    #: would-be writer (mode 'a' or 'w' on disk); None for readers and in memory.
+    lock = None
 
     @abc.abstractmethod
     def get(self, first: int, stop: int) -> list:
@@ -94,8 +97,15 @@ class ChunkStore(abc.ABC):
         None for the engine's own C-Blosc2 compressors."""
         return None
 
-    def compact(self) -> int:
-        """Reclaim space left by rewrites and truncations; returns bytes reclaimed."""
+    def compact(self, progress=None) -> int:
+        """Reclaim space left by rewrites and truncations; returns bytes reclaimed.
+
+        `progress`, when given, is called with 1 after each file compacted.
+        """
+        return 0
+
+    def dead_bytes(self) -> int:
+        """Bytes :meth:`compact` would reclaim now (read from the indexes only)."""
         return 0
 
     def close(self) -> None:

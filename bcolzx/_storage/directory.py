@@ -17,8 +17,9 @@ from bcolzx._format.meta import (
     write_storage,
 )
 from bcolzx._format.superchunk import SPECIAL_CBYTES, Geometry, SuperchunkFile
+from bcolzx._storage import snapshot
 from bcolzx._storage.base import ChunkStore, Special
-from bcolzx.errors import CorruptDataError, ReadOnlyError, TruncatedDataError
+from bcolzx.errors import CorruptDataError, ReadOnlyError
 
 
 class DirectoryStore(ChunkStore):
@@ -77,14 +78,15 @@ class DirectoryStore(ChunkStore):
             If the file system refuses.
         """
         rootdir = os.fspath(rootdir)
-        if os.path.exists(rootdir) and os.listdir(rootdir):
+        if os.path.exists(rootdir) and set(os.listdir(rootdir)) - {layout.LOCK_FILE}:
             raise FileExistsError(f"{rootdir} exists and is not empty")
         os.makedirs(os.path.join(rootdir, layout.META_DIR), exist_ok=True)
         os.makedirs(os.path.join(rootdir, layout.DATA_DIR), exist_ok=True)
         write_storage(rootdir, storage)
-        write_json(os.path.join(rootdir, layout.ATTRS_FILE), attrs or {})
+        write_json(os.path.join(rootdir, layout.ATTRS_FILE), attrs or {}, seal=storage.sealed,
+                   uid=storage.uid)
         sizes = Sizes((0, *rowshape), 0, 0)
-        write_sizes(rootdir, sizes)
+        write_sizes(rootdir, sizes, storage)
         fsync_dir(rootdir)
         return cls(rootdir, storage, sizes, readonly=False)
 
@@ -102,15 +104,23 @@ class DirectoryStore(ChunkStore):
         rootdir = os.fspath(rootdir)
         if not os.path.isdir(rootdir):
             raise FileNotFoundError(f"no dataset directory at {rootdir}")
-        return cls(rootdir, read_storage(rootdir), read_sizes(rootdir), readonly)
+        storage = read_storage(rootdir)
+        return cls(rootdir, storage, read_sizes(rootdir, storage), readonly)
 
     @property
     def readonly(self) -> bool:
         return self._readonly
 
+    @property
+    def generations(self) -> tuple[int, ...]:
+        """The index generation of each superchunk file, as last committed."""
+        return tuple(self._generations)
+
     def _check_writable(self) -> None:
         if self._readonly:
             raise ReadOnlyError(f"{self.rootdir} is opened read-only (mode 'r')")
+        if self.lock is not None:
+            self.lock.check()
 
     # -- superchunk files ------------------------------------------------------
 
@@ -128,17 +138,8 @@ class DirectoryStore(ChunkStore):
         path = layout.data_path(self.rootdir, number)
         if create:
             sc = SuperchunkFile.create(path, number, self.geometry)
-        else:
-            recorded = self._generations[number] if number < len(self._generations) else None
-            sc = SuperchunkFile.load(path, number, self.geometry, recorded)
-            needed, last = self._needed(number)
-            if sc.index.nchunks < needed:
-                raise TruncatedDataError(
-                    f"the index holds {sc.index.nchunks} chunks, the metadata needs {needed}",
-                    path=path)
-            # Chunks past what the metadata describes were written after the last
-            # complete flush (a crash): they do not exist.
-            sc.truncate(needed, last)
+        else:  # the committed index, kept to this store's rows (snapshot.py)
+            sc = snapshot.load_file(self, number)
         self._files[number] = sc
         return sc
 
@@ -158,7 +159,8 @@ class DirectoryStore(ChunkStore):
         while i < stop:
             number, slot = divmod(i, k)
             end = min(stop, (number + 1) * k)
-            out.extend(self._file(number).read(list(range(slot, slot + end - i))))
+            slots = list(range(slot, slot + end - i))
+            out.extend(snapshot.read(self, number, lambda sc: sc.read(slots)))
             i = end
         return out
 
@@ -166,7 +168,7 @@ class DirectoryStore(ChunkStore):
         if not 0 <= i < self.nchunks:
             raise IndexError(f"chunk {i} outside 0..{self.nchunks}")
         number, slot = divmod(i, self.geometry.nslots)
-        return self._file(number).read_one(slot)
+        return snapshot.read(self, number, lambda sc: sc.read_one(slot))
 
     def put(self, items: list[tuple[int, object, int]]) -> None:
         self._check_writable()
@@ -200,7 +202,8 @@ class DirectoryStore(ChunkStore):
                 gens[number] = sc.index.generation
         if 0 in gens:
             raise AssertionError(f"superchunks without a generation: {gens}")
-        write_sizes(self.rootdir, replace(sizes, cbytes=self.cbytes, generations=tuple(gens)))
+        write_sizes(self.rootdir, replace(sizes, cbytes=self.cbytes, generations=tuple(gens)),
+                    self.storage)
         self._generations = gens
 
     def commit(self, sizes: Sizes) -> None:
@@ -241,15 +244,28 @@ class DirectoryStore(ChunkStore):
                 self._files.pop(number, None)
         fsync_dir(data)
 
-    def compact(self) -> int:
+    def compact(self, progress=None) -> int:
         self._check_writable()
+        files = [self._file(n) for n in range(ceil(self.nchunks / self.geometry.nslots))]
+        if any(sc.dirty for sc in files):
+            # Loading applied in memory the end of a truncation that a crash cut
+            # short (meta/sizes already describes it): commit it, and record the
+            # new index generations, before the files are rewritten with them.
+            self.commit(read_sizes(self.rootdir))
         reclaimed = 0
-        for number in range(ceil(self.nchunks / self.geometry.nslots)):
-            sc = self._file(number)
-            sc.commit()
+        for sc in files:
             reclaimed += sc.compact()
+            if progress is not None:
+                progress(1)
         self._remove_files_from(ceil(self.nchunks / self.geometry.nslots))
         return reclaimed
+
+    def dead_bytes(self) -> int:
+        dead = 0
+        for number in range(ceil(self.nchunks / self.geometry.nslots)):
+            sc = self._file(number)
+            dead += os.path.getsize(sc.path) - sc.live_extent()
+        return dead
 
     def close(self) -> None:
         self._files.clear()

@@ -8,6 +8,7 @@ short chunk on :meth:`flush`.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from math import prod
 
@@ -19,8 +20,9 @@ from bcolzx._format import zonemap
 from bcolzx._query.zonemap import bounds_of
 from bcolzx._format.meta import Sizes
 from bcolzx._storage import parallel
+from bcolzx._storage import writer
 from bcolzx._storage.base import ChunkStore, Special
-from bcolzx.errors import CorruptDataError, ReadOnlyError
+from bcolzx.errors import CorruptDataError, ReadOnlyError, UnsupportedFormatError
 
 _SPECIAL_IN_INDEX = (codec.SPECIAL_ZERO, codec.SPECIAL_NAN)
 #: Compressed bytes of verified stored chunks kept for small reads.  A chunk
@@ -51,6 +53,7 @@ class ChunkedArray:
     def __init__(self, store: ChunkStore, nthreads: int = 1):
         st = store.storage
         self.store = store
+        writer.bind(self)  # its lock (if any) may pass on while this holds nothing unsaved
         self.dtype = st.dtype
         self.rowshape = tuple(int(x) for x in store.rowshape)
         length = store.length
@@ -72,6 +75,9 @@ class ChunkedArray:
         self._closed = False
         self._cache: OrderedDict = OrderedDict()
         self._cache_bytes = 0
+        # Readers may share this object across threads (e.g. Dask's from_array with
+        # lock=False): the cache's bookkeeping is guarded, the reads are not.
+        self._cache_lock = threading.Lock()
         # The zone map: per stored chunk (min, max, nan) lists, loaded on first
         # use; None when this dtype has none or the dataset's is unknown.
         self._zones: list | None = None
@@ -152,28 +158,35 @@ class ChunkedArray:
     def _entry(self, chunk: int):
         """The verified stored entry of `chunk`, through an LRU cache of compressed chunks."""
         cache = self._cache
-        entry = cache.get(chunk)
-        if entry is not None:
-            cache.move_to_end(chunk)
-            return entry
+        with self._cache_lock:
+            entry = cache.get(chunk)
+            if entry is not None:
+                cache.move_to_end(chunk)
+                return entry
         entry = self.store.get_one(chunk)
         if not isinstance(entry, Special):
-            nbytes = codec.chunk_sizes(entry)[0]
+            nbytes = self._nbytes_of(entry, chunk)
             if nbytes != self.chunk_bytes:
                 raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected "
                                        f"{self.chunk_bytes}", **self._where(chunk))
         if self.store.rootdir is None:  # in memory: the store is its own cache
             return entry
-        cache[chunk] = entry
-        if not isinstance(entry, Special):
-            self._cache_bytes += len(entry)
-            while self._cache_bytes > CACHE_BYTES and len(cache) > 1:
-                old = cache.popitem(last=False)[1]
-                if not isinstance(old, Special):
-                    self._cache_bytes -= len(old)
+        with self._cache_lock:
+            self._uncache_locked(chunk)  # another thread may have cached it meanwhile
+            cache[chunk] = entry
+            if not isinstance(entry, Special):
+                self._cache_bytes += len(entry)
+                while self._cache_bytes > CACHE_BYTES and len(cache) > 1:
+                    old = cache.popitem(last=False)[1]
+                    if not isinstance(old, Special):
+                        self._cache_bytes -= len(old)
         return entry
 
     def _uncache(self, chunk: int) -> None:
+        with self._cache_lock:
+            self._uncache_locked(chunk)
+
+    def _uncache_locked(self, chunk: int) -> None:
         old = self._cache.pop(chunk, None)
         if old is not None and not isinstance(old, Special):
             self._cache_bytes -= len(old)
@@ -185,8 +198,9 @@ class ChunkedArray:
 
     def free_cache(self) -> None:
         """Forget the cached chunks."""
-        self._cache.clear()
-        self._cache_bytes = 0
+        with self._cache_lock:
+            self._cache.clear()
+            self._cache_bytes = 0
 
     # -- the zone map ------------------------------------------------------------
 
@@ -198,7 +212,7 @@ class ChunkedArray:
         if self.store.rootdir is None:
             self._zones = None
             return
-        stats = zonemap.read(self.store.rootdir, self.dtype)
+        stats = zonemap.read(self.store.rootdir, self.dtype, self.store.storage)
         if stats is None:
             # A dataset written without one (by an older version) has none.
             self._zones = None
@@ -245,7 +259,8 @@ class ChunkedArray:
     def _save_zones(self) -> None:
         if self._zones_dirty and self._zones is not None and self.store.rootdir is not None:
             zonemap.write(self.store.rootdir,
-                          np.array(self._zones, dtype=zonemap.stats_dtype(self.dtype)))
+                          np.array(self._zones, dtype=zonemap.stats_dtype(self.dtype)),
+                          storage=self.store.storage)
         self._zones_dirty = False
 
     # -- chunk encoding --------------------------------------------------------
@@ -276,16 +291,32 @@ class ChunkedArray:
         if isinstance(entry, Special):
             codec.fill_special(out, entry.kind, self.itemsize, entry.value)
             return
-        nbytes = codec.chunk_sizes(entry)[0]
+        nbytes = self._nbytes_of(entry, chunk)
         if nbytes != stored_rows * self.rowbytes:
             raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected "
                                    f"{stored_rows * self.rowbytes}", **self._where(chunk))
-        if len(out) == stored_rows:
-            self._dec.decompress(entry, out)
-        else:
-            tmp = np.empty((stored_rows, *self.rowshape), dtype=self.dtype)
-            self._dec.decompress(entry, tmp)
-            out[...] = tmp[: len(out)]
+        try:
+            if len(out) == stored_rows:
+                self._dec.decompress(entry, out)
+            else:
+                tmp = np.empty((stored_rows, *self.rowshape), dtype=self.dtype)
+                self._dec.decompress(entry, tmp)
+                out[...] = tmp[: len(out)]
+        except CorruptDataError as exc:
+            raise self._located(exc, chunk) from None
+
+    def _nbytes_of(self, entry, chunk: int) -> int:
+        """Uncompressed bytes of a stored chunk, from its header."""
+        try:
+            return codec.chunk_sizes(entry)[0]
+        except CorruptDataError as exc:
+            raise self._located(exc, chunk) from None
+
+    def _located(self, exc: CorruptDataError, chunk: int) -> CorruptDataError:
+        """`exc` naming this dataset and `chunk` (C-Blosc2's errors name neither)."""
+        if exc.path is not None:
+            return exc
+        return type(exc)(str(exc), **self._where(chunk), code=exc.code)
 
     def _decode_part(self, entry, out: np.ndarray, chunk: int, first: int) -> None:
         """Rows ``first .. first+len(out)-1`` of a full stored chunk (an entry from
@@ -301,19 +332,22 @@ class ChunkedArray:
     def _getitem(self, entry, chunk: int, first: int, out: np.ndarray) -> None:
         """Rows from `first` of a compressed chunk into `out`, by C-Blosc getitem."""
         per_row = self._items_per_row
-        if self.store.native:
-            self._dec.getitem(entry, first * per_row, len(out) * per_row,
-                              out.reshape(-1).view(np.uint8))
-            return
-        # Legacy chunks have their own typesize (1 for 'S', 4 for 'U').
-        ts = codec.chunk_info(entry)["typesize"]
-        b0, nb = first * self.rowbytes, len(out) * self.rowbytes
-        if b0 % ts or nb % ts:
-            tmp = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
-            self._decode_into(entry, tmp, chunk, self.chunklen)
-            out[...] = tmp[first:first + len(out)]
-            return
-        self._dec.getitem(entry, b0 // ts, nb // ts, out.reshape(-1).view(np.uint8))
+        try:
+            if self.store.native:
+                self._dec.getitem(entry, first * per_row, len(out) * per_row,
+                                  out.reshape(-1).view(np.uint8))
+                return
+            # Legacy chunks have their own typesize (1 for 'S', 4 for 'U').
+            ts = codec.chunk_info(entry)["typesize"]  # raises located, below
+            b0, nb = first * self.rowbytes, len(out) * self.rowbytes
+            if b0 % ts or nb % ts:
+                tmp = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
+                self._decode_into(entry, tmp, chunk, self.chunklen)
+                out[...] = tmp[first:first + len(out)]
+                return
+            self._dec.getitem(entry, b0 // ts, nb // ts, out.reshape(-1).view(np.uint8))
+        except CorruptDataError as exc:
+            raise self._located(exc, chunk) from None
 
     def _load_leftover(self) -> None:
         (entry,) = self.store.get(self.nfull, self.nfull + 1)
@@ -323,7 +357,7 @@ class ChunkedArray:
         else:
             # A crash after an index write but before meta/sizes can leave this
             # chunk holding more rows than the metadata counts: keep the prefix.
-            nbytes = codec.chunk_sizes(entry)[0]
+            nbytes = self._nbytes_of(entry, self.nfull)
             if nbytes < self.nleft * self.rowbytes or nbytes % self.rowbytes:
                 raise CorruptDataError(f"last chunk decodes to {nbytes} bytes, expected at "
                                        f"least {self.nleft * self.rowbytes}",
@@ -338,7 +372,11 @@ class ChunkedArray:
             raise ValueError("the array is closed")
         if self.store.readonly:
             raise ReadOnlyError("the dataset is opened read-only (mode 'r')")
+        lock = self.store.lock
+        if lock is not None and not lock.acquired:
+            writer.take(self)  # the first change: lock, then re-read the dataset
 
+    @writer.guarded
     def append(self, rows: np.ndarray) -> None:
         """Append rows (an array of shape ``(n, *rowshape)`` and this dtype).
 
@@ -382,6 +420,41 @@ class ChunkedArray:
         if items:
             self._put(items)
 
+    @writer.guarded
+    def append_chunk(self, entry, rows: np.ndarray) -> None:
+        """Append one chunk that is already encoded, without compressing it again.
+
+        `entry` is a C-Blosc2 chunk of this format (it must decode to exactly
+        `rows`: item size as typesize, ``len(rows) * rowbytes`` bytes) and
+        `rows` its decoded rows, which feed the zone map.  Fewer than
+        ``chunklen`` rows make it the stored last chunk.  The store adds its
+        checksum, as for any chunk.
+
+        Raises
+        ------
+        ValueError
+            If the array has a leftover, `rows` is empty or longer than a
+            chunk, or the store is legacy (its chunks are not C-Blosc2's).
+        ReadOnlyError
+            If the store is read-only.
+        """
+        self._check_writable()
+        n = len(rows)
+        if self.nleft or not 0 < n <= self.chunklen or not self.store.native:
+            raise ValueError(f"cannot append an encoded chunk of {n} rows here (leftover "
+                             f"{self.nleft}, chunklen {self.chunklen}, native "
+                             f"{self.store.native})")
+        self._put([(self.nfull, entry, n * self.rowbytes)])
+        self._note(self.nfull, rows)
+        if n == self.chunklen:
+            self.nfull += 1
+        else:
+            self.nleft = n
+            self._leftover[:n] = rows
+            self._leftover_stored = True
+        self._dirty = True
+
+    @writer.guarded
     def write(self, start: int, rows: np.ndarray) -> None:
         """Overwrite rows ``start .. start+len(rows)-1`` (all must exist).
 
@@ -419,6 +492,7 @@ class ChunkedArray:
             self._leftover_stored = False
         self._dirty = True
 
+    @writer.guarded
     def resize(self, length: int, fill: np.ndarray | None = None) -> None:
         """Grow (with `fill`, default zeros) or shrink to `length` rows.
 
@@ -434,6 +508,7 @@ class ChunkedArray:
         self._check_writable()
         if length < 0:
             raise ValueError(f"length must be >= 0, not {length}")
+        layout.check_rows(length, self.rowbytes)
         n = len(self)
         if length > n:
             row = np.zeros((), self.dtype) if fill is None else np.asarray(fill, self.dtype)
@@ -454,6 +529,10 @@ class ChunkedArray:
             if self.store.native:
                 self.store.commit(self._sizes())
             elif self.nleft:  # a legacy leftover file holds exactly its rows
+                # The shorter length first (a longer leftover file is cut on
+                # reading), then the leftover file: the other way round, a
+                # crash between the two left a file shorter than meta/sizes.
+                self.store.commit(self._sizes())
                 self._leftover_stored, self._dirty = False, True
                 self.flush()
             else:
@@ -481,6 +560,7 @@ class ChunkedArray:
             self._leftover_stored, self._dirty = False, True
             self.flush()
 
+    @writer.guarded
     def flush(self) -> None:
         """Store the leftover as a short chunk and make everything durable.
 
@@ -500,11 +580,38 @@ class ChunkedArray:
         self.store.commit(self._sizes())
         self._dirty = False
 
-    def compact(self) -> int:
-        """Flush, then reclaim the space of rewritten and truncated chunks."""
+    @writer.guarded
+    def compact(self, progress=None) -> int:
+        """Flush, then reclaim the space of rewritten and truncated chunks.
+
+        `progress`, when given, is called as the store's :meth:`compact` says.
+        """
         self._check_writable()
         self.flush()
-        return self.store.compact()
+        return self.store.compact(progress)
+
+    def clip(self, length: int) -> None:
+        """Show only the first `length` rows of a read-only array, writing nothing.
+
+        For a ctable column that a crash left longer than its table
+        (:mod:`bcolzx._recovery`); a writable array is trimmed instead.
+
+        Raises
+        ------
+        ValueError
+            If the array is writable.
+        CorruptDataError
+            If the chunk that becomes the leftover is damaged.
+        """
+        if not self.store.readonly:
+            raise ValueError("clip() is for read-only arrays; resize() a writable one")
+        if length >= len(self):
+            return
+        self.free_cache()
+        self.nfull, self.nleft = divmod(length, self.chunklen)
+        self._leftover_stored = False
+        if self.nleft:  # the chunk holds more rows than kept: its prefix is the leftover
+            self._load_leftover()
 
     # -- reading ---------------------------------------------------------------
 
@@ -535,7 +642,7 @@ class ChunkedArray:
                 a, b = max(start, c * cl), min(stop, (c + 1) * cl)
                 dest = out[a - start:b - start]
                 if b - a == cl and not isinstance(entry, Special):
-                    nbytes = codec.chunk_sizes(entry)[0]
+                    nbytes = self._nbytes_of(entry, c)
                     if nbytes != self.chunk_bytes:
                         raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected "
                                                f"{self.chunk_bytes}", **self._where(c))
@@ -633,7 +740,7 @@ class ChunkedArray:
             self._getitem(entry, c, r, out)
         return out[0]
 
-    def verify(self) -> list[CorruptDataError]:
+    def verify(self, progress=None) -> list[CorruptDataError]:
         """Check every stored chunk without trusting any cache.
 
         Each chunk is read as stored (so its checksum is checked), its size
@@ -641,11 +748,16 @@ class ChunkedArray:
         with the zone map's bounds (a zone map narrower than the data would
         make queries miss rows).
 
+        `progress`, when given, is called after each chunk with the
+        uncompressed bytes of its rows.
+
         Returns
         -------
-        list of CorruptDataError
+        list of CorruptDataError or UnsupportedFormatError
             The problems found, each naming its file and chunk; empty when
-            the data is sound.  Damage never raises from here.
+            the data is sound (a damaged chunk header may name a codec that
+            does not exist: UnsupportedFormatError).  Damage never raises
+            from here.
         """
         problems: list[CorruptDataError] = []
         stats = None
@@ -662,10 +774,11 @@ class ChunkedArray:
                 if isinstance(entry, Special):
                     codec.fill_special(buf[:rows], entry.kind, self.itemsize, entry.value)
                 else:
-                    nbytes = codec.chunk_sizes(entry)[0]
+                    nbytes = self._nbytes_of(entry, c)
+                    # A last chunk may hold more rows than the metadata counts
+                    # (a crash between its write and meta/sizes): readers cut it.
                     if nbytes % self.rowbytes or not rows * self.rowbytes <= nbytes <= \
-                            (self.chunk_bytes if c < self.nfull or self.store.native
-                             else rows * self.rowbytes):
+                            self.chunk_bytes:
                         raise CorruptDataError(f"chunk decodes to {nbytes} bytes, the metadata "
                                                f"calls for {rows * self.rowbytes}",
                                                **self._where(c))
@@ -678,8 +791,11 @@ class ChunkedArray:
                         raise CorruptDataError(
                             f"zone map bounds ({zlo}, {zhi}, nan={znan}) do not cover the "
                             f"chunk's values ({lo}, {hi}, nan={nan})", **self._where(c))
-            except CorruptDataError as exc:
+            except (CorruptDataError, UnsupportedFormatError) as exc:
+                # A damaged chunk header can name a codec that does not exist.
                 problems.append(exc)
+            if progress is not None:
+                progress(rows * self.rowbytes)
         return problems
 
     def close(self, flush: bool = True) -> None:
@@ -694,6 +810,8 @@ class ChunkedArray:
             self.flush()
         self._closed = True
         self.store.close()
+        if self.store.lock is not None:
+            self.store.lock.release()
 
     def __enter__(self) -> "ChunkedArray":
         return self

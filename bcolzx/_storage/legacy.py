@@ -19,6 +19,7 @@ from bcolzx._format import layout
 from bcolzx._format import legacy as v1
 from bcolzx._format.jsonfile import fsync_dir, write_atomic, write_json
 from bcolzx._format.meta import Sizes, Storage
+from bcolzx._storage import snapshot
 from bcolzx._storage.base import ChunkStore, Special
 from bcolzx.errors import CorruptDataError, ReadOnlyError
 
@@ -138,7 +139,7 @@ class LegacyStore(ChunkStore):
             If `storage` cannot be expressed in the legacy format.
         """
         rootdir = os.fspath(rootdir)
-        if os.path.exists(rootdir) and os.listdir(rootdir):
+        if os.path.exists(rootdir) and set(os.listdir(rootdir)) - {layout.LOCK_FILE}:
             raise FileExistsError(f"{rootdir} exists and is not empty")
         meta = v1.storage_to_json(storage)
         if storage.cparams.cname not in v1.BLOSC1_CODECS:
@@ -146,11 +147,12 @@ class LegacyStore(ChunkStore):
                              f"format (one of {v1.BLOSC1_CODECS})")
         os.makedirs(os.path.join(rootdir, layout.META_DIR), exist_ok=True)
         os.makedirs(os.path.join(rootdir, layout.DATA_DIR), exist_ok=True)
-        write_json(layout.meta_path(rootdir, layout.STORAGE_FILE), meta)
-        write_json(os.path.join(rootdir, layout.ATTRS_FILE), attrs or {})
+        # Never sealed (docs/format/README.md §2c): legacy bcolz rewrites these files.
+        write_json(layout.meta_path(rootdir, layout.STORAGE_FILE), meta, seal=False)
+        write_json(os.path.join(rootdir, layout.ATTRS_FILE), attrs or {}, seal=False)
         chunk_bytes = storage.chunklen * storage.dtype.itemsize * prod(rowshape)
         sizes = Sizes((0, *rowshape), 0, v1.legacy_cbytes(0, chunk_bytes))
-        write_json(layout.meta_path(rootdir, layout.SIZES_FILE), sizes.to_json())
+        write_json(layout.meta_path(rootdir, layout.SIZES_FILE), sizes.to_json(), seal=False)
         fsync_dir(rootdir)
         storage = v1.storage_from_json(meta)
         return cls(rootdir, storage, sizes, readonly=False)
@@ -166,6 +168,8 @@ class LegacyStore(ChunkStore):
     def _check_writable(self) -> None:
         if self._readonly:
             raise ReadOnlyError(f"{self.rootdir} is opened read-only (mode 'r')")
+        if self.lock is not None:
+            self.lock.check()
 
     # -- the interface ---------------------------------------------------------
 
@@ -175,7 +179,7 @@ class LegacyStore(ChunkStore):
             with open(path, "rb") as f:
                 data = f.read()
         except FileNotFoundError:
-            raise CorruptDataError("chunk file missing", path=path, chunk=i) from None
+            raise snapshot.legacy_missing(self, i, path) from None
         return v1.unpack_chunk(data, path, i)
 
     def get(self, first: int, stop: int) -> list:
@@ -220,7 +224,8 @@ class LegacyStore(ChunkStore):
 
     def _record(self, sizes: Sizes) -> None:
         legacy = Sizes(sizes.shape, sizes.nbytes, v1.legacy_cbytes(self.cbytes, self.chunk_bytes))
-        write_json(layout.meta_path(self.rootdir, layout.SIZES_FILE), legacy.to_json())
+        write_json(layout.meta_path(self.rootdir, layout.SIZES_FILE), legacy.to_json(),
+                   seal=False)
         self.length = sizes.shape[0]
 
     def commit(self, sizes: Sizes) -> None:

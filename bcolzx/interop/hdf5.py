@@ -56,6 +56,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bcolzx.interop._common import python_value as _python_value
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from bcolzx.ctable import ctable
 
@@ -170,16 +172,6 @@ def _write_attrs(node, attrs: dict[str, Any], recorded: dict[str, str]) -> None:
         node.attrs[DTYPES_ATTR] = json.dumps(recorded)
     if as_json:
         node.attrs[JSON_ATTRS_ATTR] = json.dumps(as_json)
-
-
-def _python_value(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    elif isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, bytes):
-        value = value.decode("utf-8")
-    return value
 
 
 def _json_attr(node, name: str, default):

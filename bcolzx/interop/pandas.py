@@ -71,6 +71,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bcolzx.interop._common import column_names
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import pandas
 
@@ -381,15 +383,7 @@ def to_dataframe(ct: ctable, columns: Sequence[str] | str | None = None,
         raise ValueError(f"orient must be one of {ORIENTS}, not {orient!r}")
     meta = ct.attrs.getall()
     index_cols = meta.get(INDEX_COLUMNS_KEY) or []
-    if columns is None:
-        names = [n for n in ct.names if n not in index_cols]
-    else:
-        if isinstance(columns, str):
-            columns = [c.strip() for c in columns.split(",") if c.strip()]
-        names = list(columns)
-        for name in names:
-            if name not in ct.cols:
-                raise KeyError(f"no column {name!r}; columns are {ct.names}")
+    names = column_names(ct, columns, [n for n in ct.names if n not in index_cols])
     data = {name: _decode(pd, name, ct.cols[name], meta) for name in names}
     index = None
     if index_cols:

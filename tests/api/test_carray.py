@@ -330,3 +330,21 @@ def test_bad_string_keys_raise_value_errors(make, key):
     ca = make(np.arange(N), chunklen=64)
     with pytest.raises((ValueError, IndexError)):
         ca[key]
+
+
+@pytest.mark.parametrize("disk", [False, True])
+def test_ranges_read_right_after_a_flushed_leftover_was_completed(disk, tmp_path):
+    """Regression (found by the concurrency harness): the chunk completed after a
+    650-row leftover was flushed was cut in blocks of 650 rows, and reading
+    rows 345..718 (the short last block's size, off a block boundary) returned
+    rows 650..1023."""
+    c = carray(np.empty(0, "i8"), chunklen=1024,
+               rootdir=str(tmp_path / "c") if disk else None)
+    c.append(np.arange(650))
+    c.flush()
+    c.append(np.arange(650, 3000))
+    c.flush()
+    if disk:
+        c = bcolzx.open(str(tmp_path / "c"), mode="r")
+    for start in range(0, 700, 5):
+        np.testing.assert_array_equal(c[start:start + 374], np.arange(start, start + 374))

@@ -517,3 +517,37 @@ def test_old_copy_not_removable_warns(tmp_path, monkeypatch):
     left = [p for p in os.listdir(tmp_path) if p != "ct_attrs"]
     assert len(left) == 1 and left[0].startswith(".ct_attrs.bcolzx-convert-")
     assert legacy.is_legacy(tmp_path / left[0] / "id")  # the old copy, complete
+
+
+# -- recompressing bcolzx-format datasets ----------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_recompresses_a_bcolzx_carray_with_new_cparams(tmp_path, mode):
+    src = tmp_path / "a"
+    c = bcolzx.carray(np.linspace(0, 1, 30_000), rootdir=str(src), chunklen=2000,
+                      cparams=bcolzx.cparams(clevel=3, blocksize=8192))
+    c.attrs["unit"] = "s"
+    c.flush()
+    seen = []
+    out = run(src, mode, cparams={"cname": "zstd"}, progress=seen.append)
+    new = bcolzx.open(str(out), mode="r")
+    # the keys not given, blocksize and the chunk length included, are the source's
+    assert (new.cparams.cname, new.cparams.clevel, new.cparams.blocksize) == ("zstd", 3, 8192)
+    assert new.chunklen == 2000 and new.attrs["unit"] == "s"
+    assert np.array_equal(new[:], np.linspace(0, 1, 30_000))
+    assert sum(seen) == 2 * 30_000 * 8  # written, then compared
+    no_temporaries(tmp_path, {"a"} if mode == "inplace" else {"a", "a_new"})
+
+
+def test_recompresses_a_bcolzx_ctable_with_a_new_chunklen(tmp_path):
+    src = tmp_path / "t"
+    t = bcolzx.ctable([np.arange(9000), np.arange(9000) * 0.5], names=["i", "x"],
+                      rootdir=str(src))
+    want = t[:]
+    seen = []
+    bcolzx.convert(src, chunklen=700, verify=False, progress=seen.append)
+    new = bcolzx.open(str(src), mode="r")
+    assert [c.chunklen for c in new.cols.values()] == [700, 700]
+    assert new[:].tobytes() == want.tobytes() and sum(seen) == want.nbytes
+    no_temporaries(tmp_path, {"t"})

@@ -163,7 +163,8 @@ def test_addcol_delcol(make):
     ct.delcol()
     assert ct.names == ["i", "k", "s"]
     if make.disk:
-        assert sorted(os.listdir(ct.rootdir)) == ["__attrs__", "__rootdirs__", "i", "k", "s"]
+        assert sorted(os.listdir(ct.rootdir)) == ["__attrs__", "__lock__", "__rootdirs__", "i",
+                                                  "k", "s"]
         again = ctable(rootdir=ct.rootdir, mode="r")
         assert again.names == ["i", "k", "s"]
 
@@ -191,7 +192,10 @@ def test_on_disk_layout_is_legacy_and_columns_open_alone(tmp_path):
     ct.flush()
     import json
     with open(os.path.join(path, "__rootdirs__")) as f:
-        assert json.load(f) == {"names": ["i", "x", "k", "s"]}
+        meta = json.load(f)
+    # What legacy clients read, plus the seal they ignore (docs/format/README.md §2c).
+    assert meta["names"] == ["i", "x", "k", "s"]
+    assert set(meta) == {"names", "__uid__", "__crc32c__"}
     for name in ct.names:
         np.testing.assert_array_equal(bcolzx.open(os.path.join(path, name), "r")[:], data[name])
     again = bcolzx.open(path, mode="r")

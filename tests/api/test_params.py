@@ -159,7 +159,7 @@ def test_defaults_vm_and_out_flavor():
     assert defaults.out_flavor == "bcolz"
     defaults.vm = "python"
     assert defaults.vm == defaults.eval_vm == "python"
-    for attr, bad in [("vm", "dask"), ("vm", "java"), ("vm", None), ("out_flavor", "pandas")]:
+    for attr, bad in [("vm", "Numexpr"), ("vm", "java"), ("vm", None), ("out_flavor", "pandas")]:
         with pytest.raises(ValueError):
             setattr(defaults, attr, bad)
     assert defaults.vm == "python" and defaults.out_flavor == "bcolz"

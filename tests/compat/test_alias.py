@@ -161,7 +161,7 @@ def test_legacy_variables(clean_modules):
     assert bcolz.numexpr_here is bcolzx.params._numexpr_usable()
     assert bcolz.pandas_here is (importlib.util.find_spec("pandas") is not None)
     assert bcolz.tables_here is (importlib.util.find_spec("tables") is not None)
-    assert bcolz.dask_here is False
+    assert bcolz.dask_here is (importlib.util.find_spec("dask") is not None)
     assert bcolz.ncores == bcolzx.detect_number_of_cores()
     assert bcolz.set_printoptions is np.set_printoptions
 

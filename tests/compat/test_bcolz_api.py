@@ -314,10 +314,10 @@ def test_defaults_values_and_aliases(bcolz):
         assert d.out_flavor == "numpy"
 
 
-@pytest.mark.parametrize("attr, value", [("vm", "dask"), ("out_flavor", "pandas"),
+@pytest.mark.parametrize("attr, value", [("vm", "java"), ("out_flavor", "pandas"),
                                          ("cparams", {"clevel": 1}), ("cparams", 3)])
 def test_defaults_reject_bad_values(bcolz, attr, value):
-    # 'dask' was a legacy vm; bcolzx has no dask virtual machine.
+    # ('dask' is a valid vm, as in legacy: see tests/interop/test_dask.py.)
     before = getattr(bcolz.defaults, attr)
     with pytest.raises(ValueError):
         setattr(bcolz.defaults, attr, value)
@@ -958,7 +958,8 @@ def test_ctable_delcol_on_disk(bcolz, tmp_path):
     t = bcolz.ctable([np.arange(3)] * 3, names=["a", "b", "c"], rootdir=str(p))
     t.delcol("b")
     t.delcol("c", keep=True)
-    assert sorted(os.listdir(p)) == ["__attrs__", "__rootdirs__", "a", "c"]
+    # changed: the table's write lock file (docs/format §1) is there too
+    assert sorted(os.listdir(p)) == ["__attrs__", "__lock__", "__rootdirs__", "a", "c"]
     assert bcolz.open(str(p)).names == ["a"]
 
 
@@ -1056,7 +1057,8 @@ def test_ctable_on_disk_layout_and_reopen(bcolz, tmp_path):
     t = bcolz.ctable([np.arange(5), np.arange(5.0)], names=["a", "b"], rootdir=p)
     t.attrs["source"] = "test"
     assert (t.rootdir, t.mode) == (p, "a")  # changed: legacy reported 'w' for a new table
-    assert sorted(os.listdir(p)) == ["__attrs__", "__rootdirs__", "a", "b"]
+    # changed: the table's write lock file (docs/format §1) is there too
+    assert sorted(os.listdir(p)) == ["__attrs__", "__lock__", "__rootdirs__", "a", "b"]
     with open(os.path.join(p, "__rootdirs__")) as f:
         assert json.load(f)["names"] == ["a", "b"]
     for again in (bcolz.open(p), bcolz.ctable(rootdir=p, mode="r")):

@@ -48,7 +48,10 @@ def test_layout_is_legacy_meta_plus_superchunk_files(dataset):
     assert storage["dtype"] == "float64" and storage["chunklen"] == 100
     assert storage["format"] == "bcolzx" and storage["format_version"] == 1
     assert storage["chunks_per_superchunk"] == 4 and storage["checksum"] == "crc32c"
-    assert json.load(open(os.path.join(rootdir, "__attrs__"))) == {}
+    attrs = json.load(open(os.path.join(rootdir, "__attrs__")))
+    # No attributes; the seal of docs/format/README.md §2c, naming this dataset.
+    assert set(attrs) == {"__uid__", "__crc32c__"}
+    assert attrs["__uid__"] == storage["__uid__"] == sizes["__uid__"]
 
 
 def test_appends_are_flushed_at_garbage_collection_and_on_with_exit(dataset):

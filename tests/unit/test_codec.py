@@ -386,3 +386,46 @@ def test_one_decompressor_for_blosc2_and_blosc1_chunks(nthreads):
             both = np.empty(a1.nbytes + a2.nbytes, np.uint8)
             dec.decompress_many([c1, c2], both)
             assert both[a1.nbytes:].tobytes() == a2.tobytes()
+
+
+def test_a_short_buffer_does_not_change_the_block_size_of_later_chunks():
+    """C-Blosc2 keeps the block size it chose for a short buffer (a leftover) in its
+    context; the compressor must not let it cut later chunks in small blocks."""
+    comp = codec.Compressor("lz4", 5, codec.SHUFFLE, 8, 32 << 10, 2)
+    full = np.arange(1 << 17, dtype="i8")
+    normal = codec.chunk_info(comp.compress(full))["blocksize"]
+    assert normal == 32 << 10
+    for short in (625, 1024, 6000):
+        comp.compress(full[:short])
+        assert codec.chunk_info(comp.compress(full))["blocksize"] == normal
+    first_short = codec.Compressor("lz4", 5, codec.SHUFFLE, 8, 32 << 10, 1)
+    first_short.compress(full[:650])
+    assert codec.chunk_info(first_short.compress(full))["blocksize"] == normal
+
+
+@pytest.mark.parametrize("dtype, nitems, blocksize, bytedelta", [
+    ("i8", 1024, 5200, False), ("i8", 1024, 2400, True), ("i4", 1000, 1200, False),
+    ("i8", 1001, 4000, True)])
+def test_getitem_of_ranges_of_a_chunk_whose_last_block_is_short(dtype, nitems, blocksize,
+                                                                      bytedelta):
+    """C-Blosc2 returns the wrong block for a range of exactly the short last block's
+    bytes that does not start on a block boundary (regression: a carray read
+    ``c[345:719]`` of a chunk written after a 650-row leftover got rows 650..1023)."""
+    a = np.arange(nitems, dtype=dtype)
+    chunk = codec.Compressor("lz4", 5, codec.SHUFFLE, a.itemsize, blocksize, 1,
+                             bytedelta=bytedelta).compress(a)
+    block = codec.chunk_info(chunk)["blocksize"] // a.itemsize
+    last = nitems % block
+    assert last
+    dec = codec.Decompressor(1)
+    rng = np.random.default_rng(0)
+    # every start for the sizes around a block's and the last block's; random others
+    ranges = [(start, n) for n in {1, 2, last - 1, last, last + 1, block - 1, block, block + 1}
+              for start in range(nitems - n + 1) if n > 0]
+    ranges += [(int(s), int(rng.integers(1, nitems - s + 1)))
+               for s in rng.integers(0, nitems, 2000)]
+    for start, n in ranges:
+        out = np.empty(n, dtype)
+        dec.getitem(chunk, start, n, out.view(np.uint8))
+        if not np.array_equal(out, a[start:start + n]):
+            raise AssertionError(f"getitem({start}, {n}) gave {out[:3]}...")

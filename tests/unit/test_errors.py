@@ -16,6 +16,9 @@ from bcolzx._ext import codec
         (errors.UnsupportedFormatError, ValueError),
         (errors.ReadOnlyError, PermissionError),
         (errors.ReadOnlyError, IOError),
+        (errors.LockedError, BlockingIOError),
+        (errors.LockedError, IOError),
+        (errors.ConcurrentModificationError, RuntimeError),
         (errors.BufferTooSmallError, ValueError),
         (errors.BcolzxMemoryError, MemoryError),
         (errors.CodecError, RuntimeError),
@@ -79,3 +82,12 @@ def test_codec_errors_carry_blosc2_own_message():
     with pytest.raises(errors.CorruptDataError) as info:
         codec.Decompressor().decompress(bytes(chunk))
     assert "blosc2 error" in str(info.value) and info.value.code < 0
+
+
+def test_locked_error_names_the_dataset_and_the_holder():
+    exc = errors.LockedError("/d/prices", pid=4242, host="host1")
+    assert exc.errno == 11 and exc.pid == 4242 and exc.rootdir == "/d/prices"
+    assert "/d/prices" in str(exc) and "process 4242 on host1" in str(exc)
+    assert "lock_timeout" in str(exc)
+    mine = errors.LockedError("/d/p", pid=7, same_process=True, waited=1.5)
+    assert "another object of this process" in str(mine) and "1.5 s" in str(mine)

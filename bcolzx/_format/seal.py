@@ -1,0 +1,165 @@
+"""Checksummed JSON files: the seal of docs/format/README.md §2c.
+
+A *sealed* JSON object ends with the member ``"__crc32c__": N``, where N is
+the CRC-32C of the file's name (``sizes``, ``__attrs__``...) and a NUL byte
+followed by the file's bytes without that member: the object as
+``json.dumps`` wrote it, from ``{`` to ``}``.  Any damaged byte is found,
+including in whitespace or in a number that still parses, and so is a file
+of the dataset put in another one's place.  A member
+``"__uid__"`` (the dataset's random identity, from ``meta/storage`` or
+``__rootdirs__``) ties the file to its dataset, so that a file swapped in
+from another dataset (another column of a ctable) is found too.
+
+The seal is plain JSON: clients that read the files with ``json`` see two
+more keys and ignore them.  Legacy bcolz (format v1) datasets are never
+sealed, because legacy bcolz rewrites their files without the seal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from bcolzx._ext import checksum
+from bcolzx.errors import CorruptDataError
+
+__all__ = ["CRC_KEY", "UID_KEY", "Seal", "new_uid", "seal", "unseal"]
+
+CRC_KEY = "__crc32c__"
+UID_KEY = "__uid__"
+_TAIL = re.compile(rb'"__crc32c__": (0|[1-9][0-9]{0,9})\}\Z')
+_UID = re.compile(r"[0-9a-f]{16}\Z")
+
+
+@dataclass(frozen=True)
+class Seal:
+    """What a JSON file's seal said: whether it had one, and the dataset it names."""
+
+    sealed: bool = False
+    uid: str | None = None
+
+
+def new_uid() -> str:
+    """A new random dataset identity: 16 lowercase hex digits."""
+    return secrets.token_hex(8)
+
+
+def _crc(name: str, body: bytes) -> int:
+    return checksum.crc32c(body, checksum.crc32c(name.encode("utf-8") + b"\0"))
+
+
+def seal(obj: dict, name: str, uid: str | None = None) -> bytes:
+    """The bytes of the sealed JSON file `name` (its base name) holding `obj`
+    (and `uid`, when given).
+
+    Raises
+    ------
+    ValueError
+        If `obj` already holds a seal member, or `uid` is malformed.
+    TypeError
+        If `obj` cannot be represented in JSON.
+    """
+    if CRC_KEY in obj or UID_KEY in obj:
+        raise ValueError(f"{CRC_KEY!r} and {UID_KEY!r} are reserved keys")
+    if uid is not None:
+        if not isinstance(uid, str) or not _UID.match(uid):
+            raise ValueError(f"a dataset uid is 16 lowercase hex digits, not {uid!r}")
+        obj = {**obj, UID_KEY: uid}
+    body = json.dumps(obj, allow_nan=True).encode("utf-8")
+    crc = _crc(name, body)
+    sep = b", " if obj else b""
+    return body[:-1] + sep + b'"__crc32c__": %d}' % crc
+
+
+def unseal(raw: bytes, obj: Any, name: str, path: str | None = None) -> tuple[Any, Seal]:
+    """Check the seal of a JSON file and take it off.
+
+    Parameters
+    ----------
+    raw : bytes
+        The file's bytes.
+    obj : object
+        `raw` decoded (``json.loads``).
+    name : str
+        The file's base name (part of what the checksum covers).
+    path : str, optional
+        The file, for error messages.
+
+    Returns
+    -------
+    (object, Seal)
+        `obj` without the seal members (a new dict when it had them), and
+        what the seal said.
+
+    Raises
+    ------
+    CorruptDataError
+        If the seal does not match the bytes, is malformed, or a uid comes
+        without a checksum.
+    """
+    if not isinstance(obj, dict) or (CRC_KEY not in obj and UID_KEY not in obj):
+        return obj, Seal()
+    if CRC_KEY not in obj:
+        raise CorruptDataError(f"the file names a dataset ({UID_KEY}) but has no {CRC_KEY} "
+                               "checksum: it was damaged", path=path)
+    m = _TAIL.search(raw)
+    if m is None:
+        raise CorruptDataError(f"the {CRC_KEY} checksum is not the file's last member: the "
+                               "file was damaged", path=path)
+    head = raw[:m.start()]
+    if head.endswith(b", "):
+        body = head[:-2] + b"}"
+    elif head == b"{":
+        body = b"{}"
+    else:
+        raise CorruptDataError(f"malformed {CRC_KEY} member: the file was damaged", path=path)
+    stored = int(m.group(1))
+    crc = _crc(name, body)
+    if crc != stored or obj[CRC_KEY] != stored:
+        raise CorruptDataError(f"checksum mismatch (stored {stored:#010x}, computed {crc:#010x}): "
+                               "the file was damaged, or is another file of the dataset",
+                               path=path)
+    uid = obj.get(UID_KEY)
+    if uid is not None and (not isinstance(uid, str) or not _UID.match(uid)):
+        raise CorruptDataError(f"malformed dataset uid {uid!r}", path=path)
+    return {k: v for k, v in obj.items() if k not in (CRC_KEY, UID_KEY)}, Seal(True, uid)
+
+
+def check_member(found: Seal, dataset: Seal, what: str, path: str | None) -> None:
+    """Check a file's seal against its dataset's: a sealed dataset's files are all
+    sealed, and name no other dataset.
+
+    Raises
+    ------
+    CorruptDataError
+        If `found` breaks either rule.
+    """
+    if dataset.sealed and not found.sealed:
+        raise CorruptDataError(f"{what} has no {CRC_KEY} checksum although the dataset's "
+                               "metadata has one: it was damaged or replaced", path=path)
+    if found.uid is not None and dataset.uid is not None and found.uid != dataset.uid:
+        raise CorruptDataError(f"{what} belongs to another dataset (uid {found.uid}, this "
+                               f"dataset's is {dataset.uid}): it was swapped or copied in",
+                               path=path)
+
+
+def dataset_seal(rootdir: str) -> Seal:
+    """The seal of the dataset at `rootdir`: its ``meta/storage`` (a carray) or
+    ``__rootdirs__`` (a ctable); an unsealed Seal for anything else, and for a
+    dataset whose file cannot be read (that damage is reported by whoever
+    reads it)."""
+    import os
+
+    from bcolzx._format import layout
+    from bcolzx._format.jsonfile import read_json_sealed
+
+    for path in (layout.meta_path(rootdir, layout.STORAGE_FILE),
+                 os.path.join(rootdir, layout.ROOTDIRS_FILE)):
+        try:
+            return read_json_sealed(path)[1]
+        except (OSError, CorruptDataError):
+            continue
+    return Seal()

@@ -1,0 +1,67 @@
+"""The index copy a superchunk file is not using: checked by :func:`bcolzx.verify` only.
+
+Readers use exactly the copy whose generation ``meta/sizes`` names
+(docs/format/superchunk.md §3); the other one, the *spare*, holds an older
+or an uncommitted state and is overwritten by the next commit.  Damage to
+it loses nothing, but it is damage: :func:`spare_copy_note` reports it
+without failing the check, since a writer killed while writing the spare
+leaves it torn in exactly the same way.
+"""
+
+from __future__ import annotations
+
+import os
+
+from bcolzx._ext import index as _index
+from bcolzx.errors import CorruptDataError
+
+__all__ = ["spare_copy_note"]
+
+
+def spare_copy_note(path: str, geometry, generation: int) -> str | None:
+    """What is wrong with the spare index copy of the superchunk file `path`, or None.
+
+    Parameters
+    ----------
+    path : str
+        The superchunk file.
+    geometry : Geometry
+        The dataset's (:class:`bcolzx._format.superchunk.Geometry`).
+    generation : int
+        The generation ``meta/sizes`` names for the file.
+
+    Returns
+    -------
+    str or None
+        A sentence for the report, or None when the spare copy is valid (or
+        the file cannot be read: that is reported as a problem elsewhere).
+    """
+    isize = _index.index_size(geometry.nslots)
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            f.seek(_index.HEADER_SIZE)
+            copies = f.read(2 * isize)
+    except OSError:
+        return None
+    if len(copies) != 2 * isize:
+        return None
+    decoded, errors = [], []
+    for which in (0, 1):
+        try:
+            decoded.append(_index.Index.decode(
+                copies[which * isize:(which + 1) * isize], geometry.nslots, size,
+                geometry.checksum_size, geometry.header_typesize, path=path,
+                chunk_size=geometry.chunk_size))
+        except CorruptDataError as exc:
+            decoded.append(None)
+            errors.append(exc)
+    used = [i for i, idx in enumerate(decoded) if idx is not None and idx.generation == generation]
+    if not used:
+        return None  # the committed copy is damaged: a problem, reported by the reader
+    spare = 1 - used[0]
+    if decoded[spare] is not None:
+        return None
+    return (f"index copy {'AB'[spare]}, which the dataset does not use, is invalid "
+            f"({errors[-1]}): damaged, or torn by a writer that stopped while writing it; "
+            "no data depends on it and the next commit rewrites it")

@@ -1,0 +1,137 @@
+"""What the commands share: exit statuses, common options, output helpers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+__all__ = [
+    "EXIT_OK", "EXIT_DAMAGED", "EXIT_USAGE", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_BROKEN_PIPE",
+    "EXIT_STATUS_HELP", "add_quiet", "add_cparams_options", "cparams_from", "human",
+    "ratio_text", "table", "print_json", "usage_error",
+]
+
+#: Success.
+EXIT_OK = 0
+#: ``bcolzx verify`` found damage (or the path is no sound dataset).
+EXIT_DAMAGED = 1
+#: Bad command line (argparse's own status).
+EXIT_USAGE = 2
+#: The command could not do its work: no dataset at the path, a destination
+#: that exists, an unsupported format, damaged data met on the way, a
+#: missing optional dependency, a file system error.
+EXIT_ERROR = 3
+#: Interrupted with Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
+#: The reader of the output went away (``bcolzx ls | head``): 128 + SIGPIPE.
+EXIT_BROKEN_PIPE = 141
+
+EXIT_STATUS_HELP = """\
+exit status:
+  0    success
+  1    verify: damage found (or the path holds no sound dataset)
+  2    usage error (bad command line)
+  3    error: no dataset there, the destination exists, unsupported or
+       damaged data, missing optional dependency, file system error
+       (a one-line message 'bcolzx: error: ...' on stderr)
+  130  interrupted (Ctrl-C); every command leaves the datasets complete
+  141  the reader of the output went away (as in 'bcolzx ls | head')"""
+
+_SHUFFLES = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2, "0": 0, "1": 1, "2": 2}
+
+
+def usage_error(args: argparse.Namespace, message: str):
+    """Stop with a usage message of the subcommand (exit status 2)."""
+    args.subparser.error(message)
+
+
+def add_quiet(parser: argparse.ArgumentParser) -> None:
+    """The ``-q/--quiet`` option (no progress bar)."""
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bar (one is drawn on stderr when it is a terminal, "
+                             "tqdm is installed and the work takes over a second)")
+
+
+def _shuffle(text: str) -> int:
+    try:
+        return _SHUFFLES[text.lower()]
+    except KeyError:
+        raise argparse.ArgumentTypeError(
+            f"must be noshuffle, shuffle or bitshuffle (or 0, 1, 2), not {text!r}") from None
+
+
+def _nonnegative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _nonnegative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be > 0")
+    return value
+
+
+def add_cparams_options(parser: argparse.ArgumentParser, title: str) -> None:
+    """Options for compression parameters and the chunk length of a new dataset."""
+    from bcolzx.toplevel import blosc_compressor_list
+
+    group = parser.add_argument_group(title)
+    group.add_argument("--cname", choices=blosc_compressor_list(), help="codec")
+    group.add_argument("--clevel", type=int, choices=range(10), metavar="0-9",
+                       help="compression level")
+    group.add_argument("--shuffle", type=_shuffle, metavar="noshuffle|shuffle|bitshuffle",
+                       help="shuffle filter")
+    group.add_argument("--quantize", type=_nonnegative, metavar="DIGITS",
+                       help="significant digits kept of floating-point data (lossy; 0: off)")
+    group.add_argument("--blocksize", type=_nonnegative, metavar="BYTES",
+                       help="C-Blosc2 block size (0: automatic)")
+    group.add_argument("--bytedelta", choices=("auto", "on", "off"),
+                       help="byte-delta filter after the shuffle")
+    group.add_argument("--chunklen", type=_positive, metavar="ROWS", help="rows per chunk")
+
+
+def cparams_from(args: argparse.Namespace) -> dict | None:
+    """The compression options given on the command line, as a dict (None if none)."""
+    keys = ("cname", "clevel", "shuffle", "quantize", "blocksize", "bytedelta")
+    given = {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+    return given or None
+
+
+def human(n: int | None, exact: bool = True) -> str:
+    """A byte count for people: ``'1.50 MB (1,572,864)'`` (without the exact
+    count in parentheses unless `exact`); ``'-'`` when unknown."""
+    from bcolzx.carray import _human
+
+    if n is None:
+        return "-"
+    return f"{_human(n)} ({n:,})" if exact and n >= 1024 else _human(n)
+
+
+def ratio_text(nbytes: int, cbytes: int) -> str:
+    """The compression ratio ``nbytes / cbytes`` with two decimals (``'-'`` if cbytes is 0)."""
+    return f"{nbytes / cbytes:.2f}" if cbytes else "-"
+
+
+def table(header: list[str], rows: list[list[str]], right: set[int] = frozenset()) -> str:
+    """Rows of text in aligned columns (the columns numbered in `right` right-aligned)."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(row):
+        cells = [str(c).rjust(w) if i in right else str(c).ljust(w)
+                 for i, (c, w) in enumerate(zip(row, widths))]
+        return "  ".join(cells).rstrip()
+
+    return "\n".join(line(r) for r in [header, *rows])
+
+
+def print_json(obj, stream=None) -> None:
+    """`obj` as indented JSON on stdout (NaN attribute values stay ``NaN``, as in the files)."""
+    json.dump(obj, stream or sys.stdout, indent=2, allow_nan=True)
+    (stream or sys.stdout).write("\n")

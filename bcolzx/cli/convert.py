@@ -1,0 +1,69 @@
+"""``bcolzx convert SRC [DST]``: legacy bcolz to the bcolzx format, or new cparams."""
+
+from __future__ import annotations
+
+import argparse
+
+from bcolzx.cli.common import (EXIT_OK, add_cparams_options, add_quiet, cparams_from, human,
+                               ratio_text)
+from bcolzx.cli.describe import describe
+from bcolzx.cli.progress import bar
+from bcolzx.errors import UnsupportedFormatError
+
+__all__ = ["register", "run"]
+
+HELP = "convert a legacy bcolz dataset to the bcolzx format, or recompress one"
+DESCRIPTION = """\
+Convert the legacy bcolz (format v1) carray or ctable at SRC to the bcolzx
+format, into DST (which must not exist) or, without DST, in place (SRC is
+replaced atomically by its converted copy).  With compression options, also
+rewrite a dataset that is already in the bcolzx format with them.  Unless
+--no-verify, the new copy is read back and compared with SRC, byte for byte,
+before it is installed; whatever fails, SRC is left as it was."""
+
+EPILOG = """\
+examples:
+  bcolzx convert old/prices                 in place, legacy -> bcolzx
+  bcolzx convert old/prices new/prices      into a new directory
+  bcolzx convert data/prices --cname zstd --clevel 7 --chunklen 65536"""
+
+
+def register(sub) -> None:
+    """Add ``convert`` to the subcommands."""
+    p = sub.add_parser("convert", help=HELP, description=DESCRIPTION, epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("src", metavar="SRC", help="a carray or ctable directory")
+    p.add_argument("dst", metavar="DST", nargs="?",
+                   help="where to write the converted dataset (default: replace SRC)")
+    p.add_argument("--no-verify", dest="verify", action="store_false",
+                   help="do not compare the new copy with SRC before installing it "
+                        "(faster: SRC is read once)")
+    add_cparams_options(p, "compression of the new copy (an option not given keeps the "
+                           "source's value)")
+    add_quiet(p)
+    p.set_defaults(run=run, subparser=p)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``bcolzx convert``."""
+    from bcolzx.convert import convert
+
+    before = describe(args.src)
+    cparams = cparams_from(args)
+    if before["format"] == "bcolzx" and cparams is None and args.chunklen is None:
+        raise UnsupportedFormatError(
+            f"{args.src} is already in the bcolzx format: there is nothing to convert; give "
+            "compression options (--cname, --clevel, --shuffle, --chunklen, ...) to rewrite "
+            "it with them")
+    total = before["nbytes"] * (2 if args.verify else 1)
+    with bar(total, "convert", quiet=args.quiet) as advance:
+        out = convert(args.src, args.dst, verify=args.verify, cparams=cparams,
+                      chunklen=args.chunklen, progress=advance)
+    after = describe(out)
+    print(f"{args.src} ({before['format']} {before['kind']}) -> {out} ({after['format']}): "
+          f"{after['shape'][0]:,} rows{', verified' if args.verify else ''}")
+    print(f"  on disk {human(before['disk_bytes'], exact=False)} -> "
+          f"{human(after['disk_bytes'], exact=False)}; ratio "
+          f"{ratio_text(before['nbytes'], before['cbytes'])} -> "
+          f"{ratio_text(after['nbytes'], after['cbytes'])}")
+    return EXIT_OK

@@ -1,0 +1,182 @@
+"""What the interop modules share: lazy imports, attributes, new containers.
+
+Nothing here imports an optional dependency at module level.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import math
+import os
+import warnings
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from bcolzx.carray import carray
+
+#: Rows of a block moved at once, in uncompressed bytes, when a source has no
+#: chunking of its own to follow.
+BLOCK_BYTES = 8 << 20
+
+
+def import_optional(module: str, extra: str, what: str):
+    """Import `module`, or raise ImportError naming the pip extra that installs it.
+
+    Raises
+    ------
+    ImportError
+        If `module` cannot be imported.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f"{what} needs {module.split('.')[0]}: "
+                          f"pip install 'bcolzx[{extra}]'") from exc
+
+
+def python_value(value: Any) -> Any:
+    """A NumPy scalar/array or bytes attribute value as plain Python (str for bytes)."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bytes):
+        value = value.decode("utf-8")
+    return value
+
+
+def json_attrs(items: Iterable[tuple[str, Any]], source: str) -> dict[str, Any]:
+    """The attributes among `items` that ctable/carray attrs (JSON) can hold.
+
+    Values are made plain Python first (:func:`python_value`); the others are
+    skipped with one warning naming them and `source`.
+
+    Warns
+    -----
+    UserWarning
+        For skipped attributes.
+    """
+    out, skipped = {}, []
+    for name, value in items:
+        try:
+            value = python_value(value)
+            json.dumps(value, allow_nan=True)
+        except (TypeError, ValueError, UnicodeDecodeError):
+            skipped.append(name)
+            continue
+        out[name] = value
+    if skipped:
+        warnings.warn(f"attributes {skipped} of {source} cannot be held by bcolzx attrs "
+                      "(JSON) and were skipped", stacklevel=3)
+    return out
+
+
+def column_names(ct, columns, default: list[str]) -> list[str]:
+    """The ctable columns `columns` names (a sequence, or a comma-separated string), in
+    that order; `default` when None.
+
+    Raises
+    ------
+    KeyError
+        For a name that is not a column of `ct`.
+    """
+    if columns is None:
+        return list(default)
+    if isinstance(columns, str):
+        columns = [c.strip() for c in columns.split(",") if c.strip()]
+    names = list(columns)
+    for name in names:
+        if name not in ct.cols:
+            raise KeyError(f"no column {name!r}; columns are {ct.names}")
+    return names
+
+
+def check_attr_names(attrs: dict[str, Any], reserved: str, where: str) -> None:
+    """Refuse attribute names that clash with the metadata bcolzx writes into `where`.
+
+    Raises
+    ------
+    ValueError
+        For a name equal to `reserved` or starting with ``reserved + "_"``.
+    """
+    for name in attrs:
+        if name == reserved or name.startswith(reserved + "_"):
+            raise ValueError(f"attribute {name!r}: the name is reserved for bcolzx's own "
+                             f"metadata in {where}")
+
+
+def new_carray(dtype: np.dtype, rowshape: tuple, defaults: dict[str, Any],
+               kwargs: dict[str, Any]) -> carray:
+    """An empty carray of `dtype` and `rowshape`: the caller's `kwargs` over `defaults`.
+
+    Raises
+    ------
+    TypeError, ValueError, FileExistsError, ReadOnlyError
+        As the :class:`~bcolzx.carray.carray` constructor.
+    """
+    from bcolzx.carray import carray
+
+    if np.dtype(dtype).hasobject:
+        raise TypeError(f"dtype {dtype} holds Python objects; bcolzx stores fixed-size items")
+    merged = {**defaults, **kwargs}
+    return carray(np.empty((0, *rowshape), dtype=dtype), **merged)
+
+
+def block_rows(rowbytes: int, unit: int = 1, most: int = BLOCK_BYTES) -> int:
+    """Rows per block: a multiple of `unit` rows, about `most` bytes (at least `unit`)."""
+    unit = max(1, int(unit))
+    return unit * max(1, most // max(1, rowbytes * unit))
+
+
+def remove_quietly(path: str) -> None:
+    """Remove `path` if it exists (a file or a directory tree)."""
+    import shutil
+
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
+@contextlib.contextmanager
+def discard_on_error(container):
+    """Remove `container`'s directory (a dataset this import created) if the block fails.
+
+    A failed import leaves no half-written dataset behind.
+    """
+    try:
+        yield container
+    except BaseException:
+        if container.rootdir is not None:
+            remove_quietly(container.rootdir)
+        raise
+
+
+def finish(container) -> None:
+    """Flush a container written on disk (a no-op in memory)."""
+    if container.rootdir is not None:
+        container.flush()
+
+
+def nrows_of(nbytes: int, rowbytes: int, what: str) -> int:
+    """Rows in `nbytes` bytes of rows of `rowbytes` bytes.
+
+    Raises
+    ------
+    ValueError
+        If `nbytes` is not a whole number of rows.
+    """
+    n, rest = divmod(int(nbytes), rowbytes)
+    if rest:
+        raise ValueError(f"{what} holds {nbytes} bytes, not a whole number of "
+                         f"{rowbytes}-byte rows")
+    return n
+
+
+def prod(shape) -> int:
+    return math.prod(int(x) for x in shape)

@@ -1,0 +1,576 @@
+"""Write a Dask array or dataframe into a new bcolzx dataset, in parallel.
+
+How a dataset is written (docs/format/README.md, §3):
+
+1. The dataset is created, empty, in a hidden sibling directory of
+   `rootdir` (``.<name>.bcolzx-tmp-<random>``).
+2. The Dask array is rechunked so that block `k` holds exactly the rows of
+   superchunk `k` (chunks ``k*K .. (k+1)*K-1``).  Task `k` compresses them
+   (special values and the byte-delta policy as any writer) into a new
+   superchunk file of its own, written under a unique name, committed (index
+   generation 2, fsynced) and renamed to ``data/__k.bin``; it returns the
+   file's generation, compressed bytes and the per-chunk bounds of the zone
+   map.  Tasks share nothing and take no lock: nobody else can see the
+   directory.
+3. When every task has succeeded, the caller's process writes
+   ``meta/zonemap``, then ``meta/sizes`` (the commit point) once, and
+   renames the directory to `rootdir`.  If a task fails, the hidden
+   directory is removed and the error raised: nothing ever appears under
+   `rootdir`.  (A process killed meanwhile leaves the hidden directory;
+   delete it.)
+
+A dataframe becomes a ctable: one such dataset per column, in the hidden
+directory, with ``__rootdirs__`` and ``__attrs__`` (the pandas metadata of
+:func:`bcolzx.interop.pandas.from_dataframe`); the whole table is renamed
+into place at the end.  Its partitions are computed twice: once for their
+lengths and the widths of string columns, once to write (``persist()`` an
+expensive frame first).
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from math import ceil, prod
+from typing import Any
+
+import numpy as np
+
+from bcolzx._format import jsonfile, layout, zonemap
+from bcolzx._format.meta import Sizes, Storage, write_sizes, write_storage
+from bcolzx._format.superchunk import SPECIAL_CBYTES, Geometry, SuperchunkFile
+from bcolzx._storage.base import ChunkStore, Special
+from bcolzx.errors import ReadOnlyError
+from bcolzx.interop._common import import_optional
+
+__all__ = ["from_dask"]
+
+_TMP_TAG = ".bcolzx-tmp-"
+
+
+# -- one task: one superchunk file ---------------------------------------------------
+
+
+class _SuperchunkSink(ChunkStore):
+    """The chunks of one superchunk file of a dataset being written, for one task.
+
+    A :class:`~bcolzx._storage.engine.ChunkedArray` over it sees a dataset
+    whose first ``number * K`` chunks are stored already; what it appends
+    goes into this file.  Nothing is read back; :meth:`commit` commits the
+    file's index.
+    """
+
+    def __init__(self, path: str, number: int, storage: Storage, rowshape: tuple):
+        k = storage.chunks_per_superchunk
+        self.storage, self.rowshape = storage, tuple(rowshape)
+        self.first = number * k
+        self.length = self.first * storage.chunklen
+        self.nchunks = self.first
+        self.cbytes = 0
+        chunk_bytes = storage.chunklen * storage.dtype.itemsize * prod(self.rowshape)
+        self.file = SuperchunkFile.create(path, number, Geometry(
+            k, chunk_bytes, storage.dtype.itemsize, layout.CHECKSUMS[storage.checksum]))
+
+    def get(self, first: int, stop: int) -> list:
+        raise IndexError("a superchunk being written is not read back")
+
+    def put(self, items: list[tuple[int, object, int]]) -> None:
+        group = []
+        for i, entry, size in items:
+            slot = i - self.first
+            if not 0 <= slot < self.storage.chunks_per_superchunk:
+                raise IndexError(f"chunk {i} is not in superchunk {self.file.number}")
+            self.cbytes += SPECIAL_CBYTES if isinstance(entry, Special) else len(entry)
+            group.append((slot, entry, size))
+        self.file.write(group)
+        self.nchunks = self.first + self.file.index.nchunks
+
+    def truncate(self, nchunks: int, last_size: int, sizes: Sizes) -> None:
+        raise ValueError("a superchunk being written is not truncated")
+
+    def commit(self, sizes: Sizes) -> None:
+        self.file.commit()
+
+
+@dataclass(frozen=True)
+class _Target:
+    """A dataset being written: its hidden directory and how its chunks are made."""
+
+    rootdir: str
+    storage: Storage
+    rowshape: tuple
+
+    @property
+    def rows_per_file(self) -> int:
+        return self.storage.chunklen * self.storage.chunks_per_superchunk
+
+    @property
+    def rowbytes(self) -> int:
+        return self.storage.dtype.itemsize * prod(self.rowshape)
+
+    @property
+    def zoned(self) -> bool:
+        return self.rowshape == () and self.storage.dtype.kind in zonemap.KINDS
+
+
+@dataclass(frozen=True)
+class _Written:
+    """What task `number` reports: enough for the commit, no data."""
+
+    number: int
+    generation: int
+    nchunks: int
+    cbytes: int
+    zones: Any  # per-chunk (min, max, nan) records, or None
+
+
+def _chunk_bounds(block: np.ndarray, chunklen: int, dtype: np.dtype) -> np.ndarray:
+    """The zone map records of the chunks of `block` (as the engine notes them)."""
+    from bcolzx._query.zonemap import bounds_of
+
+    out = []
+    for a in range(0, len(block), chunklen):
+        rows = block[a:a + chunklen]
+        lo, hi, nan = rows.min(), rows.max(), False
+        if lo != lo or hi != hi:  # NaN or NaT somewhere
+            lo, hi, nan = bounds_of(rows)
+        out.append((lo, hi, nan))
+    return np.array(out, dtype=zonemap.stats_dtype(dtype))
+
+
+def _write_superchunk(block: np.ndarray, target: _Target, number: int,
+                      nrows: int) -> _Written:
+    """Task `number`: compress `block` (the `nrows` rows of superchunk `number`) into
+    its file."""
+    from bcolzx._storage.engine import ChunkedArray
+    from bcolzx.carray import quantize
+
+    st = target.storage
+    rows = np.ascontiguousarray(block, dtype=st.dtype)
+    if st.cparams.quantize and st.dtype.kind == "f":
+        rows = np.ascontiguousarray(quantize(rows, st.cparams.quantize).astype(st.dtype))
+    if rows.shape != (nrows, *target.rowshape):
+        raise ValueError(f"block {number} has shape {rows.shape}, superchunk {number} needs "
+                         f"{(nrows, *target.rowshape)}")
+    final = layout.data_path(target.rootdir, number)
+    part = f"{final}.{uuid.uuid4().hex}.part"
+    try:
+        sink = _SuperchunkSink(part, number, st, target.rowshape)
+        engine = ChunkedArray(sink, nthreads=1)
+        engine.append(rows)
+        engine.flush()  # the short last chunk, then the index (generation 2), fsynced
+        os.replace(part, final)
+    except BaseException:
+        _remove(part)
+        raise
+    zones = _chunk_bounds(rows, st.chunklen, st.dtype) if target.zoned else None
+    return _Written(number, sink.file.index.generation, sink.file.index.nchunks, sink.cbytes,
+                    zones)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+# -- planning and committing one dataset -----------------------------------------------
+
+
+#: Bytes per superchunk file (and write task) when the input's blocks do not
+#: set it: big enough for few files, small enough to balance the tasks.
+WRITE_BLOCK_BYTES = 64 << 20
+
+
+def _default_superchunk(chunklen: int, chunk_bytes: int, blocks: tuple) -> int:
+    """Chunks per superchunk when the caller gives none.
+
+    When the input's blocks along the rows are all of one size (the last may
+    be shorter) and whole chunks, superchunks follow them: each write task
+    then gets exactly one input block, with no rechunking (no copy, and no
+    block moved between workers).  Otherwise about :data:`WRITE_BLOCK_BYTES`
+    (at most 256 chunks, the format's default).
+    """
+    most = layout.DEFAULT_CHUNKS_PER_SUPERCHUNK
+    size = blocks[0] if blocks else 0
+    if size and size % chunklen == 0 and all(b == size for b in blocks[:-1]) \
+            and blocks[-1] <= size:
+        per_block = size // chunklen
+        return max(d for d in range(1, min(per_block, most) + 1) if per_block % d == 0)
+    return max(1, min(most, WRITE_BLOCK_BYTES // chunk_bytes))
+
+
+def _create(rootdir: str, dtype: np.dtype, rowshape: tuple, length: int, options: dict,
+            blocks: tuple = ()) -> _Target:
+    """Create the empty dataset `rootdir` as the carray constructor would, with the
+    `options` it takes plus ``chunks_per_superchunk``; `blocks` are the row
+    counts of the input's blocks."""
+    from bcolzx.carray import carray
+
+    options = dict(options)
+    per_file = options.pop("chunks_per_superchunk", None)
+    options.setdefault("expectedlen", length)
+    ca = carray(np.empty((0, *rowshape), dtype), rootdir=rootdir, mode="w", **options)
+    storage = ca._engine.store.storage
+    ca.close()  # nothing to flush; gives up the write lock
+    chunk_bytes = storage.chunklen * storage.dtype.itemsize * prod(rowshape)
+    if per_file is None:
+        per_file = _default_superchunk(storage.chunklen, chunk_bytes, blocks)
+    storage = storage.replace(chunks_per_superchunk=int(per_file))
+    write_storage(rootdir, storage)
+    return _Target(rootdir, storage, tuple(rowshape))
+
+
+def _plan(x, rootdir: str, options: dict) -> tuple[_Target, int, list]:
+    """Create the dataset of Dask array `x` and the delayed tasks that fill it."""
+    dask = import_optional("dask", "dask", "from_dask")
+    if x.ndim == 0:
+        raise ValueError("a 0-d array cannot be stored: bcolzx arrays have rows")
+    if any(np.isnan(c) for dim in x.chunks for c in dim):
+        raise ValueError("the array has unknown chunk sizes; call x.compute_chunk_sizes() "
+                         "first")
+    if np.dtype(x.dtype).hasobject:
+        raise TypeError(f"dtype {x.dtype} holds Python objects; bcolzx stores fixed-size items")
+    length, rowshape = int(x.shape[0]), tuple(int(d) for d in x.shape[1:])
+    target = _create(rootdir, np.dtype(x.dtype), rowshape, length, options,
+                     tuple(int(b) for b in x.chunks[0]))
+    if not length:
+        return target, 0, []
+    per = target.rows_per_file
+    rows = (*(per,) * (length // per), *((length % per,) if length % per else ()))
+    # A no-op when the blocks already are the superchunks.
+    blocks = x.rechunk((rows, *((d,) for d in rowshape))).to_delayed().ravel()
+    task = dask.delayed(_write_superchunk, pure=True)
+    return target, length, [task(block, target, k, n)
+                            for k, (block, n) in enumerate(zip(blocks, rows))]
+
+
+def _commit(target: _Target, length: int, written: list[_Written]) -> None:
+    """Write the zone map, then ``meta/sizes``: the dataset now holds `length` rows."""
+    st = target.storage
+    nfiles = ceil(ceil(length / st.chunklen) / st.chunks_per_superchunk)
+    written = sorted(written, key=operator.attrgetter("number"))
+    if [w.number for w in written] != list(range(nfiles)):
+        raise RuntimeError(f"{nfiles} superchunks expected, tasks wrote "
+                           f"{[w.number for w in written]}")
+    jsonfile.fsync_dir(os.path.join(target.rootdir, layout.DATA_DIR))
+    if target.zoned and written:
+        zonemap.write(target.rootdir, np.concatenate([w.zones for w in written]))
+    write_sizes(target.rootdir, Sizes((length, *target.rowshape), length * target.rowbytes,
+                                      sum(w.cbytes for w in written),
+                                      tuple(w.generation for w in written)))
+
+
+# -- dataframes ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _FrameSpec:
+    """How a partition becomes NumPy columns: the stored names, in order."""
+
+    index: tuple        # (stored name, level number) of the index levels kept
+    columns: tuple      # stored names of the frame's columns
+    dtypes: dict        # stored name -> NumPy dtype (None: a string width to measure)
+
+
+def _values(df, spec: _FrameSpec, name: str):
+    for stored, level in spec.index:
+        if stored == name:
+            return df.index.get_level_values(level)
+    return df[name]
+
+
+def _encode_column(df, spec: _FrameSpec, name: str) -> np.ndarray:
+    pd = import_optional("pandas", "dask", "from_dask")
+    from bcolzx.interop.pandas import _encode
+
+    arr, _ = _encode(pd, name, _values(df, spec, name))
+    return arr
+
+
+def _measure_partition(df, spec: _FrameSpec) -> tuple[int, dict]:
+    """Rows of a partition, and ``(kind, width)`` of its string columns."""
+    widths = {}
+    for name, dtype in spec.dtypes.items():
+        if dtype is None:
+            arr = _encode_column(df, spec, name)
+            widths[name] = (arr.dtype.kind, arr.dtype.itemsize // (4 if arr.dtype.kind == "U"
+                                                                   else 1))
+    return len(df), widths
+
+
+def _encode_partition(df, spec: _FrameSpec) -> dict[str, np.ndarray]:
+    """The NumPy columns of a partition, in the dtypes chosen for the whole frame.
+
+    Raises
+    ------
+    TypeError
+        If a partition's column is of another kind than the frame's ``meta``
+        says (e.g. floats where ``meta`` has integers): it is not converted.
+    """
+    out = {}
+    for name, dtype in spec.dtypes.items():
+        arr = _encode_column(df, spec, name)
+        try:
+            out[name] = arr.astype(dtype, casting="same_kind", copy=False)
+        except TypeError:
+            raise TypeError(f"column {name!r} holds {arr.dtype} in a partition, where the "
+                            f"frame's meta says {dtype}; fix the meta (astype)") from None
+    return out
+
+
+def _frame_spec(ddf, write_index: bool | None) -> tuple[_FrameSpec, dict]:
+    """The stored columns of `ddf` and the attrs (pandas metadata) of its ctable."""
+    pd = import_optional("pandas", "dask", "from_dask")
+    from bcolzx.ctable import _check_name
+    from bcolzx.interop.pandas import (INDEX_COLUMNS_KEY, INDEX_NAMES_KEY, _check_label,
+                                       _encode, _index_levels)
+
+    meta = ddf._meta
+    labels = [_check_label(label, "column name") for label in meta.columns]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"duplicate column names in {labels}")
+    named = any(n is not None for n in meta.index.names)
+    keep = named if write_index is None else bool(write_index)
+    levels = (_index_levels(pd, meta) or [("index", None, meta.index)]) if keep else []
+    index = tuple((stored, i) for i, (stored, _, _) in enumerate(levels))
+    stored = [s for s, _ in index] + labels
+    if len(set(stored)) != len(stored):
+        raise ValueError(f"the index would be stored as column(s) {[s for s, _ in index]}, "
+                         f"which clash with the columns {labels}; rename the index")
+    dtypes, attrs = {}, {}
+    for name in stored:
+        _check_name(name)
+        values = meta.index.get_level_values(dict(index)[name]) if name in dict(index) \
+            else meta[name]
+        if isinstance(values.dtype, pd.CategoricalDtype) and \
+                "__UNKNOWN_CATEGORIES__" in values.dtype.categories:
+            raise ValueError(f"column {name!r} is categorical with unknown categories; make "
+                             f"them known first (ddf = ddf.categorize(columns=[{name!r}]))")
+        arr, more = _encode(pd, name, values)
+        attrs.update(more)
+        strings = arr.dtype.kind in "SU"
+        dtypes[name] = None if strings else arr.dtype
+    if index:
+        attrs[INDEX_COLUMNS_KEY] = [s for s, _ in index]
+        attrs[INDEX_NAMES_KEY] = [label for _, label, _ in levels]
+    return _FrameSpec(index, tuple(labels), dtypes), attrs
+
+
+def _string_dtypes(names: list[str], measured: list[dict]) -> dict[str, np.dtype]:
+    out = {}
+    for name in names:
+        kinds = {m[name][0] for m in measured}
+        if len(kinds) > 1:
+            raise TypeError(f"column {name!r} holds str in some partitions and bytes in "
+                            "others; convert it to one of them")
+        kind = kinds.pop() if kinds else "U"
+        out[name] = np.dtype(f"{kind}{max([1, *(m[name][1] for m in measured)])}")
+    return out
+
+
+def _plan_frame(ddf, rootdir: str, options: dict, write_index: bool | None):
+    """Create the ctable of `ddf` (columns empty) and the tasks that fill its columns."""
+    dask = import_optional("dask", "dask", "from_dask")
+    da = import_optional("dask.array", "dask", "from_dask")
+
+    spec, attrs = _frame_spec(ddf, write_index)
+    parts = ddf.to_delayed()
+    measure = dask.delayed(_measure_partition, pure=True)
+    measured = dask.compute(*[measure(p, spec) for p in parts])
+    lengths = [m[0] for m in measured]
+    strings = [n for n, d in spec.dtypes.items() if d is None]
+    dtypes = {**spec.dtypes, **_string_dtypes(strings, [m[1] for m in measured])}
+    spec = _FrameSpec(spec.index, spec.columns, dtypes)
+    encode = dask.delayed(_encode_partition, pure=True)
+    encoded = [encode(p, spec) for p in parts]
+    pick = dask.delayed(operator.getitem, pure=True)
+    plans = []
+    for name, dtype in dtypes.items():
+        pieces = [da.from_delayed(pick(e, name), shape=(n,), dtype=dtype)
+                  for e, n in zip(encoded, lengths)]
+        column = da.concatenate(pieces) if pieces else da.empty((0,), dtype=dtype)
+        plans.append((name, *_plan(column, os.path.join(rootdir, name), options)))
+    jsonfile.write_json(os.path.join(rootdir, layout.ATTRS_FILE), attrs)
+    return list(dtypes), plans
+
+
+# -- the public function --------------------------------------------------------------
+
+
+def _hidden_sibling(rootdir: str) -> str:
+    parent, name = os.path.split(os.path.abspath(rootdir))
+    os.makedirs(parent, exist_ok=True)
+    return os.path.join(parent, f".{name}{_TMP_TAG}{uuid.uuid4().hex[:12]}")
+
+
+def _lock_existing(rootdir: str):
+    """The write lock of the dataset that mode 'w' replaces, held until it is replaced
+    (None when there is none): a dataset another writer holds is never replaced."""
+    from bcolzx._storage.lock import WriterLock
+
+    if not os.path.isdir(rootdir):
+        return None
+    lock = WriterLock(rootdir)
+    lock.acquire()
+    return lock
+
+
+def _discard(tmpdir: str) -> None:
+    """Remove a hidden dataset whose write failed.
+
+    Tasks of the failed computation may still be running (Dask does not stop
+    them): renamed first, the directory can no longer be reached by the
+    paths they hold, so nothing reappears while it is being removed.
+    """
+    trash = f"{tmpdir}-failed"
+    try:
+        os.rename(tmpdir, trash)
+    except FileNotFoundError:
+        return
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _move_into_place(tmpdir: str, rootdir: str, mode: str) -> None:
+    """Rename the finished dataset to `rootdir` (replacing it in mode 'w')."""
+    old = None
+    if os.path.lexists(rootdir):
+        if mode != "w":
+            raise FileExistsError(f"{rootdir} appeared while it was being written")
+        old = _hidden_sibling(rootdir)
+        os.rename(rootdir, old)
+    os.rename(tmpdir, rootdir)
+    jsonfile.fsync_dir(os.path.dirname(os.path.abspath(rootdir)))
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def from_dask(x, rootdir, mode: str = "a", *, chunklen: int | None = None, cparams=None,
+              dflt=None, expectedlen: int | None = None,
+              chunks_per_superchunk: int | None = None, write_index: bool | None = None,
+              scheduler=None):
+    """Write a Dask array (a carray) or dataframe (a ctable) into a new dataset, in parallel.
+
+    Each Dask task compresses the rows of one superchunk into a file of its
+    own; the metadata is written once, by this process, when every task
+    has succeeded, and the dataset appears under `rootdir` only then, by a
+    rename.  A failed task leaves nothing under `rootdir`.  Works with every
+    Dask scheduler (threads, processes, ``distributed``); with several
+    machines, `rootdir` must be on a file system they all share.
+
+    Parameters
+    ----------
+    x : dask.array.Array or dask.dataframe.DataFrame
+        The data: an array with known chunk sizes (rows along its first
+        axis), or a dataframe, stored as :func:`~bcolzx.interop.pandas.from_dataframe`
+        would store it.
+    rootdir : str or os.PathLike
+        The new dataset's directory.
+    mode : {'a', 'w'}
+        'a' (default) refuses an existing `rootdir`; 'w' replaces it (once
+        the new dataset is complete).
+    chunklen, cparams, dflt, expectedlen
+        As for :class:`~bcolzx.carray` (for every column of a dataframe).
+    chunks_per_superchunk : int, optional
+        Chunks per superchunk file, i.e. per task; a task holds one such block
+        in memory.  Default: when the array's blocks along the rows are all of
+        one size and whole chunks, superchunks follow them (at most 256
+        chunks), so that no block is moved or copied; otherwise about
+        :data:`WRITE_BLOCK_BYTES` (64 MiB) per file.
+    write_index : bool, optional
+        For a dataframe: store its index as column(s), placed first.  None
+        (default) stores it when it has a name (e.g. after ``set_index``).
+    scheduler : str or object, optional
+        Passed to :func:`dask.compute` (default: Dask's current scheduler).
+
+    Returns
+    -------
+    carray or ctable
+        The new dataset, opened in mode 'a'.
+
+    Raises
+    ------
+    ImportError
+        If Dask (or, for a dataframe, pandas) is not installed.
+    TypeError
+        If `x` is neither, or holds Python objects that cannot be stored.
+    ValueError
+        For unknown chunk sizes, a 0-d array, a bad mode or parameter, bad
+        column names, missing values in string columns or unknown
+        categories.
+    FileExistsError
+        If `rootdir` exists and `mode` is 'a'.
+    LockedError
+        In mode 'w', if another writer holds the dataset at `rootdir`.
+    ReadOnlyError
+        For mode 'r'.
+    Exception
+        Whatever a task raised; nothing is left under `rootdir`.
+
+    Examples
+    --------
+    >>> import os, tempfile, dask.array as da, bcolzx
+    >>> path = os.path.join(tempfile.mkdtemp(), "x")
+    >>> ca = bcolzx.from_dask(da.arange(1000, chunks=300), path, chunklen=128)
+    >>> len(ca), int(ca.sum())
+    (1000, 499500)
+    """
+    da = import_optional("dask.array", "dask", "from_dask")
+    dask = import_optional("dask", "dask", "from_dask")
+    if mode == "r":
+        raise ReadOnlyError("from_dask writes a new dataset: mode 'r' is not allowed")
+    if mode not in ("a", "w"):
+        raise ValueError(f"mode must be 'a' or 'w', not {mode!r}")
+    rootdir = os.fspath(rootdir)
+    if mode == "a" and os.path.lexists(rootdir):
+        raise FileExistsError(f"{rootdir} exists; open it with bcolzx.open() or use mode='w' "
+                              "to replace it")
+    if chunks_per_superchunk is not None and (
+            isinstance(chunks_per_superchunk, bool) or not isinstance(
+                chunks_per_superchunk, (int, np.integer)) or
+            not 1 <= chunks_per_superchunk <= 1 << 20):
+        raise ValueError(f"chunks_per_superchunk must be in 1..2**20, not "
+                         f"{chunks_per_superchunk!r}")
+    options = {k: v for k, v in (("chunklen", chunklen), ("cparams", cparams), ("dflt", dflt),
+                                 ("expectedlen", expectedlen),
+                                 ("chunks_per_superchunk", chunks_per_superchunk))
+               if v is not None}
+    frame = _is_frame(x)
+    if not frame and not isinstance(x, da.Array):
+        raise TypeError(f"from_dask needs a Dask array or dataframe, not {type(x).__name__}")
+    held = _lock_existing(rootdir) if mode == "w" else None
+    tmpdir = _hidden_sibling(rootdir)
+    try:
+        if frame:
+            os.makedirs(tmpdir)
+            names, plans = _plan_frame(x, tmpdir, options, write_index)
+        else:
+            plans = [(None, *_plan(x, tmpdir, options))]
+        tasks = [task for _, _, _, group in plans for task in group]
+        written = iter(dask.compute(*tasks, scheduler=scheduler) if tasks else ())
+        for _, target, length, group in plans:
+            _commit(target, length, [next(written) for _ in group])
+        if frame:
+            jsonfile.write_json(os.path.join(tmpdir, layout.ROOTDIRS_FILE), {"names": names})
+        _move_into_place(tmpdir, rootdir, mode)
+    except BaseException:
+        _discard(tmpdir)
+        raise
+    finally:
+        if held is not None:
+            held.release()
+    from bcolzx.toplevel import open as _open
+
+    return _open(rootdir, mode="a")
+
+
+def _is_frame(x) -> bool:
+    try:
+        import dask.dataframe as dd
+    except ImportError:
+        return False
+    return isinstance(x, dd.DataFrame)

@@ -1,0 +1,862 @@
+"""Convert ctables to and from Apache Arrow tables and Parquet files, by record batches.
+
+:func:`to_arrow` (``ctable.toarrow``) builds a :class:`pyarrow.Table` from
+record batches of about ``chunklen`` rows; :func:`to_reader` gives the same
+batches as a :class:`pyarrow.RecordBatchReader` without building the table;
+:func:`to_parquet` (``ctable.toparquet``) streams them into a Parquet file.
+:func:`from_arrow` (``bcolzx.fromarrow``) stores a Table, a RecordBatch, a
+RecordBatchReader or any object exporting an Arrow C stream as a new
+ctable, and :func:`from_parquet` (``bcolzx.fromparquet``) reads a Parquet
+file, both batch by batch: a Parquet file is never in memory as a whole.
+pyarrow is imported only when one of them is called
+(``pip install 'bcolzx[arrow]'``).
+
+The round trip ``from_arrow(to_arrow(ct))`` (or through Parquet) gives back
+the same columns, dtypes, values and attrs.  Data that bcolzx cannot hold
+exactly is refused with an error naming the column, never altered.
+
+Column types
+------------
+=============================  ==============================================
+ctable column                  Arrow type
+=============================  ==============================================
+bool, int8..uint64,            bool, int8..uint64, halffloat, float, double
+float16..float64               (big-endian dtypes are converted)
+``datetime64[s|ms|us|ns]``     ``timestamp(unit)``; NaT is null
+``datetime64[D]``              ``date32``; NaT is null
+``timedelta64[s|ms|us|ns]``    ``duration(unit)``; NaT is null
+``S<n>``                       ``binary``
+``U<n>``                       ``string`` (UTF-8)
+rows of shape ``(a, b, ...)``  nested ``fixed_size_list`` of the above
+=============================  ==============================================
+
+Other dtypes (complex, other datetime units, structured) are refused with a
+TypeError.  Every field records the column's NumPy dtype in its metadata
+(``bcolzx.dtype``), which gives back the string widths and byte order.
+
+Columns with pandas metadata in the ctable's attrs (as
+:mod:`bcolzx.interop.pandas` writes them) become the matching Arrow type:
+an integer column with ``attrs["categories:<col>"]`` becomes a
+``dictionary`` (code -1 is null), a ``datetime64`` column with
+``attrs["tz:<col>"]`` a ``timestamp`` with that time zone.  Reading, these
+types give back the codes and the attrs, so ``todataframe`` works on the
+result as on a ctable made by ``fromdataframe``.  The other attrs travel as
+JSON in the schema metadata (``bcolzx.attrs``).
+
+Reading other Arrow data
+------------------------
+Besides the types above: ``date64`` becomes ``datetime64[ms]``,
+``large_string`` and ``string_view`` become ``U<n>``, ``large_binary`` and
+``binary_view`` become ``S<n>``, ``fixed_size_binary(n)`` becomes ``S<n>``,
+unsigned dictionary indices become the next wider signed integers.  A
+string or binary column becomes as wide as its longest value (at least 1),
+which needs one more pass over that column: over the Table, or over the
+Parquet file reading only those columns; a stream (a RecordBatchReader)
+that lacks bcolzx's widths is first copied to a temporary Arrow IPC file
+(zstd-compressed) in the system's temporary directory.  Refused:
+
+* nulls, except in temporal columns (they become NaT) and dictionary
+  columns (code -1) - fill them first (``pyarrow.compute.fill_null``);
+* strings or bytes ending in NUL characters, which NumPy's fixed-width
+  strings cannot hold;
+* dictionaries whose values are not strings, integers, floats or booleans,
+  or hold nulls;
+* every other type (decimal, variable-length lists, struct, map, time of
+  day...) - TypeError naming the column.
+
+Column names must be valid ctable column names.  Schema metadata other
+than bcolzx's (e.g. pandas') is not kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bcolzx.interop._common import (
+    block_rows,
+    column_names,
+    discard_on_error,
+    finish,
+    import_optional,
+    prod,
+    remove_quietly,
+)
+from bcolzx.interop.pandas import CATEGORIES_KEY, TZ_KEY
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import pyarrow
+
+    from bcolzx.ctable import ctable
+
+__all__ = ["to_arrow", "to_reader", "to_parquet", "from_arrow", "from_parquet"]
+
+#: Field metadata: the column's NumPy dtype.
+FIELD_DTYPE = b"bcolzx.dtype"
+#: Field metadata of a categorical column: its ``categories:<col>`` attr as JSON.
+FIELD_CATEGORIES = b"bcolzx.categories"
+#: Schema metadata: the ctable's attrs as JSON.
+SCHEMA_ATTRS = b"bcolzx.attrs"
+UNITS = ("s", "ms", "us", "ns")
+MODES = ("w", "x")
+#: Most uncompressed bytes of the rows in one Parquet row group.
+ROW_GROUP_BYTES = 64 << 20
+#: Most rows in one Parquet row group (pyarrow's default).
+ROW_GROUP_ROWS = 1 << 20
+#: Parquet codecs for bcolzx codecs.
+PARQUET_CODECS = {"zstd": "zstd", "lz4": "lz4", "lz4hc": "lz4", "zlib": "gzip",
+                  "blosclz": "snappy"}
+
+
+def _import_pyarrow():
+    return import_optional("pyarrow", "arrow", "converting to or from Arrow")
+
+
+def _import_parquet():
+    _import_pyarrow()
+    return import_optional("pyarrow.parquet", "arrow", "reading or writing Parquet")
+
+
+# -- ctable -> Arrow -------------------------------------------------------------------
+
+
+def _fixed_to_binary(pa, values: np.ndarray, typ):
+    """Fixed-width bytes (``S<n>``, trailing NULs not part of a value) as an Arrow
+    binary or string array, embedded NULs kept."""
+    n, width = len(values), values.dtype.itemsize
+    raw = values.view(np.uint8).reshape(n, width)
+    nonzero = raw != 0
+    lengths = np.where(nonzero.any(axis=1), width - np.argmax(nonzero[:, ::-1], axis=1), 0)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] >= 2**31:
+        raise ValueError(f"a batch of {offsets[-1]} bytes of strings is too large; use "
+                         "smaller batches")
+    data = raw[np.arange(width) < lengths[:, None]]
+    return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offsets.astype(np.int32)),
+                                          pa.py_buffer(np.ascontiguousarray(data))])
+
+
+def _category_type(pa, token: str):
+    if token in ("str", "string", "object"):
+        return pa.string()
+    dtype = np.dtype(token)
+    if dtype.kind not in "biuf":
+        raise ValueError(f"categories of dtype {token!r} are not supported")
+    return pa.from_numpy_dtype(dtype)
+
+
+def _dictionary_out(pa, name: str, dtype: np.dtype, meta: Any):
+    if dtype.kind != "i":
+        raise ValueError(f"column {name!r} has categories in attrs but holds {dtype}, not "
+                         "integer codes")
+    try:
+        values = pa.array(meta["categories"], type=_category_type(pa, meta["dtype"]))
+        ordered = bool(meta["ordered"])
+    except (KeyError, TypeError, ValueError, pa.ArrowException) as exc:
+        raise ValueError(f"attrs[{CATEGORIES_KEY + name!r}] is malformed: {exc}") from None
+    index_type = pa.from_numpy_dtype(dtype.newbyteorder("="))
+
+    def convert(codes: np.ndarray):
+        if len(codes) and (codes.min() < -1 or codes.max() >= len(values)):
+            raise ValueError(f"column {name!r} holds codes outside -1..{len(values) - 1}")
+        codes = codes.astype(dtype.newbyteorder("="), copy=False)
+        indices = pa.array(codes, type=index_type, mask=codes < 0)
+        return pa.DictionaryArray.from_arrays(indices, values)
+
+    return pa.dictionary(index_type, values.type, ordered), convert
+
+
+def _leaf_out(pa, name: str, dtype: np.dtype, attrs: dict[str, Any]):
+    """(Arrow type, converter of 1-D values) for items of `dtype`."""
+    native = dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype
+    if CATEGORIES_KEY + name in attrs:
+        return _dictionary_out(pa, name, dtype, attrs[CATEGORIES_KEY + name])
+    kind = dtype.kind
+    if kind in "biuf":
+        return pa.from_numpy_dtype(native), \
+            lambda v: pa.array(v.astype(native, copy=False))
+    if kind in "Mm":
+        unit = np.datetime_data(dtype)[0]
+        if kind == "M" and unit == "D":
+            typ = pa.date32()
+        elif unit in UNITS and np.datetime_data(dtype)[1] == 1:
+            typ = pa.timestamp(unit, tz=attrs.get(TZ_KEY + name)) if kind == "M" \
+                else pa.duration(unit)
+        else:
+            raise TypeError(f"column {name!r}: {dtype} has no Arrow type (units s, ms, us, "
+                            "ns, and D for dates)")
+        return typ, lambda v: pa.array(v.astype(native, copy=False), type=typ,
+                                       mask=np.isnat(v))
+    if kind == "S":
+        return pa.binary(), lambda v: _fixed_to_binary(pa, v, pa.binary())
+    if kind == "U":
+        return pa.string(), lambda v: _fixed_to_binary(
+            pa, np.char.encode(v, "utf-8") if len(v) else np.empty(0, "S1"), pa.string())
+    raise TypeError(f"column {name!r}: dtype {dtype} has no Arrow type bcolzx maps to")
+
+
+@dataclass
+class _Out:
+    """How one column becomes an Arrow field and arrays."""
+
+    field: Any
+    convert: Any
+
+
+def _column_out(pa, name: str, col, attrs: dict[str, Any]) -> _Out:
+    dims = col.shape[1:]
+    if dims and CATEGORIES_KEY + name in attrs:
+        raise TypeError(f"column {name!r}: categorical columns must be one-dimensional")
+    leaf_type, leaf = _leaf_out(pa, name, col.dtype, attrs)
+    typ = leaf_type
+    for d in reversed(dims):
+        typ = pa.list_(typ, d)
+
+    def convert(block: np.ndarray):
+        arr = leaf(block.reshape(-1))
+        for d in reversed(dims):
+            arr = pa.FixedSizeListArray.from_arrays(arr, d)
+        return arr
+
+    meta = {FIELD_DTYPE: col.dtype.str.encode()}
+    if CATEGORIES_KEY + name in attrs:
+        meta[FIELD_CATEGORIES] = json.dumps(attrs[CATEGORIES_KEY + name]).encode()
+    return _Out(pa.field(name, typ, metadata=meta), convert)
+
+
+def _plan_out(pa, ct: ctable, columns) -> tuple[Any, list[str], list[_Out]]:
+    names = column_names(ct, columns, ct.names)
+    attrs = ct.attrs.getall()
+    outs = [_column_out(pa, name, ct.cols[name], attrs) for name in names]
+    consumed = {k + n for n, o in zip(names, outs)
+                for k in (CATEGORIES_KEY, TZ_KEY) if k + n in attrs}
+    carried = {k: v for k, v in attrs.items() if k not in consumed}
+    meta = {SCHEMA_ATTRS: json.dumps(carried).encode()} if carried else None
+    return pa.schema([o.field for o in outs], metadata=meta), names, outs
+
+
+def _batches(pa, ct: ctable, schema, names: list[str], outs: list[_Out],
+             rows: int | None) -> Iterator:
+    if rows is None:
+        rows = min(ct.cols[n].chunklen for n in names) if names else 1
+    rows = int(rows)
+    if rows < 1:
+        raise ValueError(f"batch rows must be positive, not {rows}")
+    n = len(ct)
+    for lo in range(0, n, rows):
+        hi = min(n, lo + rows)
+        yield pa.RecordBatch.from_arrays([o.convert(ct.cols[name][lo:hi])
+                                          for name, o in zip(names, outs)], schema=schema)
+
+
+def to_reader(ct: ctable, columns: Sequence[str] | str | None = None,
+              batch_rows: int | None = None) -> pyarrow.RecordBatchReader:
+    """The rows of a ctable as a stream of Arrow record batches.
+
+    Each batch is read from the columns when the reader asks for it.
+
+    Parameters
+    ----------
+    ct : ctable
+    columns : sequence of str or str, optional
+        The columns, in order (a string: comma-separated names); default all.
+    batch_rows : int, optional
+        Rows per batch (default: the shortest ``chunklen`` of the columns).
+
+    Returns
+    -------
+    pyarrow.RecordBatchReader
+
+    Raises
+    ------
+    ImportError
+        If pyarrow is not installed.
+    KeyError
+        For an unknown column.
+    TypeError
+        For a column dtype Arrow cannot hold (see the module docstring).
+    ValueError
+        For bad `batch_rows` or malformed categories in attrs.
+    """
+    pa = _import_pyarrow()
+    schema, names, outs = _plan_out(pa, ct, columns)
+    return pa.RecordBatchReader.from_batches(schema,
+                                             _batches(pa, ct, schema, names, outs, batch_rows))
+
+
+def to_arrow(ct: ctable, columns: Sequence[str] | str | None = None,
+             batch_rows: int | None = None) -> pyarrow.Table:
+    """A pyarrow Table with the data of a ctable, made of record batches.
+
+    Parameters
+    ----------
+    ct : ctable
+    columns : sequence of str or str, optional
+        The columns, in order (a string: comma-separated names); default all.
+    batch_rows : int, optional
+        Rows per record batch (default: the shortest ``chunklen`` of the
+        columns).
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Raises
+    ------
+    ImportError
+        If pyarrow is not installed.
+    KeyError
+        For an unknown column.
+    TypeError
+        For a column dtype Arrow cannot hold (see the module docstring).
+    ValueError
+        For bad `batch_rows` or malformed categories in attrs.
+
+    Examples
+    --------
+    >>> import numpy as np, bcolzx
+    >>> ct = bcolzx.ctable([np.arange(3), np.array(["a", "bc", ""])], names=["i", "s"])
+    >>> t = ct.toarrow()
+    >>> t.schema.types
+    [DataType(int64), DataType(string)]
+    >>> t.column("s").to_pylist()
+    ['a', 'bc', '']
+    >>> bcolzx.fromarrow(t).dtype
+    dtype([('i', '<i8'), ('s', '<U2')])
+    """
+    pa = _import_pyarrow()
+    schema, names, outs = _plan_out(pa, ct, columns)
+    return pa.Table.from_batches(list(_batches(pa, ct, schema, names, outs, batch_rows)),
+                                 schema=schema)
+
+
+def to_parquet(ct: ctable, path, columns: Sequence[str] | str | None = None,
+               compression: str | None = None, row_group_rows: int | None = None,
+               mode: str = "w", **writer_kwargs) -> None:
+    """Write a ctable to a Parquet file, streaming record batches.
+
+    Batches of about ``chunklen`` rows are gathered into row groups of at
+    most `row_group_rows` rows (and about 64 MiB), each written as soon as
+    it is full; the file is written under a temporary name and renamed to
+    `path` when complete.
+
+    Parameters
+    ----------
+    ct : ctable
+    path : str or os.PathLike
+    columns : sequence of str or str, optional
+        The columns (default all).
+    compression : str, optional
+        A Parquet codec (``'zstd'``, ``'lz4'``, ``'snappy'``, ``'gzip'``,
+        ``'none'``...).  Default: the one nearest the ctable's cparams codec
+        (zstd for zstd, lz4 for lz4/lz4hc, gzip for zlib, snappy for blosclz).
+    row_group_rows : int, optional
+        Most rows per row group (default: 1 Mi rows, fewer for wide rows).
+    mode : {'w', 'x'}
+        'w' replaces an existing file; 'x' refuses to.
+    **writer_kwargs
+        Passed to :class:`pyarrow.parquet.ParquetWriter`.
+
+    Raises
+    ------
+    ImportError
+        If pyarrow is not installed.
+    KeyError
+        For an unknown column.
+    TypeError
+        For a column dtype Arrow cannot hold.
+    ValueError
+        For a bad `mode` or `row_group_rows`.
+    FileExistsError
+        With ``mode='x'`` when `path` exists.
+    OSError
+        If the file cannot be written.
+    """
+    pa = _import_pyarrow()
+    pq = _import_parquet()
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    path = os.fspath(path)
+    if mode == "x" and os.path.lexists(path):
+        raise FileExistsError(f"{path} exists (mode 'x')")
+    schema, names, outs = _plan_out(pa, ct, columns)
+    if compression is None:
+        compression = PARQUET_CODECS.get(ct.cparams.cname, "zstd")
+    rowbytes = sum(ct.cols[n].atomsize for n in names) or 1
+    if row_group_rows is None:
+        row_group_rows = max(1, min(ROW_GROUP_ROWS, ROW_GROUP_BYTES // rowbytes))
+    elif int(row_group_rows) < 1:
+        raise ValueError(f"row_group_rows must be positive, not {row_group_rows}")
+    row_group_rows = int(row_group_rows)
+    batch_rows = min(row_group_rows, min(ct.cols[n].chunklen for n in names))
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with pq.ParquetWriter(tmp, schema, compression=compression, **writer_kwargs) as w:
+            pending, held = [], 0
+            for batch in _batches(pa, ct, schema, names, outs, batch_rows):
+                pending.append(batch)
+                held += batch.num_rows
+                if held >= row_group_rows:
+                    table = pa.Table.from_batches(pending, schema=schema)
+                    w.write_table(table.slice(0, row_group_rows), row_group_size=row_group_rows)
+                    rest = table.slice(row_group_rows)
+                    pending, held = rest.to_batches(), rest.num_rows
+            if held:
+                w.write_table(pa.Table.from_batches(pending, schema=schema),
+                              row_group_size=row_group_rows)
+        os.replace(tmp, path)
+    except BaseException:
+        remove_quietly(tmp)
+        raise
+
+
+# -- Arrow -> ctable -------------------------------------------------------------------
+
+
+@dataclass
+class _In:
+    """How one Arrow field becomes a column."""
+
+    name: str
+    kind: str  # 'plain', 'temporal', 'string', 'binary', 'fixed', 'dict', 'recode'
+    dtype: np.dtype | None     # None until a string width is known
+    dims: tuple
+    tz: str | None = None
+    ordered: bool = False
+    category_dtype: str = ""
+    categories: list = field(default_factory=list)
+    codes: dict = field(default_factory=dict)
+
+    def where(self) -> str:
+        return f"column {self.name!r}"
+
+
+def _recorded(fld) -> np.dtype | None:
+    raw = (fld.metadata or {}).get(FIELD_DTYPE)
+    if raw is None:
+        return None
+    try:
+        return np.dtype(raw.decode())
+    except (TypeError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def _signed_index(pa, typ) -> np.dtype:
+    dtype = np.dtype(typ.to_pandas_dtype())
+    if dtype.kind == "u":
+        return np.dtype(f"i{min(8, dtype.itemsize * 2)}")
+    return dtype
+
+
+def _plan_in(pa, fld) -> _In:
+    """The column for Arrow field `fld` (string widths still unknown)."""
+    t = pa.types
+    typ, dims = fld.type, []
+    while t.is_fixed_size_list(typ):
+        dims.append(typ.list_size)
+        typ = typ.value_type
+    dims = tuple(dims)
+    recorded = _recorded(fld)
+    name = fld.name
+    if t.is_dictionary(typ):
+        vt = typ.value_type
+        if t.is_string(vt) or t.is_large_string(vt) or t.is_string_view(vt):
+            token = "str"
+        elif t.is_integer(vt) or t.is_floating(vt) or t.is_boolean(vt):
+            token = str(np.dtype(vt.to_pandas_dtype()))
+        else:
+            raise TypeError(f"column {name!r}: dictionary values of type {vt} cannot be "
+                            "categories (strings, integers, floats or booleans)")
+        if dims:
+            raise TypeError(f"column {name!r}: dictionaries inside fixed-size lists are not "
+                            "supported")
+        dtype = _signed_index(pa, typ.index_type)
+        if recorded is not None and recorded.kind == "i" and recorded.itemsize >= dtype.itemsize:
+            dtype = recorded
+        return _seeded(_In(name, "dict", dtype, dims, ordered=bool(typ.ordered),
+                           category_dtype=token), fld)
+    if not dims and FIELD_CATEGORIES in (fld.metadata or {}) and recorded is not None \
+            and recorded.kind == "i" and (t.is_integer(typ) or t.is_floating(typ)
+                                          or t.is_boolean(typ) or t.is_string(typ)
+                                          or t.is_large_string(typ)):
+        # A categorical column whose values were written without their dictionary
+        # (Parquet keeps dictionaries of strings only): the codes are found again.
+        col = _seeded(_In(name, "recode", recorded, dims), fld)
+        if col.categories:
+            return col
+    if t.is_boolean(typ) or t.is_integer(typ) or t.is_floating(typ):
+        dtype = np.dtype(typ.to_pandas_dtype())
+        if recorded is not None and recorded.kind == dtype.kind \
+                and recorded.itemsize == dtype.itemsize:
+            dtype = recorded
+        return _In(name, "plain", dtype, dims)
+    if t.is_timestamp(typ) or t.is_duration(typ) or t.is_date(typ):
+        if t.is_date32(typ):
+            dtype = np.dtype("M8[D]")
+        elif t.is_date64(typ):
+            dtype = np.dtype("M8[ms]")
+        else:
+            dtype = np.dtype(f"{'M' if t.is_timestamp(typ) else 'm'}8[{typ.unit}]")
+        if recorded is not None and recorded.kind == dtype.kind:
+            # Parquet has no seconds: timestamp[s] comes back as [ms], and is
+            # converted back (only where exact, see _to_numpy).
+            dtype = recorded
+        tz = typ.tz if t.is_timestamp(typ) else None
+        return _In(name, "temporal", dtype, dims, tz=tz)
+    if t.is_fixed_size_binary(typ):
+        return _In(name, "fixed", np.dtype(f"S{typ.byte_width}"), dims)
+    for kind, code, checks in (("string", "U", (t.is_string, t.is_large_string,
+                                                t.is_string_view)),
+                               ("binary", "S", (t.is_binary, t.is_large_binary,
+                                                t.is_binary_view))):
+        if any(check(typ) for check in checks):
+            dtype = recorded if recorded is not None and recorded.kind == code else None
+            return _In(name, kind, dtype, dims)
+    raise TypeError(f"column {name!r}: Arrow type {fld.type} has no ctable column type "
+                    "(see bcolzx.interop.arrow)")
+
+
+def _seeded(col: _In, fld) -> _In:
+    """`col` with the categories recorded in the field's metadata, if any, first."""
+    raw = (fld.metadata or {}).get(FIELD_CATEGORIES)
+    if raw is None:
+        return col
+    try:
+        meta = json.loads(raw)
+        categories = list(meta["categories"])
+        token, ordered = str(meta["dtype"]), bool(meta["ordered"])
+    except (TypeError, ValueError, KeyError, UnicodeDecodeError):
+        return col  # not ours to trust: the data's own dictionaries decide
+    if col.kind == "dict" and col.category_dtype != token and not (
+            col.category_dtype == "str" and token in ("object", "string")):
+        return col
+    col.categories = categories
+    col.codes = {v: i for i, v in enumerate(categories)}
+    col.category_dtype, col.ordered = token, ordered
+    return col
+
+
+def _leaf(arr, col: _In):
+    """The values of `arr` below its fixed-size lists (list-level nulls refused), string
+    and binary views as plain (large) strings and binaries, which compute kernels take."""
+    import pyarrow as pa
+
+    for _ in col.dims:
+        if arr.null_count:
+            raise ValueError(f"{col.where()} has null lists; a ctable cannot hold them")
+        arr = arr.flatten()
+    if pa.types.is_string_view(arr.type):
+        arr = arr.cast(pa.large_string())
+    elif pa.types.is_binary_view(arr.type):
+        arr = arr.cast(pa.large_binary())
+    return arr
+
+
+def _lengths(pc, leaf, col: _In):
+    return pc.utf8_length(leaf) if col.kind == "string" else pc.binary_length(leaf)
+
+
+def _null_error(col: _In, n: int) -> ValueError:
+    return ValueError(f"{col.where()} has {n} nulls, which a ctable column of "
+                      f"{col.dtype or col.kind} cannot hold; fill them first "
+                      "(pyarrow.compute.fill_null)")
+
+
+def _to_numpy(pc, arr, col: _In) -> np.ndarray:
+    """Rows of a batch's column as a NumPy array of the column's dtype and row shape."""
+    n = len(arr)
+    leaf = _leaf(arr, col)
+    if col.kind == "dict":
+        values = _dict_codes(pc, leaf, col)
+    elif col.kind == "recode":
+        values = _recoded(leaf, col)
+    elif col.kind == "temporal":
+        raw = leaf.to_numpy(zero_copy_only=False)
+        values = raw.astype(col.dtype, copy=False)
+        if values.dtype.newbyteorder("=") != raw.dtype and not np.array_equal(
+                values.astype(raw.dtype).view("i8"), raw.view("i8")):
+            raise ValueError(f"{col.where()} holds {raw.dtype} values that {col.dtype}, its "
+                             "recorded dtype, cannot hold exactly")
+    else:
+        if leaf.null_count:
+            raise _null_error(col, leaf.null_count)
+        values = leaf.to_numpy(zero_copy_only=False)
+        if col.kind in ("string", "binary"):
+            values = values.astype(col.dtype)
+            want = _lengths(pc, leaf, col).to_numpy(zero_copy_only=False)
+            if len(values) and not np.array_equal(np.char.str_len(values), want):
+                raise ValueError(f"{col.where()} holds values longer than {col.dtype} or "
+                                 "ending in NUL characters, which fixed-width NumPy strings "
+                                 "cannot hold")
+        else:
+            values = values.astype(col.dtype, copy=False)
+    return values.reshape((n, *col.dims))
+
+
+def _dict_codes(pc, leaf, col: _In) -> np.ndarray:
+    dictionary = leaf.dictionary
+    if dictionary.null_count:
+        raise ValueError(f"{col.where()}: dictionary holds nulls; categories cannot")
+    lookup = np.empty(len(dictionary), dtype=np.int64)
+    for j, value in enumerate(dictionary.to_pylist()):
+        code = col.codes.get(value)
+        if code is None:
+            code = col.codes[value] = len(col.categories)
+            col.categories.append(value)
+        lookup[j] = code
+    if len(col.categories) - 1 > np.iinfo(col.dtype).max:
+        raise ValueError(f"{col.where()}: {len(col.categories)} categories do not fit codes "
+                         f"of {col.dtype}")
+    indices = pc.fill_null(leaf.indices, 0).to_numpy(zero_copy_only=False)
+    codes = lookup[indices] if len(lookup) else np.zeros(len(indices), np.int64)
+    if leaf.null_count:
+        codes[leaf.is_null().to_numpy(zero_copy_only=False)] = -1
+    return codes.astype(col.dtype)
+
+
+def _recoded(leaf, col: _In) -> np.ndarray:
+    """Codes of the values of a categorical column stored without its dictionary."""
+    codes = np.full(len(leaf), -1, dtype=np.int64)
+    valid = ~leaf.is_null().to_numpy(zero_copy_only=False)
+    values = leaf.drop_null().to_pylist()
+    try:
+        codes[valid] = [col.codes[v] for v in values]
+    except KeyError as exc:
+        raise ValueError(f"{col.where()} holds {exc.args[0]!r}, which is not one of its "
+                         "recorded categories") from None
+    return codes.astype(col.dtype)
+
+
+class _Source:
+    """Record batches that can be read more than once (`batches`), and their schema."""
+
+    def __init__(self, schema, batches, nrows: int | None):
+        self.schema = schema
+        self.batches = batches   # callable(columns, rows) -> iterator of RecordBatch
+        self.nrows = nrows
+
+
+def _table_source(table) -> _Source:
+    def batches(columns, rows):
+        t = table.select(columns) if columns is not None else table
+        return iter(t.to_batches(max_chunksize=rows))
+
+    return _Source(table.schema, batches, table.num_rows)
+
+
+def _needs_width(cols: list[_In]) -> list[_In]:
+    return [c for c in cols if c.dtype is None]
+
+
+def _measure(pc, source: _Source, cols: list[_In]) -> None:
+    """Give the string and binary columns without a width the longest value's."""
+    todo = _needs_width(cols)
+    if not todo:
+        return
+    widest = {c.name: 1 for c in todo}
+    for batch in source.batches([c.name for c in todo], 1 << 16):
+        for c in todo:
+            leaf = _leaf(batch.column(c.name), c)
+            if len(leaf):
+                longest = pc.max(_lengths(pc, leaf, c)).as_py()
+                widest[c.name] = max(widest[c.name], longest or 1)
+    for c in todo:
+        c.dtype = np.dtype(f"{'U' if c.kind == 'string' else 'S'}{widest[c.name]}")
+
+
+def _attrs_of(schema, cols: list[_In]) -> dict[str, Any]:
+    from bcolzx.errors import CorruptDataError
+
+    out: dict[str, Any] = {}
+    raw = (schema.metadata or {}).get(SCHEMA_ATTRS)
+    if raw is not None:
+        try:
+            out = json.loads(raw)
+        except (TypeError, ValueError, UnicodeDecodeError) as exc:
+            raise CorruptDataError(f"schema metadata {SCHEMA_ATTRS.decode()!r} is not "
+                                   f"JSON: {exc}") from None
+        if not isinstance(out, dict):
+            raise CorruptDataError(f"schema metadata {SCHEMA_ATTRS.decode()!r} is not a "
+                                   "JSON object")
+    for c in cols:
+        if c.tz is not None:
+            out[TZ_KEY + c.name] = c.tz
+        if c.kind in ("dict", "recode"):
+            out[CATEGORIES_KEY + c.name] = {"categories": c.categories,
+                                            "dtype": c.category_dtype, "ordered": c.ordered}
+    return out
+
+
+def _build(pa, source: _Source, kwargs: dict[str, Any]) -> ctable:
+    """A new ctable holding every batch of `source`."""
+    import pyarrow.compute as pc
+
+    from bcolzx.ctable import ctable
+
+    cols = [_plan_in(pa, f) for f in source.schema]
+    if not cols:
+        raise ValueError("the Arrow data has no columns: a ctable needs at least one")
+    _measure(pc, source, cols)
+    if source.nrows is not None:
+        kwargs.setdefault("expectedlen", max(source.nrows, 1))
+    auto_flush = kwargs.pop("auto_flush", kwargs.get("rootdir") is not None)
+    ct = ctable([np.empty((0, *c.dims), c.dtype) for c in cols], names=[c.name for c in cols],
+                auto_flush=False, **kwargs)
+    with discard_on_error(ct):
+        rowbytes = sum(c.dtype.itemsize * prod(c.dims) for c in cols)
+        for batch in source.batches(None, block_rows(rowbytes)):
+            if batch.num_rows:
+                ct.append([_to_numpy(pc, batch.column(c.name), c) for c in cols])
+        for name, value in _attrs_of(source.schema, cols).items():
+            ct.attrs[name] = value
+        ct.auto_flush = auto_flush
+        finish(ct)
+    return ct
+
+
+def _spooled(pa, reader, tmpdir: str) -> _Source:
+    """A single-pass stream copied to an Arrow IPC file, to be read twice."""
+    path = os.path.join(tmpdir, "spool.arrow")
+    options = pa.ipc.IpcWriteOptions(compression="zstd")
+    with pa.OSFile(path, "wb") as sink, \
+            pa.ipc.new_file(sink, reader.schema, options=options) as writer:
+        for batch in reader:
+            writer.write_batch(batch)
+
+    def batches(columns, rows):
+        with pa.memory_map(path) as mm:
+            spool = pa.ipc.open_file(mm)
+            for i in range(spool.num_record_batches):
+                batch = spool.get_batch(i)
+                yield batch.select(columns) if columns is not None else batch
+
+    return _Source(reader.schema, batches, None)
+
+
+def from_arrow(data, rootdir=None, **kwargs) -> ctable:
+    """Store Arrow data as a new ctable, record batch by record batch.
+
+    See the module docstring for the types, nulls, string widths and attrs.
+
+    Parameters
+    ----------
+    data : pyarrow.Table, pyarrow.RecordBatch, pyarrow.RecordBatchReader
+        Or any object exporting an Arrow C stream (``__arrow_c_stream__``:
+        polars and DuckDB results...), read once.
+    rootdir : str, optional
+        Where to store the ctable (default: in memory).
+    **kwargs
+        For the :class:`~bcolzx.ctable.ctable` constructor: ``mode``,
+        ``cparams``, ``chunklen``, ``expectedlen`` (default: the row count,
+        when known), ``dflt``, ``auto_flush``.
+
+    Returns
+    -------
+    ctable
+
+    Raises
+    ------
+    ImportError
+        If pyarrow is not installed.
+    TypeError
+        For `data` of another kind, or a column of a type a ctable cannot hold.
+    ValueError
+        For nulls where they are refused, strings ending in NUL characters,
+        no columns, bad column names.
+    CorruptDataError
+        If bcolzx's schema metadata is not valid JSON.
+    FileExistsError, ReadOnlyError
+        As the ctable constructor, for `rootdir` and ``mode``.
+    """
+    pa = _import_pyarrow()
+    kwargs = {"rootdir": rootdir, **kwargs}
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    if isinstance(data, pa.Table):
+        return _build(pa, _table_source(data), kwargs)
+    if not isinstance(data, pa.RecordBatchReader):
+        if not hasattr(data, "__arrow_c_stream__"):
+            raise TypeError(f"from_arrow needs a pyarrow Table, RecordBatch, "
+                            f"RecordBatchReader or an Arrow C stream, not "
+                            f"{type(data).__name__}")
+        data = pa.RecordBatchReader.from_stream(data)
+    cols = [_plan_in(pa, f) for f in data.schema]
+    if not _needs_width(cols):
+        once = iter(data)
+        return _build(pa, _Source(data.schema, lambda columns, rows: once, None), kwargs)
+    with tempfile.TemporaryDirectory(prefix="bcolzx-arrow-") as tmpdir:
+        return _build(pa, _spooled(pa, data, tmpdir), kwargs)
+
+
+def from_parquet(path, rootdir=None, columns: Sequence[str] | None = None,
+                 **kwargs) -> ctable:
+    """Read a Parquet file into a new ctable, record batch by record batch.
+
+    The file is read in batches of about 8 MiB of rows (a second pass reads
+    only the string and binary columns whose width bcolzx did not record).
+    See the module docstring for the types.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    rootdir : str, optional
+        Where to store the ctable (default: in memory).
+    columns : sequence of str, optional
+        Read only these columns, in this order.
+    **kwargs
+        For the :class:`~bcolzx.ctable.ctable` constructor, as
+        :func:`from_arrow`.
+
+    Returns
+    -------
+    ctable
+
+    Raises
+    ------
+    ImportError
+        If pyarrow is not installed.
+    FileNotFoundError
+        If `path` does not exist.
+    KeyError
+        For a name in `columns` that is not in the file.
+    TypeError, ValueError, CorruptDataError, FileExistsError, ReadOnlyError
+        As :func:`from_arrow`.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, bcolzx
+    >>> ct = bcolzx.ctable([np.arange(4), np.array([b"x", b"yz", b"", b"a"])], names=["i", "b"])
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+    >>> ct.toparquet(path)
+    >>> back = bcolzx.fromparquet(path, columns=["b"])
+    >>> back.names, back["b"][:]
+    (['b'], array([b'x', b'yz', b'', b'a'], dtype='|S2'))
+    """
+    pa = _import_pyarrow()
+    pq = _import_parquet()
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no Parquet file {path}")
+    with pq.ParquetFile(path) as pf:
+        schema = pf.schema_arrow
+        if columns is not None:
+            columns = list(columns)
+            for name in columns:
+                if schema.get_field_index(name) < 0:
+                    raise KeyError(f"no column {name!r} in {path}; columns are "
+                                   f"{schema.names}")
+            schema = pa.schema([schema.field(n) for n in columns], metadata=schema.metadata)
+        wanted = columns
+
+        def batches(cols, rows):
+            return pf.iter_batches(batch_size=rows, columns=cols if cols is not None else wanted)
+
+        return _build(pa, _Source(schema, batches, pf.metadata.num_rows),
+                      {"rootdir": rootdir, **kwargs})

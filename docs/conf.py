@@ -1,0 +1,96 @@
+"""Sphinx configuration of the bcolzx documentation.
+
+Build with ``sphinx-build -W --keep-going -b html docs docs/_build/html``
+(``pip install ".[docs]"`` first).  The API reference is generated from the
+docstrings of the bcolzx that Python imports: this file never puts the source
+tree on ``sys.path``, because a source tree has no compiled extensions (CI
+installs the package and builds the documentation from it).
+"""
+
+from __future__ import annotations
+
+import re
+
+import bcolzx
+
+project = "bcolzx"
+author = "The bcolzx developers"
+copyright = "the bcolzx developers (BSD 3-Clause)"  # noqa: A001 - Sphinx's name
+release = bcolzx.__version__
+version = ".".join(release.split(".")[:2])
+
+extensions = [
+    "myst_parser",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "numpydoc",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+root_doc = "index"
+exclude_patterns = ["_build", "**/.ipynb_checkpoints",
+                    # the raw tables of a benchmark run (linked, not a page)
+                    "benchmarks/tables.md"]
+templates_path: list[str] = []
+
+# -- MyST (the Markdown pages) ---------------------------------------------------------
+# GitHub-style anchors, so that links such as ``migration.md#4-exceptions`` work both on
+# GitHub and in the built site.
+myst_heading_anchors = 3
+
+# -- autodoc, autosummary, numpydoc ----------------------------------------------------
+autodoc_default_options = {"member-order": "bysource"}
+autodoc_typehints = "none"  # numpydoc's Parameters sections carry the types
+autosummary_generate = False  # the reference pages are written by hand (docs/api/)
+numpydoc_show_class_members = False  # members are listed by autodoc's :members:
+numpydoc_xref_param_type = False
+numpydoc_attributes_as_param_list = True
+
+
+
+def _split_parameters(text: str) -> list[str]:
+    """The top-level, comma-separated parameters of a signature's inside."""
+    parts, depth, quote, current = [], 0, "", ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+            continue
+        current += ch
+    if current.strip():
+        parts.append(current.strip())
+    return parts
+
+
+def _public_signature(app, what, name, obj, options, signature, return_annotation):
+    """Leave private parameters (``_v1``, ``_scope``...) out of displayed signatures."""
+    if not signature or not signature.startswith("(") or not signature.endswith(")"):
+        return None
+    params = [p for p in _split_parameters(signature[1:-1])
+              if not p.lstrip("*").startswith("_")]
+    while params and params[-1] == "*":
+        params.pop()
+    text = re.sub(r"<class '([\w.]+)'>", r"\1", ", ".join(params))  # dtype=float
+    return f"({text})", return_annotation
+
+
+def setup(app):
+    app.connect("autodoc-process-signature", _public_signature)
+
+
+# -- HTML ------------------------------------------------------------------------------
+html_theme = "alabaster"
+html_title = f"bcolzx {release}"
+html_static_path: list[str] = []
+html_theme_options = {
+    "description": "Compressed, persistent, columnar containers for NumPy data",
+    "fixed_sidebar": True,
+}

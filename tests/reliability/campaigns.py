@@ -1,0 +1,97 @@
+"""The published campaigns: what ``benchmarks/reliability.py`` runs and docs/reliability.md reports.
+
+:func:`corruption_campaign` and :func:`crash_campaign` run the harnesses of
+``corruption.py`` and ``crash.py`` at full size and return plain figures
+(JSON-serialisable); the stress tests assert on the same figures.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+
+from . import corruption as C
+from . import crash
+from .datasets import LEGACY, RECIPES
+
+#: Every region of a dataset the exhaustive flips cover.
+EXHAUSTIVE = {"header", "index", "other-index", "sizes", "storage", "zonemap", "attrs",
+              "rootdirs"}
+
+
+def corruption_campaign(workdir: str, chunk_flips: int = 10_000, masks: int = 8,
+                        seed: int = 0) -> dict:
+    """Damage the carray and ctable recipes (bcolzx format) and the legacy fixtures.
+
+    bcolzx format: `masks` random XOR masks on every byte of every header,
+    index copy and JSON file (the ctable's 256-slot index copies get one mask
+    a byte), `chunk_flips` random flips over chunk data (split between the
+    two datasets), every file truncated at 40 offsets, deleted, swapped with
+    every other.  Legacy: 2,000 random flips over chunk files, the same
+    truncations, deletions and swaps (no claim of detection).
+    """
+    rng = random.Random(seed)
+    start = time.monotonic()
+    native, legacy = C.Tally(), C.Tally()
+    for kind, tally in (("carray", native), ("ctable", native),
+                        ("legacy-carray", legacy), ("legacy-ctable", legacy)):
+        path = os.path.join(workdir, kind)
+        RECIPES[kind](path)
+        if kind.startswith("legacy"):
+            muts = C.random_flips(path, "legacy-chunk", 1000, rng)
+            muts += C.exhaustive_flips(path, {"sizes", "storage", "attrs", "rootdirs"}, rng)
+        else:
+            regions = EXHAUSTIVE if kind == "carray" else EXHAUSTIVE - {"index", "other-index"}
+            muts = C.exhaustive_flips(path, regions, rng, masks)
+            if kind == "ctable":
+                muts += C.exhaustive_flips(path, {"index", "other-index"}, rng, 1)
+            muts += C.random_flips(path, "chunk", chunk_flips // 2, rng)
+            muts += C.random_flips(path, "dead", 200, rng)
+        muts += C.truncations(path, rng, per_file=40) + C.deletions(path) + C.swaps(path)
+        C.campaign(path, muts, tally)
+    flips = native.by("flip", "chunk")
+    return {
+        "mutations": native.total(), "legacy_mutations": legacy.total(),
+        "seconds": round(time.monotonic() - start, 1),
+        "outcomes": {f"{k} {r}": dict(native.by(k, r)) for k, r, _ in sorted(native.counts)},
+        "legacy_outcomes": {f"{k} {r}": dict(legacy.by(k, r))
+                            for k, r, _ in sorted(legacy.counts)},
+        "chunk_flips": sum(flips.values()), "chunk_flips_detected": flips["detected"],
+        "wrong": native.total("WRONG"), "escaped": native.total("ESCAPED"),
+        "unnamed": len(native.unnamed),
+        "legacy_wrong": legacy.total("WRONG"), "legacy_escaped": legacy.total("ESCAPED"),
+        "bad": [f"{v.outcome}: {v.mutation}: {v.detail[:300]}" for v in native.bad[:20]],
+        "table": native.table(), "legacy_table": legacy.table(),
+    }
+
+
+#: How each crash family's kills are timed: the longest delay after the fork, in s.
+DELAYS = {"carray": 0.3, "legacy": 0.3, "ctable": 0.5, "convert": 0.15}
+
+
+def crash_campaign(workdir: str, kills: int = 1000, seed: int = 0,
+                   families: tuple = ("carray", "ctable", "legacy", "convert")) -> dict:
+    """`kills` SIGKILLs spread over the families (convert gets a tenth of a share:
+    each of its kills copies a dataset)."""
+    from .datasets import copy_legacy
+
+    start = time.monotonic()
+    tally = crash.CrashTally()
+    weights = {f: (0.25 if f == "convert" else 1.0) for f in families}
+    total = sum(weights.values())
+    with crash.Zygote(workdir) as zygote:
+        for i, family in enumerate(families):
+            n = max(1, round(kills * weights[family] / total))
+            fdir = os.path.join(workdir, family)
+            os.mkdir(fdir)
+            if family == "convert":
+                crash.convert_campaign(fdir, str(LEGACY / "ct_attrs"), n, seed + i,
+                                       DELAYS[family], tally, zygote)
+                continue
+            if family == "legacy":
+                copy_legacy("ca_int32_leftover", os.path.join(fdir, "legacy"))
+            crash.campaign(fdir, family, n, seed + i, DELAYS[family], tally, zygote)
+    out = crash.summary(tally)
+    out["seconds"] = round(time.monotonic() - start, 1)
+    return out
