@@ -30,7 +30,7 @@ source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build", "**/.ipynb_checkpoints",
                     # the raw tables of a benchmark run (linked, not a page)
-                    "benchmarks/tables.md"]
+                    "benchmarks/tables.md", "benchmarks/tables-1e8.md"]
 templates_path: list[str] = []
 
 # -- MyST (the Markdown pages) ---------------------------------------------------------

@@ -39,7 +39,7 @@ _PYTHON = {"python", "py", "python3", "pycon", "ipython", "ipython3"}
 
 
 # Markdown files that are data, not pages (docs/conf.py's exclude_patterns).
-NOT_PAGES = {"benchmarks/tables.md"}
+NOT_PAGES = {"benchmarks/tables.md", "benchmarks/tables-1e8.md"}
 
 
 def _pages() -> list[Path]:
