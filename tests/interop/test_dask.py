@@ -648,7 +648,7 @@ def test_docstring_examples_run(tmp_path, monkeypatch):
 def client():
     """A LocalCluster of two worker processes with one thread each."""
     with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:
         with distributed.Client(cluster, set_as_default=False) as c:
             yield c
 
