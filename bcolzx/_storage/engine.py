@@ -699,13 +699,14 @@ class ChunkedArray:
             if isinstance(entry, Special):
                 codec.fill_special(rows, entry.kind, self.itemsize, entry.value)
                 return fn(rows)
-            if codec.chunk_sizes(entry)[0] != self.chunk_bytes:
-                raise CorruptDataError(f"chunk decodes to {codec.chunk_sizes(entry)[0]} bytes, "
-                                       f"expected {self.chunk_bytes}", **self._where(c))
+            nbytes = self._nbytes_of(entry, c)
+            if nbytes != self.chunk_bytes:
+                raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected "
+                                       f"{self.chunk_bytes}", **self._where(c))
             try:
                 parallel.decompressor().decompress(entry, rows)
             except CorruptDataError as exc:
-                raise CorruptDataError(str(exc), **self._where(c)) from None
+                raise self._located(exc, c) from None
             return fn(rows)
 
         mapper = parallel.pool(self.nthreads).map if self.nthreads > 1 else map

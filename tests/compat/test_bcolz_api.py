@@ -7,9 +7,7 @@ top-level functions and variables, ``cparams`` and ``defaults``, ``carray``
 carrays, in the style of programs written for legacy bcolz.
 
 Where bcolzx deliberately behaves differently (docs/migration.md lists each
-case) the test checks bcolzx's behaviour and says so.  Tests marked
-``xfail(strict=True)`` are documented legacy behaviours bcolzx gets wrong
-today (bugs, reported); they start failing once fixed, so the mark is removed.
+case) the test checks bcolzx's behaviour and says so.
 
 The alias is installed for this module only (``install(force=True)`` also
 displaces a real legacy bcolz another test may have imported) and removed
