@@ -545,7 +545,7 @@ class carray:
     # -- interop -------------------------------------------------------------------
 
     def tohdf5(self, filepath, nodepath: str = "/carray", mode: str = "w", cparams=None,
-               compression=None) -> None:
+               compression=None, *, progress=None) -> None:
         """Write this array to an HDF5 dataset with h5py, chunk by chunk.
 
         See :func:`bcolzx.interop.h5py.to_hdf5` (the dtype, ``dflt`` and attrs
@@ -563,9 +563,10 @@ class carray:
         from bcolzx.interop.h5py import to_hdf5
 
         to_hdf5(self, filepath, nodepath=nodepath, mode=mode, cparams=cparams,
-                compression=compression)
+                compression=compression, progress=progress)
 
-    def to_b2frame(self, path, layout: str = "auto", mode: str = "w") -> None:
+    def to_b2frame(self, path, layout: str = "auto", mode: str = "w", *,
+                   progress=None) -> None:
         """Write this array to a Blosc2 contiguous frame without compressing it again.
 
         See :func:`bcolzx.interop.b2frame.to_b2frame`; ``blosc2.open(path)``
@@ -582,9 +583,10 @@ class carray:
         """
         from bcolzx.interop.b2frame import to_b2frame
 
-        to_b2frame(self, path, layout=layout, mode=mode)
+        to_b2frame(self, path, layout=layout, mode=mode, progress=progress)
 
-    def to_zarr(self, store, chunks=None, shards=None, mode: str = "w", cparams=None):
+    def to_zarr(self, store, chunks=None, shards=None, mode: str = "w", cparams=None, *,
+                progress=None):
         """Write this array to a Zarr v3 array, block by block.
 
         See :func:`bcolzx.interop.zarr.to_zarr`.
@@ -604,7 +606,8 @@ class carray:
         """
         from bcolzx.interop.zarr import to_zarr
 
-        return to_zarr(self, store, chunks=chunks, shards=shards, mode=mode, cparams=cparams)
+        return to_zarr(self, store, chunks=chunks, shards=shards, mode=mode, cparams=cparams,
+                       progress=progress)
 
     def to_dask(self, chunks: int | None = None):
         """A Dask array over this carray; see :func:`bcolzx.interop.dask.to_dask_array`.

@@ -1118,7 +1118,7 @@ class ctable:  # noqa: N801 - legacy name
         return from_dataframe(df, **kwargs)
 
     def tohdf5(self, filepath, nodepath: str = "/ctable", mode: str = "w", cparams=None,
-               cname: str | None = None) -> None:
+               cname: str | None = None, *, progress=None) -> None:
         """Write this table to a PyTables Table (see :func:`bcolzx.interop.hdf5.to_hdf5`).
 
         Parameters
@@ -1132,6 +1132,8 @@ class ctable:  # noqa: N801 - legacy name
             Compression level and shuffle (default: this table's).
         cname : str, optional
             A PyTables ``complib`` such as ``'blosc2:zstd'`` or ``'zlib'``.
+        progress : callable, optional
+            Called with the uncompressed bytes of each block of rows written.
 
         Raises
         ------
@@ -1144,7 +1146,8 @@ class ctable:  # noqa: N801 - legacy name
         """
         from bcolzx.interop.hdf5 import to_hdf5
 
-        to_hdf5(self, filepath, nodepath=nodepath, mode=mode, cparams=cparams, cname=cname)
+        to_hdf5(self, filepath, nodepath=nodepath, mode=mode, cparams=cparams, cname=cname,
+                progress=progress)
 
     @staticmethod
     def fromhdf5(filepath, nodepath: str = "/ctable", **kwargs) -> "ctable":
@@ -1202,7 +1205,8 @@ class ctable:  # noqa: N801 - legacy name
         return to_arrow(self, columns=columns, batch_rows=batch_rows)
 
     def toparquet(self, path, columns=None, compression: str | None = None,
-                  row_group_rows: int | None = None, mode: str = "w", **writer_kwargs) -> None:
+                  row_group_rows: int | None = None, mode: str = "w", *, progress=None,
+                  **writer_kwargs) -> None:
         """Write this table to a Parquet file by record batches.
 
         See :func:`bcolzx.interop.arrow.to_parquet`.
@@ -1221,7 +1225,8 @@ class ctable:  # noqa: N801 - legacy name
         from bcolzx.interop.arrow import to_parquet
 
         to_parquet(self, path, columns=columns, compression=compression,
-                   row_group_rows=row_group_rows, mode=mode, **writer_kwargs)
+                   row_group_rows=row_group_rows, mode=mode, progress=progress,
+                   **writer_kwargs)
 
     @staticmethod
     def fromarrow(data, rootdir=None, **kwargs) -> "ctable":
@@ -1251,7 +1256,8 @@ class ctable:  # noqa: N801 - legacy name
 
         return from_arrow(data, rootdir=rootdir, **kwargs)
 
-    def to_zarr(self, store, chunks=None, shards=None, mode: str = "w", cparams=None):
+    def to_zarr(self, store, chunks=None, shards=None, mode: str = "w", cparams=None, *,
+                progress=None):
         """Write this table to a Zarr v3 group, one array per column.
 
         See :func:`bcolzx.interop.zarr.to_zarr`; ``bcolzx.from_zarr`` reads it back.
@@ -1269,7 +1275,8 @@ class ctable:  # noqa: N801 - legacy name
         """
         from bcolzx.interop.zarr import to_zarr
 
-        return to_zarr(self, store, chunks=chunks, shards=shards, mode=mode, cparams=cparams)
+        return to_zarr(self, store, chunks=chunks, shards=shards, mode=mode, cparams=cparams,
+                       progress=progress)
 
     def to_dask(self, columns=None, index=None, sorted: bool | None = None,
                 partition_rows: int | None = None):

@@ -20,6 +20,9 @@ class _Silent:
     def __call__(self, n: int = 1) -> None:
         pass
 
+    def set_total(self, total: int) -> None:
+        """Make `total` the units of the whole work (the interop functions announce it)."""
+
     def close(self) -> None:
         pass
 
@@ -38,6 +41,9 @@ class _Bar(_Silent):
 
     def __call__(self, n: int = 1) -> None:
         self._bar.update(n)
+
+    def set_total(self, total: int) -> None:
+        self._bar.total = total  # drawn at the next update (not before tqdm's delay)
 
     def close(self) -> None:
         self._bar.close()
@@ -72,8 +78,9 @@ def bar(total: int | None, desc: str, *, unit: str = "B", quiet: bool = False,
     Returns
     -------
     callable
-        Call it with the units just done; use it as a context manager (or
-        call ``close()``) to remove the bar at the end.
+        Call it with the units just done; ``set_total(n)`` sets (or
+        corrects) `total` on the way; use it as a context manager (or call
+        ``close()``) to remove the bar at the end.
 
     Raises
     ------

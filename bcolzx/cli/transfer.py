@@ -6,6 +6,11 @@ frames, Zarr v3, HDF5 and Parquet (through the library functions
 ``bcolzx.from_zarr``, ``carray.tohdf5``/``ctable.tohdf5``/
 ``bcolzx.fromhdf5``, ``ctable.toparquet``/``bcolzx.fromparquet``).
 
+Each of these takes ``progress=``: the commands hand it their progress bar,
+which the exporters advance by the uncompressed bytes of each block written
+(of ``nbytes`` in all) and the importers first tell the ``nbytes`` to come
+(``set_total``), then advance by each block stored.
+
 Both commands write under a hidden temporary name beside the destination
 and rename it into place when complete, so that a failure or Ctrl-C never
 leaves half a file or half a dataset at the destination; an existing
@@ -151,9 +156,9 @@ def _export(obj, fmt: Format, path: str, node: str | None, advance, append: bool
         raise UnsupportedFormatError(f"a {kind} cannot be exported to {fmt.name} (this bcolzx "
                                      f"has no {kind}.{fmt.exporter}){hint}")
     if fmt.name == "hdf5":
-        fn(path, node or f"/{kind}", mode="a" if append else "w")
+        fn(path, node or f"/{kind}", mode="a" if append else "w", progress=advance)
     else:
-        fn(path)
+        fn(path, progress=advance)
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -197,12 +202,13 @@ def run_export(args: argparse.Namespace) -> int:
 
 def _import(fmt: Format, src: str, rootdir: str, node: str | None, kwargs: dict,
             advance) -> None:
-    """Make the dataset at `rootdir` (an empty directory) from `src` in `fmt`."""
-    kwargs = {"rootdir": rootdir, "mode": "w", **kwargs}
+    """Make the dataset at `rootdir` (an empty directory) from `src` in `fmt`; the
+    importer tells `advance` the bytes to come and advances it block by block."""
+    kwargs = {"rootdir": rootdir, "mode": "w", "progress": advance, **kwargs}
     if fmt.name == "npy":
         from bcolzx.interop.npy import from_npy
 
-        from_npy(src, progress=advance, **kwargs)
+        from_npy(src, **kwargs)
     elif fmt.name == "hdf5":
         _importer(fmt)(src, node or _only_hdf5_dataset(src), **kwargs)
     else:
@@ -252,15 +258,13 @@ def run_import(args: argparse.Namespace) -> int:
         kwargs["cparams"] = cparams(**given)
     if args.chunklen is not None:
         kwargs["chunklen"] = args.chunklen
-    _files, size = disk_usage(args.src)
     parent, base = os.path.split(os.path.abspath(args.dest))
     if not os.path.isdir(parent):
         raise FileNotFoundError(errno.ENOENT, "the destination's directory does not exist",
                                 parent)
     tmp = _reserve(parent, base)
     try:
-        with bar(size if fmt.name == "npy" else None, f"import {fmt.name}",
-                 quiet=args.quiet) as advance:
+        with bar(None, f"import {fmt.name}", quiet=args.quiet) as advance:
             _import(fmt, args.src, tmp, args.node, kwargs, advance)
         _install(tmp, args.dest, args.force)
     except BaseException:

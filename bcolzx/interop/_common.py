@@ -11,7 +11,7 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -131,6 +131,45 @@ def block_rows(rowbytes: int, unit: int = 1, most: int = BLOCK_BYTES) -> int:
     """Rows per block: a multiple of `unit` rows, about `most` bytes (at least `unit`)."""
     unit = max(1, int(unit))
     return unit * max(1, most // max(1, rowbytes * unit))
+
+
+def _ignore(nbytes: int) -> None:
+    """A progress callback that does nothing."""
+
+
+def reporter(progress: Callable[[int], Any] | None,
+             total: int | None) -> Callable[[int], Any]:
+    """The callback a copy loop calls with the uncompressed bytes of each block it moved.
+
+    This is how every ``progress=`` of the interop functions behaves: the
+    loop calls the result after each block (chunk, record batch) with that
+    block's uncompressed bytes, which add up to `total`.
+
+    Parameters
+    ----------
+    progress : callable or None
+        The caller's callback.  If it has a ``set_total`` method (as the
+        command line's progress bar has), that is called with `total` first.
+    total : int or None
+        Uncompressed bytes of all the data to come (None: not known, and
+        ``set_total`` is not called).
+
+    Returns
+    -------
+    callable
+        `progress`, or a callback doing nothing when it is None.
+
+    Raises
+    ------
+    Exception
+        Whatever ``progress.set_total`` raises.
+    """
+    if progress is None:
+        return _ignore
+    set_total = getattr(progress, "set_total", None)
+    if set_total is not None and total is not None:
+        set_total(int(total))
+    return progress
 
 
 def remove_quietly(path: str) -> None:

@@ -73,7 +73,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +87,7 @@ from bcolzx.interop._common import (
     import_optional,
     prod,
     remove_quietly,
+    reporter,
 )
 from bcolzx.interop.pandas import CATEGORIES_KEY, TZ_KEY
 
@@ -243,17 +244,22 @@ def _plan_out(pa, ct: ctable, columns) -> tuple[Any, list[str], list[_Out]]:
 
 
 def _batches(pa, ct: ctable, schema, names: list[str], outs: list[_Out],
-             rows: int | None) -> Iterator:
+             rows: int | None, report: Callable[[int], Any] | None = None) -> Iterator:
+    """The record batches of `names`; `report` is called with a batch's uncompressed
+    bytes once the consumer asks for the next one (it has done with that batch)."""
     if rows is None:
         rows = min(ct.cols[n].chunklen for n in names) if names else 1
     rows = int(rows)
     if rows < 1:
         raise ValueError(f"batch rows must be positive, not {rows}")
     n = len(ct)
+    rowbytes = sum(ct.cols[name].atomsize for name in names)
     for lo in range(0, n, rows):
         hi = min(n, lo + rows)
         yield pa.RecordBatch.from_arrays([o.convert(ct.cols[name][lo:hi])
                                           for name, o in zip(names, outs)], schema=schema)
+        if report is not None:
+            report((hi - lo) * rowbytes)
 
 
 def to_reader(ct: ctable, columns: Sequence[str] | str | None = None,
@@ -339,7 +345,7 @@ def to_arrow(ct: ctable, columns: Sequence[str] | str | None = None,
 
 def to_parquet(ct: ctable, path, columns: Sequence[str] | str | None = None,
                compression: str | None = None, row_group_rows: int | None = None,
-               mode: str = "w", **writer_kwargs) -> None:
+               mode: str = "w", *, progress=None, **writer_kwargs) -> None:
     """Write a ctable to a Parquet file, streaming record batches.
 
     Batches of about ``chunklen`` rows are gathered into row groups of at
@@ -361,6 +367,11 @@ def to_parquet(ct: ctable, path, columns: Sequence[str] | str | None = None,
         Most rows per row group (default: 1 Mi rows, fewer for wide rows).
     mode : {'w', 'x'}
         'w' replaces an existing file; 'x' refuses to.
+    progress : callable, optional
+        Called with the uncompressed bytes of each record batch converted
+        (batches are then written by row groups); the calls add up to the
+        ``nbytes`` of the columns written.  A callback with a ``set_total`` method is first
+        told that total.
     **writer_kwargs
         Passed to :class:`pyarrow.parquet.ParquetWriter`.
 
@@ -396,11 +407,12 @@ def to_parquet(ct: ctable, path, columns: Sequence[str] | str | None = None,
         raise ValueError(f"row_group_rows must be positive, not {row_group_rows}")
     row_group_rows = int(row_group_rows)
     batch_rows = min(row_group_rows, min(ct.cols[n].chunklen for n in names))
+    report = reporter(progress, len(ct) * sum(ct.cols[n].atomsize for n in names))
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         with pq.ParquetWriter(tmp, schema, compression=compression, **writer_kwargs) as w:
             pending, held = [], 0
-            for batch in _batches(pa, ct, schema, names, outs, batch_rows):
+            for batch in _batches(pa, ct, schema, names, outs, batch_rows, report):
                 pending.append(batch)
                 held += batch.num_rows
                 if held >= row_group_rows:
@@ -694,8 +706,8 @@ def _attrs_of(schema, cols: list[_In]) -> dict[str, Any]:
     return out
 
 
-def _build(pa, source: _Source, kwargs: dict[str, Any]) -> ctable:
-    """A new ctable holding every batch of `source`."""
+def _build(pa, source: _Source, kwargs: dict[str, Any], progress=None) -> ctable:
+    """A new ctable holding every batch of `source` (`progress` as :func:`from_parquet`'s)."""
     import pyarrow.compute as pc
 
     from bcolzx.ctable import ctable
@@ -709,11 +721,13 @@ def _build(pa, source: _Source, kwargs: dict[str, Any]) -> ctable:
     auto_flush = kwargs.pop("auto_flush", kwargs.get("rootdir") is not None)
     ct = ctable([np.empty((0, *c.dims), c.dtype) for c in cols], names=[c.name for c in cols],
                 auto_flush=False, **kwargs)
+    rowbytes = sum(c.dtype.itemsize * prod(c.dims) for c in cols)
+    report = reporter(progress, None if source.nrows is None else source.nrows * rowbytes)
     with discard_on_error(ct):
-        rowbytes = sum(c.dtype.itemsize * prod(c.dims) for c in cols)
         for batch in source.batches(None, block_rows(rowbytes)):
             if batch.num_rows:
                 ct.append([_to_numpy(pc, batch.column(c.name), c) for c in cols])
+                report(batch.num_rows * rowbytes)
         for name, value in _attrs_of(source.schema, cols).items():
             ct.attrs[name] = value
         ct.auto_flush = auto_flush
@@ -795,8 +809,8 @@ def from_arrow(data, rootdir=None, **kwargs) -> ctable:
         return _build(pa, _spooled(pa, data, tmpdir), kwargs)
 
 
-def from_parquet(path, rootdir=None, columns: Sequence[str] | None = None,
-                 **kwargs) -> ctable:
+def from_parquet(path, rootdir=None, columns: Sequence[str] | None = None, *,
+                 progress=None, **kwargs) -> ctable:
     """Read a Parquet file into a new ctable, record batch by record batch.
 
     The file is read in batches of about 8 MiB of rows (a second pass reads
@@ -810,6 +824,10 @@ def from_parquet(path, rootdir=None, columns: Sequence[str] | None = None,
         Where to store the ctable (default: in memory).
     columns : sequence of str, optional
         Read only these columns, in this order.
+    progress : callable, optional
+        Called with the uncompressed bytes of each record batch stored; the
+        calls add up to the ctable's ``nbytes``.  A callback with a
+        ``set_total`` method is first told that total.
     **kwargs
         For the :class:`~bcolzx.ctable.ctable` constructor, as
         :func:`from_arrow`.
@@ -859,4 +877,4 @@ def from_parquet(path, rootdir=None, columns: Sequence[str] | None = None,
             return pf.iter_batches(batch_size=rows, columns=cols if cols is not None else wanted)
 
         return _build(pa, _Source(schema, batches, pf.metadata.num_rows),
-                      {"rootdir": rootdir, **kwargs})
+                      {"rootdir": rootdir, **kwargs}, progress)

@@ -87,6 +87,7 @@ from bcolzx.interop._common import (
     nrows_of,
     prod,
     remove_quietly,
+    reporter,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -250,7 +251,8 @@ def _plan(ca: carray, layout: str, chunks: Iterator) -> tuple[_Writer, Iterator]
     return _Writer(ca, True, blocksize, nd_typesize), chunks
 
 
-def to_b2frame(ca: carray, path, layout: str = "auto", mode: str = "w") -> None:
+def to_b2frame(ca: carray, path, layout: str = "auto", mode: str = "w", *,
+               progress=None) -> None:
     """Write a carray to a Blosc2 contiguous frame, copying its chunks as they are.
 
     See the module docstring for the layouts and the metadata.  The frame is
@@ -268,6 +270,10 @@ def to_b2frame(ca: carray, path, layout: str = "auto", mode: str = "w") -> None:
         not fit; 'schunk': an SChunk.
     mode : {'w', 'x'}
         'w' replaces an existing file; 'x' refuses to.
+    progress : callable, optional
+        Called with the uncompressed bytes of each chunk written; the calls
+        add up to ``ca.nbytes``.  A callback with a ``set_total`` method is
+        first told that total.
 
     Raises
     ------
@@ -307,6 +313,7 @@ def to_b2frame(ca: carray, path, layout: str = "auto", mode: str = "w") -> None:
     ca._sync_threads()
     eng = ca._engine
     writer, chunks = _plan(ca, layout, _chunks_of(ca))
+    report = reporter(progress, ca.nbytes)
     tmp = f"{path}.{os.getpid()}.tmp"
     remove_quietly(tmp)
     try:
@@ -319,12 +326,14 @@ def to_b2frame(ca: carray, path, layout: str = "auto", mode: str = "w") -> None:
             schunk = arr.schunk
             for i, (entry, rows) in enumerate(chunks):
                 schunk.update_chunk(i, writer.encode(entry, rows))
+                report(eng.chunk_bytes if rows is None else rows.nbytes)
         else:
             cparams = _frame_cparams(blosc2, ca.cparams, writer.typesize, writer.blocksize)
             arr = schunk = blosc2.SChunk(chunksize=eng.chunk_bytes, urlpath=tmp,
                                          contiguous=True, mode="w", cparams=cparams)
             for entry, rows in chunks:
                 schunk.append_chunk(writer.encode(entry, rows))
+                report(eng.chunk_bytes if rows is None else rows.nbytes)
         schunk.vlmeta[META_KEY] = _metadata(ca)
         for name, value in attrs.items():
             schunk.vlmeta[name] = value
@@ -456,7 +465,7 @@ def _cparams_of(blosc2, frame: _Frame) -> dict[str, Any]:
     return out
 
 
-def _take_chunks(ca: carray, frame: _Frame, path: str) -> None:
+def _take_chunks(ca: carray, frame: _Frame, path: str, report: Callable[[int], Any]) -> None:
     """Store the frame's chunks as they are where they fit, else their rows."""
     eng = ca._engine
     cl, rowbytes = eng.chunklen, eng.rowbytes
@@ -492,15 +501,17 @@ def _take_chunks(ca: carray, frame: _Frame, path: str) -> None:
             eng.append_chunk(chunk, rows)
         else:
             ca.append(rows)
+        report(rows.nbytes)
 
 
-def _copy_rows(ca: carray, frame: _Frame) -> None:
+def _copy_rows(ca: carray, frame: _Frame, report: Callable[[int], Any]) -> None:
     for rows in frame.blocks():
         ca.append(rows)
+        report(rows.nbytes)
 
 
 def from_b2frame(path, rootdir=None, *, dtype=None, recompress: bool = False,
-                 **kwargs) -> carray:
+                 progress=None, **kwargs) -> carray:
     """Read a Blosc2 frame (an NDArray or an SChunk) into a new carray.
 
     Frame chunks are stored as they are whenever their geometry allows it
@@ -518,6 +529,10 @@ def from_b2frame(path, rootdir=None, *, dtype=None, recompress: bool = False,
         other frames, must match theirs).
     recompress : bool
         Decompress every chunk and compress it again with the carray's cparams.
+    progress : callable, optional
+        Called with the uncompressed bytes of each chunk (or block) stored;
+        the calls add up to the carray's ``nbytes``.  A callback with a
+        ``set_total`` method is first told that total.
     **kwargs
         For the :class:`~bcolzx.carray.carray` constructor: ``mode``,
         ``cparams``, ``chunklen``, ``dflt``, ``expectedlen``.  Defaults: those
@@ -581,11 +596,12 @@ def from_b2frame(path, rootdir=None, *, dtype=None, recompress: bool = False,
     raw = not recompress and frame.chunk_rows is not None \
         and ca.chunklen == frame.chunk_rows and not ca.cparams.quantize \
         and ca._engine.store.native
+    report = reporter(progress, frame.nrows * ca.atomsize)
     with discard_on_error(ca):
         if raw:
-            _take_chunks(ca, frame, path)
+            _take_chunks(ca, frame, path, report)
         else:
-            _copy_rows(ca, frame)
+            _copy_rows(ca, frame, report)
         if len(ca) != frame.nrows:
             raise CorruptDataError(f"the frame's chunks hold {len(ca)} rows, its shape says "
                                    f"{frame.nrows}", path=path)

@@ -69,6 +69,7 @@ from bcolzx.interop._common import (
     json_attrs,
     new_carray,
     python_value,
+    reporter,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -190,7 +191,7 @@ def _load_json(dset, name: str) -> Any:
 
 
 def to_hdf5(ca: carray, filepath, nodepath: str = "/carray", mode: str = "w", cparams=None,
-            compression=None) -> None:
+            compression=None, *, progress=None) -> None:
     """Write a carray to an HDF5 dataset with h5py, in blocks of whole HDF5 chunks.
 
     See the module docstring for the types, attributes and filters.
@@ -211,6 +212,10 @@ def to_hdf5(ca: carray, filepath, nodepath: str = "/carray", mode: str = "w", cp
     compression : optional
         Any ``compression`` of h5py's ``create_dataset`` instead (see the
         module docstring).
+    progress : callable, optional
+        Called with the uncompressed bytes of each block written; the calls
+        add up to ``ca.nbytes``.  A callback with a ``set_total`` method is
+        first told that total.
 
     Raises
     ------
@@ -255,9 +260,11 @@ def to_hdf5(ca: carray, filepath, nodepath: str = "/carray", mode: str = "w", cp
                                  maxshape=(None, *rowshape), chunks=(chunk_rows, *rowshape),
                                  fillvalue=fill.view(stored), **_compression(cp, compression))
         blen = block_rows(rowbytes, chunk_rows)
+        report = reporter(progress, n * rowbytes)
         for lo in range(0, n, blen):
             hi = min(n, lo + blen)
             dset[lo:hi] = ca[lo:hi].view(stored)
+            report((hi - lo) * rowbytes)
         _tables_interop._write_attrs(dset, attrs, {})
         if stored != ca.dtype:
             dset.attrs[DTYPE_ATTR] = ca.dtype.str
@@ -323,7 +330,7 @@ def _dataset_dtype(dset, filepath: str) -> tuple[np.dtype, np.dtype]:
     return stored, dtype
 
 
-def _read_dataset(dset, filepath: str, kwargs: dict[str, Any]) -> carray:
+def _read_dataset(dset, filepath: str, kwargs: dict[str, Any], progress) -> carray:
     if dset.shape is None or dset.ndim == 0:
         raise ValueError(f"node {dset.name!r} is a scalar or empty (null) dataset; a carray "
                          "has at least one dimension")
@@ -340,19 +347,22 @@ def _read_dataset(dset, filepath: str, kwargs: dict[str, Any]) -> carray:
     unit = chunks[0] if chunks is not None else 1
     blen = block_rows(ca.atomsize, unit)
     buf = np.empty((min(blen, n), *rowshape), dtype=stored)
+    report = reporter(progress, n * ca.atomsize)
     with discard_on_error(ca):
         for lo in range(0, n, blen):
             hi = min(n, lo + blen)
             block = buf[:hi - lo]
             dset.read_direct(block, np.s_[lo:hi])
             ca.append(block.view(dtype))
+            report(block.nbytes)
         for name, value in _read_attrs(dset).items():
             ca.attrs[name] = value
         finish(ca)
     return ca
 
 
-def from_hdf5(filepath, nodepath: str = "/carray", rootdir=None, **kwargs) -> carray:
+def from_hdf5(filepath, nodepath: str = "/carray", rootdir=None, *, progress=None,
+              **kwargs) -> carray:
     """Read an HDF5 dataset into a new carray with h5py, in blocks of whole HDF5 chunks.
 
     Parameters
@@ -363,6 +373,10 @@ def from_hdf5(filepath, nodepath: str = "/carray", rootdir=None, **kwargs) -> ca
         Path of the dataset in the file.
     rootdir : str, optional
         Where to store the carray (default: in memory).
+    progress : callable, optional
+        Called with the uncompressed bytes of each block stored; the calls
+        add up to the carray's ``nbytes``.  A callback with a ``set_total``
+        method is first told that total.
     **kwargs
         For the :class:`~bcolzx.carray.carray` constructor: ``mode``,
         ``cparams``, ``chunklen`` (default: the dataset's chunk length when
@@ -396,10 +410,12 @@ def from_hdf5(filepath, nodepath: str = "/carray", rootdir=None, **kwargs) -> ca
         For attributes that attrs (JSON) cannot hold; they are skipped.
     """
     with _open_dataset(filepath, nodepath, "a carray is read from a dataset") as node:
-        return _read_dataset(node, os.fspath(filepath), {"rootdir": rootdir, **kwargs})
+        return _read_dataset(node, os.fspath(filepath), {"rootdir": rootdir, **kwargs},
+                             progress)
 
 
-def fromhdf5(filepath, nodepath: str, rootdir=None, **kwargs) -> carray | ctable:
+def fromhdf5(filepath, nodepath: str, rootdir=None, *, progress=None,
+             **kwargs) -> carray | ctable:
     """Read any HDF5 dataset: a PyTables Table into a ctable, anything else into a carray.
 
     The node decides (see the module docstring): a dataset with the
@@ -414,6 +430,10 @@ def fromhdf5(filepath, nodepath: str, rootdir=None, **kwargs) -> carray | ctable
         Path of the node in the file, e.g. ``"/carray"`` or ``"/ctable"``.
     rootdir : str, optional
         Where to store the result (default: in memory).
+    progress : callable, optional
+        Called with the uncompressed bytes of each block stored; the calls
+        add up to the result's ``nbytes``.  A callback with a ``set_total``
+        method is first told that total.
     **kwargs
         For the carray or ctable constructor (``mode``, ``cparams``,
         ``chunklen``, ``expectedlen``, ``dflt``; ``auto_flush`` for a ctable).
@@ -440,5 +460,7 @@ def fromhdf5(filepath, nodepath: str, rootdir=None, **kwargs) -> carray | ctable
     with _open_dataset(filepath, nodepath, "bcolzx reads datasets (a carray) and PyTables "
                        "Tables (a ctable)") as node:
         if not _is_table(node):
-            return _read_dataset(node, os.fspath(filepath), {"rootdir": rootdir, **kwargs})
-    return _tables_interop.from_hdf5(filepath, nodepath, rootdir=rootdir, **kwargs)
+            return _read_dataset(node, os.fspath(filepath), {"rootdir": rootdir, **kwargs},
+                                 progress)
+    return _tables_interop.from_hdf5(filepath, nodepath, rootdir=rootdir, progress=progress,
+                                     **kwargs)

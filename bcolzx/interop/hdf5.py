@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bcolzx.interop._common import python_value as _python_value
+from bcolzx.interop._common import reporter
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from bcolzx.ctable import ctable
@@ -215,7 +216,7 @@ def _split_nodepath(nodepath: str) -> tuple[str, str]:
 
 
 def to_hdf5(ct: ctable, filepath, nodepath: str = "/ctable", mode: str = "w", cparams=None,
-            cname: str | None = None) -> None:
+            cname: str | None = None, *, progress=None) -> None:
     """Write a ctable to an HDF5 file as a PyTables Table.
 
     The rows are written in blocks of whole HDF5 chunks, at least one
@@ -241,6 +242,10 @@ def to_hdf5(ct: ctable, filepath, nodepath: str = "/ctable", mode: str = "w", cp
         A PyTables ``complib``: ``'zlib'``, ``'lzo'``, ``'bzip2'``,
         ``'blosc'``, ``'blosc2'``, ``'blosc:<codec>'`` or ``'blosc2:<codec>'``.
         Default: ``'blosc2:<cparams.cname>'`` (see the module docstring).
+    progress : callable, optional
+        Called with the uncompressed bytes of each block of rows written;
+        the calls add up to ``ct.nbytes``.  A callback with a ``set_total``
+        method is first told that total.
 
     Raises
     ------
@@ -291,6 +296,7 @@ def to_hdf5(ct: ctable, filepath, nodepath: str = "/ctable", mode: str = "w", cp
             hchunk = int(table.chunkshape[0])
             most = max(col.chunklen for col in ct.cols.values())
             blen = hchunk * max(1, -(-most // hchunk))
+            report = reporter(progress, n * rowtype.itemsize)
             for lo in range(0, n, blen):
                 hi = min(n, lo + blen)
                 block = np.empty(hi - lo, dtype=rowtype)
@@ -300,11 +306,12 @@ def to_hdf5(ct: ctable, filepath, nodepath: str = "/ctable", mode: str = "w", cp
                         values = values.view(rowtype[colname].base)
                     block[colname] = values
                 table.append(block)
+                report(block.nbytes)
             _write_attrs(table, attrs, recorded)
             table.flush()
 
 
-def from_hdf5(filepath, nodepath: str = "/ctable", **kwargs) -> ctable:
+def from_hdf5(filepath, nodepath: str = "/ctable", *, progress=None, **kwargs) -> ctable:
     """Read a PyTables Table from an HDF5 file into a new ctable.
 
     The table is read in blocks of rows (PyTables' buffer, at most 8 MiB) and
@@ -318,6 +325,10 @@ def from_hdf5(filepath, nodepath: str = "/ctable", **kwargs) -> ctable:
         The HDF5 file (opened read-only).
     nodepath : str
         Path of the table in the file.
+    progress : callable, optional
+        Called with the uncompressed bytes of each block of rows stored; the
+        calls add up to the ctable's ``nbytes``.  A callback with a
+        ``set_total`` method is first told that total.
     **kwargs
         Passed to the :class:`~bcolzx.ctable.ctable` constructor
         (``rootdir``, ``mode``, ``cparams``, ``chunklen``, ``expectedlen``
@@ -370,6 +381,9 @@ def from_hdf5(filepath, nodepath: str = "/ctable", **kwargs) -> ctable:
         blen = max(1, min(int(table.nrowsinbuf), READ_BLOCK_BYTES // table.rowsize))
         kwargs.setdefault("expectedlen", max(n, 1))
 
+        rowbytes = sum(table.dtype[name].itemsize for name in names)
+        report = reporter(progress, n * rowbytes)
+
         def columns(lo: int, hi: int) -> list[np.ndarray]:
             block = table.read(lo, hi)
             return [block[name].view(recorded[name]) if name in recorded else block[name]
@@ -377,9 +391,13 @@ def from_hdf5(filepath, nodepath: str = "/ctable", **kwargs) -> ctable:
 
         # One flush at the end, not one per block; then the caller's setting.
         auto_flush = kwargs.pop("auto_flush", kwargs.get("rootdir") is not None)
-        ct = ctable(columns(0, min(n, blen)), names=names, auto_flush=False, **kwargs)
+        first = min(n, blen)
+        ct = ctable(columns(0, first), names=names, auto_flush=False, **kwargs)
+        report(first * rowbytes)
         for lo in range(blen, n, blen):
-            ct.append(columns(lo, min(n, lo + blen)))
+            hi = min(n, lo + blen)
+            ct.append(columns(lo, hi))
+            report((hi - lo) * rowbytes)
         _read_attrs(table, ct)
         ct.auto_flush = auto_flush
     if ct.rootdir is not None:

@@ -19,6 +19,7 @@ import numpy as np
 
 from bcolzx._format.jsonfile import fsync_dir
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
+from bcolzx.interop._common import reporter
 
 __all__ = ["to_npy", "from_npy", "npy_header"]
 
@@ -91,7 +92,9 @@ def to_npy(cobj, path, *, progress=None) -> None:
     path : str or os.PathLike
         The file to write.
     progress : callable, optional
-        Called with the bytes of each block written.
+        Called with the uncompressed bytes of each block written; the calls
+        add up to the data's ``nbytes``.  A callback with a ``set_total``
+        method is first told that total.
 
     Raises
     ------
@@ -116,14 +119,14 @@ def to_npy(cobj, path, *, progress=None) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
     rowbytes = dtype.itemsize * prod(shape[1:])
+    report = reporter(progress, dtype.itemsize * prod(shape))
     try:
         with open(tmp, "xb") as f:
             f.write(npy_header(dtype, shape))
             for block in iterblocks(cobj, _block_rows(rowbytes)):
                 data = _as_bytes(np.asarray(block, dtype=dtype))
                 f.write(data)
-                if progress is not None:
-                    progress(len(data))
+                report(len(data))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -177,7 +180,9 @@ def from_npy(path, rootdir=None, *, progress=None, **kwargs):
     rootdir : str, optional
         Where to store the new dataset (default: in memory).
     progress : callable, optional
-        Called with the bytes of each block copied.
+        Called with the uncompressed bytes of each block copied; the calls
+        add up to the array's ``nbytes``.  A callback with a ``set_total``
+        method is first told that total.
     **kwargs
         For the carray or ctable constructor: ``mode``, ``cparams``,
         ``chunklen``, ``expectedlen``...
@@ -227,10 +232,10 @@ def from_npy(path, rootdir=None, *, progress=None, **kwargs):
 
         out = carray(np.empty((0, *arr.shape[1:]), arr.dtype), rootdir=rootdir, **kwargs)
     step = _block_rows(arr.dtype.itemsize * prod(arr.shape[1:]))
+    report = reporter(progress, arr.nbytes)
     for lo in range(0, len(arr), step):
         block = np.ascontiguousarray(arr[lo:lo + step])
         out.append(block)
-        if progress is not None:
-            progress(block.nbytes)
+        report(block.nbytes)
     out.flush()
     return out

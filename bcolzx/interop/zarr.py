@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,6 +57,7 @@ from bcolzx.interop._common import (
     import_optional,
     json_attrs,
     new_carray,
+    reporter,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -120,7 +122,7 @@ def _check_dtype(dtype: np.dtype, what: str, sharded: bool) -> None:
 
 
 def _write_array(parent, name: str | None, ca: carray, chunks, shards, overwrite: bool,
-                 cparams, attributes: dict[str, Any]):
+                 cparams, attributes: dict[str, Any], report: Callable[[int], Any]):
     """A new Zarr array holding `ca` (in `parent`, a store or a group)."""
     from bcolzx.carray import _as_cparams
 
@@ -144,12 +146,14 @@ def _write_array(parent, name: str | None, ca: carray, chunks, shards, overwrite
     blen = block_rows(ca.atomsize, unit)
     n = len(ca)
     for lo in range(0, n, blen):
-        hi = min(n, lo + blen)
-        z[lo:hi] = ca[lo:hi]
+        block = ca[lo:min(n, lo + blen)]
+        z[lo:lo + len(block)] = block
+        report(block.nbytes)
     return z
 
 
-def to_zarr(obj, store, chunks=None, shards=None, mode: str = "w", cparams=None):
+def to_zarr(obj, store, chunks=None, shards=None, mode: str = "w", cparams=None, *,
+            progress=None):
     """Write a carray to a Zarr v3 array, or a ctable to a Zarr group.
 
     The data is written in blocks of whole shards (or chunks), so that no
@@ -172,6 +176,10 @@ def to_zarr(obj, store, chunks=None, shards=None, mode: str = "w", cparams=None)
     cparams : cparams or dict, optional
         Codec, level, shuffle and block size of the Blosc codec (default: the
         carray's, each column's).
+    progress : callable, optional
+        Called with the uncompressed bytes of each block written (column
+        after column for a ctable); the calls add up to ``obj.nbytes``.  A
+        callback with a ``set_total`` method is first told that total.
 
     Returns
     -------
@@ -207,15 +215,16 @@ def to_zarr(obj, store, chunks=None, shards=None, mode: str = "w", cparams=None)
     store = _store(store)
     if isinstance(obj, carray):
         return _write_array(store, None, obj, chunks, shards, mode == "w", cparams,
-                            obj.attrs.getall())
+                            obj.attrs.getall(), reporter(progress, obj.nbytes))
     attrs = obj.attrs.getall()
     check_attr_names(attrs, META_KEY, "Zarr groups")
     for name, col in obj.cols.items():
         _check_dtype(col.dtype, f"column {name!r}", shards is not None)
     group = zarr.open_group(store, mode="w" if mode == "w" else "w-",
                             attributes={**attrs, META_KEY: {"names": list(obj.names)}})
+    report = reporter(progress, obj.nbytes)
     for name, col in obj.cols.items():
-        _write_array(group, name, col, chunks, shards, False, cparams, {})
+        _write_array(group, name, col, chunks, shards, False, cparams, {}, report)
     return group
 
 
@@ -265,13 +274,16 @@ def _unit(z) -> int:
     return int((shards or z.chunks)[0])
 
 
-def _read_array(z, kwargs: dict[str, Any]) -> carray:
+def _read_array(z, kwargs: dict[str, Any], progress) -> carray:
     ca = new_carray(np.dtype(z.dtype), tuple(z.shape[1:]), _array_defaults(z), kwargs)
     n = int(z.shape[0])
     blen = block_rows(ca.atomsize, _unit(z))
+    report = reporter(progress, n * ca.atomsize)
     with discard_on_error(ca):
         for lo in range(0, n, blen):
-            ca.append(z[lo:min(n, lo + blen)])
+            block = z[lo:min(n, lo + blen)]
+            ca.append(block)
+            report(block.nbytes)
         for name, value in json_attrs(z.attrs.asdict().items(),
                                       f"Zarr array {z.name}").items():
             ca.attrs[name] = value
@@ -279,7 +291,7 @@ def _read_array(z, kwargs: dict[str, Any]) -> carray:
     return ca
 
 
-def _read_group(group, kwargs: dict[str, Any]) -> ctable:
+def _read_group(group, kwargs: dict[str, Any], progress) -> ctable:
     from bcolzx.carray import carray
     from bcolzx.ctable import ctable
 
@@ -313,11 +325,14 @@ def _read_group(group, kwargs: dict[str, Any]) -> ctable:
     auto_flush = kwargs.pop("auto_flush", kwargs.get("rootdir") is not None)
     ct = ctable(empties, names=names, auto_flush=False, **kwargs)
     unit = max(_unit(arrays[name]) for name in names)
-    blen = block_rows(sum(c.atomsize for c in empties), unit)
+    rowbytes = sum(c.atomsize for c in empties)
+    blen = block_rows(rowbytes, unit)
+    report = reporter(progress, n * rowbytes)
     with discard_on_error(ct):
         for lo in range(0, n, blen):
             hi = min(n, lo + blen)
             ct.append([arrays[name][lo:hi] for name in names])
+            report((hi - lo) * rowbytes)
         for name, value in json_attrs(attrs.items(), f"Zarr group {group.name}").items():
             ct.attrs[name] = value
         ct.auto_flush = auto_flush
@@ -325,7 +340,7 @@ def _read_group(group, kwargs: dict[str, Any]) -> ctable:
     return ct
 
 
-def from_zarr(source, rootdir=None, **kwargs) -> carray | ctable:
+def from_zarr(source, rootdir=None, *, progress=None, **kwargs) -> carray | ctable:
     """Read a Zarr array into a new carray, or a Zarr group into a new ctable.
 
     Parameters
@@ -334,6 +349,10 @@ def from_zarr(source, rootdir=None, **kwargs) -> carray | ctable:
         A path or store is opened read-only with ``zarr.open``.
     rootdir : str, optional
         Where to store the result (default: in memory).
+    progress : callable, optional
+        Called with the uncompressed bytes of each block stored; the calls
+        add up to the result's ``nbytes``.  A callback with a ``set_total``
+        method is first told that total.
     **kwargs
         For the carray or ctable constructor: ``mode``, ``cparams``,
         ``chunklen``, ``expectedlen``, ``dflt`` (``auto_flush`` for a ctable).
@@ -371,5 +390,5 @@ def from_zarr(source, rootdir=None, **kwargs) -> carray | ctable:
             raise FileNotFoundError(f"no Zarr array or group at {source!r}: {exc}") from None
     kwargs = {"rootdir": rootdir, **kwargs}
     if isinstance(node, zarr.Group):
-        return _read_group(node, kwargs)
-    return _read_array(node, kwargs)
+        return _read_group(node, kwargs, progress)
+    return _read_array(node, kwargs, progress)

@@ -2,6 +2,7 @@
 
 import io
 import sys
+import time
 
 import pytest
 
@@ -23,9 +24,20 @@ def test_draws_on_a_terminal_and_removes_the_bar():
     assert "verify" in text and "10.0M" in text  # bytes scaled by 1024
 
 
+def test_a_total_told_on_the_way_is_drawn():
+    pytest.importorskip("tqdm", reason="tqdm (the 'progress' extra) draws the bars")
+    out = Terminal()
+    with bar(None, "import", stream=out, delay=0) as advance:
+        advance.set_total(10 << 20)  # as the importers do, once they know it
+        time.sleep(0.15)  # past tqdm's mininterval: the next update redraws
+        advance(10 << 20)
+    assert "10.0M/10.0M" in out.getvalue()
+
+
 def test_silent_off_a_terminal_or_quiet():
     for stream, quiet in ((io.StringIO(), False), (Terminal(), True)):
         with bar(100, "x", stream=stream, quiet=quiet, delay=0) as advance:
+            advance.set_total(200)
             advance(50)
         assert stream.getvalue() == ""
 

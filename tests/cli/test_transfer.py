@@ -1,6 +1,7 @@
 """``bcolzx export`` and ``bcolzx import``: round trips, refusals, nothing half-written."""
 
 import importlib
+import io
 import os
 
 import numpy as np
@@ -34,6 +35,50 @@ def no_temporaries(where):
     assert not [n for n in os.listdir(where) if n.startswith(".")], os.listdir(where)
 
 
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+class Drawn:
+    """A real progress bar drawn on a (fake) terminal, with what it was told."""
+
+    def __init__(self, total, desc, quiet):
+        from bcolzx.cli.progress import bar
+
+        self.total, self.done, self.stream = total, 0, Terminal()
+        self.bar = bar(total, desc, quiet=quiet, stream=self.stream, delay=0)
+
+    def __call__(self, n=1):
+        self.done += n
+        self.bar(n)
+
+    def set_total(self, total):
+        self.total = total
+        self.bar.set_total(total)
+
+    def __enter__(self):
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.bar.__exit__(*exc)
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """Export and import draw their bars, as on a terminal: ``{desc: Drawn}``."""
+    pytest.importorskip("tqdm", reason="tqdm (the 'progress' extra) draws the bars")
+    made = {}
+
+    def forced(total, desc, *, quiet=False):
+        made[desc] = Drawn(total, desc, quiet)
+        return made[desc]
+
+    monkeypatch.setattr("bcolzx.cli.transfer.bar", forced)
+    return made
+
+
 @pytest.mark.parametrize("fmt", ["npy", "b2frame", "zarr", "hdf5"])
 def test_carray_round_trip(cli, tmp_path, carray_dir, fmt):
     library_side(fmt, "carray")
@@ -64,6 +109,39 @@ def test_ctable_round_trip(cli, tmp_path, ctable_dir, fmt):
     assert isinstance(back, bcolzx.ctable) and back.names == want.names
     assert back[:].tobytes() == want[:].tobytes()
     no_temporaries(tmp_path)
+
+
+@pytest.mark.parametrize("fmt, kind", [
+    ("npy", "carray"), ("b2frame", "carray"), ("zarr", "carray"), ("hdf5", "carray"),
+    ("npy", "ctable"), ("zarr", "ctable"), ("hdf5", "ctable"), ("parquet", "ctable"),
+])
+def test_every_format_draws_a_bar_of_the_data_nbytes(cli, tmp_path, carray_dir, ctable_dir,
+                                                     drawn, fmt, kind):
+    library_side(fmt, kind)
+    if (fmt, kind) == ("hdf5", "ctable"):
+        pytest.importorskip("tables", reason="a ctable goes to HDF5 as a PyTables Table")
+    src = carray_dir if kind == "carray" else ctable_dir
+    if fmt == "parquet":  # Parquet holds no 2-D columns
+        bcolzx.open(str(src)).delcol("m")
+    want = bcolzx.open(str(src), mode="r")
+    assert cli("export", src, f"out.{EXT[fmt]}").code == 0
+    r = cli("import", f"out.{EXT[fmt]}", "back")
+    assert r.code == 0, r
+    back = bcolzx.open(str(tmp_path / "back"), mode="r")
+    assert type(back) is type(want) and back[:].tobytes() == want[:].tobytes()
+    for desc in (f"export {fmt}", f"import {fmt}"):
+        bar = drawn[desc]
+        assert bar.total == bar.done == want.nbytes, desc
+        assert desc in bar.stream.getvalue()  # drawn on the terminal
+    no_temporaries(tmp_path)
+
+
+def test_quiet_draws_no_bar(cli, tmp_path, carray_dir, drawn):
+    library_side("zarr", "carray")
+    assert cli("export", carray_dir, "a.zarr", "-q").code == 0
+    assert cli("import", "a.zarr", "back", "--quiet").code == 0
+    assert [bar.stream.getvalue() for bar in drawn.values()] == ["", ""]
+    assert drawn["import zarr"].done == drawn["import zarr"].total == 1_600_000
 
 
 def test_hdf5_node_and_adding_to_a_file(cli, tmp_path, carray_dir, ctable_dir):

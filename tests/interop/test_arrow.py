@@ -15,6 +15,8 @@ import bcolzx  # noqa: E402
 from bcolzx import ctable  # noqa: E402
 from bcolzx.interop import arrow  # noqa: E402
 
+from .recorder import Recorder, small_blocks  # noqa: E402
+
 N = 1000
 
 
@@ -85,6 +87,30 @@ def test_parquet_roundtrip_is_exact_and_streams_row_groups(tmp_path, where):
     assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [400, 400, 200]
     _same(bcolzx.fromparquet(path, **where), ct)
     assert sorted(os.listdir(tmp_path)) == sorted(["t.parquet"] + (["back"] if where else []))
+
+
+def test_parquet_progress_counts_every_batch_both_ways(tmp_path, monkeypatch):
+    small_blocks(monkeypatch, arrow, most=16 << 10)
+    ct = _table()
+    out, back_progress = Recorder(), Recorder()
+    ct.toparquet(tmp_path / "t.parquet", row_group_rows=400, progress=out)
+    out.check(ct.nbytes)
+    assert out.calls == [rows * ct.nbytes // N for rows in (300, 300, 300, 100)]  # chunklen
+    back = bcolzx.fromparquet(tmp_path / "t.parquet", rootdir=str(tmp_path / "t"),
+                              progress=back_progress)
+    back_progress.check(ct.nbytes)
+    _same(back, ct)
+
+
+def test_parquet_progress_of_a_foreign_file_counts_the_measured_widths(tmp_path, monkeypatch):
+    small_blocks(monkeypatch, arrow)
+    words = ["a", "longest", ""] * 1000
+    pq.write_table(pa.table({"w": words, "i": np.arange(3000)}), tmp_path / "f.parquet",
+                   row_group_size=700)
+    back_progress = Recorder()
+    back = bcolzx.fromparquet(tmp_path / "f.parquet", progress=back_progress)
+    assert back.dtype == np.dtype([("w", "<U7"), ("i", "<i8")])
+    back_progress.check(back.nbytes)
 
 
 def test_reader_streams_batches_and_reads_back(where):

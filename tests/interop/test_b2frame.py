@@ -18,6 +18,8 @@ from bcolzx.errors import ChecksumError, UnsupportedFormatError  # noqa: E402
 from bcolzx.interop import b2frame  # noqa: E402
 from bcolzx.interop.b2frame import special_kind  # noqa: E402
 
+from .recorder import Recorder, small_blocks  # noqa: E402
+
 LEGACY = Path(__file__).parents[1] / "data" / "legacy_bcolz"
 
 
@@ -289,6 +291,33 @@ def test_recompress_and_other_cparams_encode_again(tmp_path):
             np.testing.assert_allclose(back[:], ca[:], atol=1e-3)
         else:
             _same(back, ca)
+
+
+@pytest.mark.parametrize("layout", ["ndarray", "schunk"])
+@pytest.mark.parametrize("recompress", [False, True])
+def test_progress_counts_every_chunk_both_ways(tmp_path, monkeypatch, layout, recompress):
+    small_blocks(monkeypatch, b2frame)  # the rows copied again: several blocks too
+    ca = carray(np.linspace(0, 1, 10_500), chunklen=1000)
+    path = tmp_path / "a.b2frame"
+    out = Recorder()
+    ca.to_b2frame(path, layout=layout, progress=out)
+    out.check(ca.nbytes)
+    assert out.calls == [8000] * 10 + [4000]  # 10 chunks, then the leftover
+    back_progress = Recorder()
+    back = bcolzx.from_b2frame(path, rootdir=str(tmp_path / "back"), recompress=recompress,
+                               progress=back_progress)
+    back_progress.check(ca.nbytes)
+    _same(back, ca)
+
+
+def test_progress_of_a_python_blosc2_frame_and_of_plain_callbacks(tmp_path):
+    x = np.arange(30_000, dtype="i2").reshape(10_000, 3)
+    path = str(tmp_path / "x.b2nd")
+    blosc2.asarray(x, urlpath=path, mode="w", chunks=(3_000, 3), blocks=(500, 3))
+    seen = []
+    back = bcolzx.from_b2frame(path, progress=seen.append)  # no set_total: not needed
+    _same(back, x)
+    assert seen == [18_000] * 3 + [6_000]
 
 
 def test_bad_input_raises_clear_errors(tmp_path):

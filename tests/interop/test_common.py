@@ -8,6 +8,8 @@ import pytest
 import bcolzx
 from bcolzx.interop import _common
 
+from .recorder import Recorder
+
 
 @pytest.mark.parametrize("call,module,extra", [
     (lambda tmp: bcolzx.fromparquet(tmp / "x.parquet"), "pyarrow", "arrow"),
@@ -53,3 +55,17 @@ def test_a_failed_import_removes_only_what_it_created(tmp_path):
     with pytest.raises(RuntimeError), _common.discard_on_error(mem):
         raise RuntimeError("midway")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_reporter_tells_the_total_to_callbacks_that_take_it():
+    told = Recorder()
+    report = _common.reporter(told, 10)
+    report(4)
+    report(6)
+    told.check(10)
+    seen = []
+    assert _common.reporter(seen.append, 10) == seen.append  # no set_total: as it is
+    unknown = Recorder()
+    _common.reporter(unknown, None)(3)
+    assert unknown.total is None and unknown.calls == [3]
+    _common.reporter(None, 10)(5)  # no callback: nothing happens

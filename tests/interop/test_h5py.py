@@ -14,6 +14,7 @@ from bcolzx.interop import h5py as h5interop  # noqa: E402
 from bcolzx.interop.h5py import from_hdf5, to_hdf5  # noqa: E402
 
 from .cases import ARRAYS as CASES  # noqa: E402
+from .recorder import Recorder, small_blocks  # noqa: E402
 
 
 @pytest.fixture(params=["memory", "disk"])
@@ -116,6 +117,19 @@ def test_unreadable_attributes_are_skipped_with_a_warning(tmp_path):
     with pytest.warns(UserWarning, match="ref"):
         back = bcolzx.fromhdf5(tmp_path / "w.h5", "/d")
     assert back.attrs.getall() == {"ok": 1}
+
+
+def test_progress_counts_every_block_both_ways(tmp_path, monkeypatch):
+    small_blocks(monkeypatch, h5interop)
+    ca = carray(np.arange(4_000).astype("M8[s]"), chunklen=256)  # stored as int64
+    out, back_progress = Recorder(), Recorder()
+    ca.tohdf5(tmp_path / "a.h5", "/g/a", progress=out)
+    out.check(ca.nbytes)
+    assert out.calls[:2] == [4096, 4096]  # blocks of whole HDF5 chunks (256 rows)
+    back = bcolzx.fromhdf5(tmp_path / "a.h5", "/g/a", rootdir=str(tmp_path / "a"),
+                           progress=back_progress)
+    back_progress.check(ca.nbytes)
+    _same(back, ca[:])
 
 
 def test_bad_input_raises_clear_errors(tmp_path):

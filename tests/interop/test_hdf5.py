@@ -14,6 +14,8 @@ from bcolzx.errors import CorruptDataError  # noqa: E402
 from bcolzx.interop import hdf5  # noqa: E402
 from bcolzx.interop.hdf5 import from_hdf5, to_hdf5  # noqa: E402
 
+from .recorder import Recorder  # noqa: E402
+
 N = 1000
 
 
@@ -245,6 +247,19 @@ def test_reading_streams_by_row_ranges(tmp_path, monkeypatch):
     monkeypatch.setattr(tables.Table, "read", spy)
     back = from_hdf5(tmp_path / "t.h5")
     assert ranges == [(lo, lo + 100) for lo in range(0, N, 100)]
+    _same(back, ct)
+
+
+def test_progress_counts_every_block_both_ways(tmp_path, monkeypatch):
+    monkeypatch.setattr(hdf5, "BLOSC2_CHUNK_BYTES", 4096)
+    monkeypatch.setattr(hdf5, "READ_BLOCK_BYTES", 4096)
+    cols = _columns()
+    ct = ctable(list(cols.values()), names=list(cols), chunklen=100)
+    out, back_progress = Recorder(), Recorder()
+    ct.tohdf5(tmp_path / "t.h5", "/t", cname="blosc2:lz4", progress=out)
+    out.check(ct.nbytes)
+    back = bcolzx.fromhdf5(tmp_path / "t.h5", "/t", progress=back_progress)  # via h5py too
+    back_progress.check(ct.nbytes)
     _same(back, ct)
 
 

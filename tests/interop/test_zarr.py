@@ -13,6 +13,7 @@ from bcolzx import carray, ctable  # noqa: E402
 from bcolzx.interop import zarr as zinterop  # noqa: E402
 
 from .cases import ARRAYS as CASES  # noqa: E402
+from .recorder import Recorder, small_blocks  # noqa: E402
 
 # Zarr warns that fixed-width strings have no stable v3 specification yet.
 pytestmark = pytest.mark.filterwarnings("ignore::zarr.errors.UnstableSpecificationWarning")
@@ -86,6 +87,31 @@ def test_foreign_group_reads_its_arrays_in_name_order_and_warns_about_subgroups(
     with pytest.warns(UserWarning, match="sub"):
         back = bcolzx.from_zarr(str(tmp_path / "g"))
     assert back.names == ["a", "b"] and back["b"][:].tolist() == [0, 1, 2, 3, 4]
+
+
+def test_progress_counts_every_block_both_ways(tmp_path, monkeypatch):
+    small_blocks(monkeypatch, zinterop)
+    ca = carray(np.arange(20_000, dtype="i4").reshape(5_000, 4), chunklen=100)
+    out, back_progress = Recorder(), Recorder()
+    ca.to_zarr(tmp_path / "a.zarr", shards=200, progress=out)
+    out.check(ca.nbytes)
+    assert out.calls == [3200] * 25  # whole shards of 200 rows of 16 bytes
+    back = bcolzx.from_zarr(tmp_path / "a.zarr", rootdir=str(tmp_path / "a"),
+                            progress=back_progress)
+    back_progress.check(ca.nbytes)
+    _same(back, ca[:])
+
+
+def test_progress_of_a_ctable_counts_every_column(tmp_path, monkeypatch):
+    small_blocks(monkeypatch, zinterop)
+    ct = ctable([np.arange(3_000), np.ones((3_000, 2), "f4")], names=["i", "w"], chunklen=250)
+    out, back_progress = Recorder(), Recorder()
+    ct.to_zarr(tmp_path / "t.zarr", progress=out)
+    out.check(ct.nbytes)
+    assert out.calls == [4000] * 12  # blocks of 500 rows of one column, then the other
+    back = bcolzx.from_zarr(tmp_path / "t.zarr", progress=back_progress)
+    back_progress.check(ct.nbytes)
+    assert back[:].tobytes() == ct[:].tobytes()
 
 
 def test_bad_input_raises_clear_errors(tmp_path):
