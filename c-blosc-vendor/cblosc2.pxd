@@ -40,6 +40,12 @@ cdef extern from "blosc2.h" nogil:
         BLOSC2_SPECIAL_NAN
         BLOSC2_SPECIAL_VALUE
 
+    # --- how a block is split into streams (blosc2_cparams.splitmode) ---------
+    enum:
+        BLOSC_ALWAYS_SPLIT
+        BLOSC_NEVER_SPLIT
+        BLOSC_FORWARD_COMPAT_SPLIT
+
     # --- parameters and contexts --------------------------------------------
     ctypedef struct blosc2_context:
         pass

@@ -20,7 +20,7 @@ cdef class Compressor(_Locked):
     cdef Py_ssize_t _largest            # the largest buffer ctx has compressed
     cdef readonly str cname
     cdef readonly int clevel, shuffle, typesize, blocksize, nthreads
-    cdef readonly bint bytedelta
+    cdef readonly bint bytedelta, split
     cdef int _compress(self, const void* src, Py_ssize_t srcsize, void* dest,
                        Py_ssize_t destsize) except -1
 

@@ -33,6 +33,7 @@ class Compressor:
     blocksize: int
     nthreads: int
     bytedelta: bool
+    split: bool
     def __init__(
         self,
         cname: str = "lz4",
@@ -42,6 +43,7 @@ class Compressor:
         blocksize: int = 0,
         nthreads: int = 1,
         bytedelta: bool = False,
+        split: bool = True,
     ) -> None: ...
     def compress(self, src: Buffer) -> bytes: ...
     def compress_into(self, src: Buffer, dest: Buffer) -> int: ...

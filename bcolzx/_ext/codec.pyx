@@ -359,6 +359,11 @@ cdef class Compressor(_Locked):
         Follow the shuffle with C-Blosc2's byte-delta filter (each byte stream
         stored as differences): smooth numeric data then compresses many
         times better, even in small blocks.  Needs a shuffle.
+    split : bool
+        Compress each block as one stream per byte of an item (C-Blosc's
+        historic layout, which C-Blosc 1.x readers expect) instead of as one
+        stream.  One stream compresses faster, decodes faster and, after the
+        byte shuffle, usually smaller; any C-Blosc2 reader reads both.
 
     Raises
     ------
@@ -368,7 +373,7 @@ cdef class Compressor(_Locked):
         For a parameter of the wrong type.
     """
     def __cinit__(self, str cname="lz4", int clevel=5, int shuffle=SHUFFLE, int typesize=8,
-                  int blocksize=0, nthreads=1, bint bytedelta=False):
+                  int blocksize=0, nthreads=1, bint bytedelta=False, bint split=True):
         cdef c.blosc2_cparams cp = c.BLOSC2_CPARAMS_DEFAULTS
         if cname not in CODECS:
             raise ValueError(f"unknown codec {cname!r}; choose one of {sorted(CODECS)}")
@@ -390,13 +395,14 @@ cdef class Compressor(_Locked):
             # forced block size is not a multiple of the typesize.
             blocksize = max(typesize, blocksize - blocksize % typesize)
         self.cname, self.clevel, self.shuffle = cname, clevel, shuffle
-        self.bytedelta = bytedelta
+        self.bytedelta, self.split = bytedelta, split
         self.typesize, self.blocksize, self.nthreads = typesize, blocksize, nthreads
         cp.compcode = CODECS[cname]
         cp.clevel = clevel
         cp.typesize = typesize
         cp.blocksize = blocksize
         cp.nthreads = nthreads
+        cp.splitmode = c.BLOSC_FORWARD_COMPAT_SPLIT if split else c.BLOSC_NEVER_SPLIT
         if bytedelta:
             cp.filters[c.BLOSC2_MAX_FILTERS - 2] = shuffle
             cp.filters[c.BLOSC2_MAX_FILTERS - 1] = BYTEDELTA
@@ -424,7 +430,7 @@ cdef class Compressor(_Locked):
     def __repr__(self):
         return (f"Compressor(cname={self.cname!r}, clevel={self.clevel}, shuffle={self.shuffle}, "
                 f"typesize={self.typesize}, blocksize={self.blocksize}, nthreads={self.nthreads}, "
-                f"bytedelta={bool(self.bytedelta)})")
+                f"bytedelta={bool(self.bytedelta)}, split={bool(self.split)})")
 
     cdef int _compress(self, const void* src, Py_ssize_t srcsize, void* dest,
                        Py_ssize_t destsize) except -1:

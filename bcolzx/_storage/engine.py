@@ -110,15 +110,17 @@ class ChunkedArray:
             self.nthreads = nthreads
             return
         typesize = min(self.itemsize, 255) if self.itemsize else 1
+        # One stream per block (no split): faster both ways and, after the
+        # byte shuffle, as small or smaller (benchmarks/bench_codec.py).
         plain = codec.Compressor(cp.cname, cp.clevel, cp.shuffle, typesize, st.blocksize,
-                                 nthreads)
+                                 nthreads, split=False)
         # Byte-delta after the byte shuffle: always, never, or (auto) chosen on
         # a sample of chunks; each chunk records its own filters, so readers
         # need not know.
         delta = None
         if st.bytedelta != "off" and cp.shuffle == codec.SHUFFLE and self.itemsize <= 255:
             delta = codec.Compressor(cp.cname, cp.clevel, cp.shuffle, typesize,
-                                     st.blocksize, nthreads, bytedelta=True)
+                                     st.blocksize, nthreads, bytedelta=True, split=False)
         using_delta = self.nthreads and self._comp is self._delta and delta is not None
         self._dec = codec.Decompressor(nthreads)
         if st.bytedelta == "on" and delta is not None:
@@ -221,17 +223,15 @@ class ChunkedArray:
         else:
             self._zones = [tuple(r) for r in stats]
 
-    def _note(self, chunk: int, rows: np.ndarray) -> None:
-        """Record the bounds of `rows`, now stored as `chunk` (widening, never narrowing)."""
+    def _note(self, chunk: int, rows: np.ndarray, bounds: tuple | None = None) -> None:
+        """Record the bounds of `rows` (or `bounds`, already computed by
+        :func:`_bounds`), now stored as `chunk` (widening, never narrowing)."""
         if not self._zones_loaded:
             self._load_zones()
         zones = self._zones
         if zones is None or not len(rows):
             return
-        lo, hi = rows.min(), rows.max()
-        nan = False
-        if lo != lo or hi != hi:  # NaN or NaT somewhere (min and max propagate them)
-            lo, hi, nan = bounds_of(rows)
+        lo, hi, nan = _bounds(rows) if bounds is None else bounds
         if chunk < len(zones):
             olo, ohi, onan = zones[chunk]
             zones[chunk] = (_widen(olo, lo, min), _widen(ohi, hi, max), onan or nan)
@@ -269,9 +269,11 @@ class ChunkedArray:
         """Compressed bytes of `rows`, or a Special when they are one constant."""
         if not self.store.native:
             return self._comp.compress(rows)
-        kind, value = codec.special_value(rows, self.itemsize)
-        if kind in _SPECIAL_IN_INDEX or (kind == codec.SPECIAL_VALUE and self.itemsize <= 8):
-            return Special(kind, value)
+        special = _special(rows, self.itemsize)
+        if special is not None:
+            if self._until_trial:  # counts as a chunk between trials (as in _encode_full)
+                self._until_trial -= 1
+            return special
         if self._delta is None:
             return self._comp.compress(rows)
         if self._until_trial:
@@ -285,6 +287,44 @@ class ChunkedArray:
             return delta
         self._comp = self._plain
         return plain
+
+    def _encode_full(self, rows: np.ndarray) -> list:
+        """Store-ready items ``(chunk, entry, nbytes)`` of `rows` (whole chunks,
+        stored from chunk ``nfull`` on, which advances), their bounds noted.
+
+        With several threads, several chunks and our own format, the chunks
+        are shared out in contiguous runs among the threads, each with its
+        own single-threaded compressor, computing the zone-map bounds while
+        the chunk is in its cache: no per-chunk thread hand-off.  Byte-delta
+        trials still run one chunk at a time, in order.
+        """
+        cl = self.chunklen
+        parts = [rows[k:k + cl] for k in range(0, len(rows), cl)]
+        if not self._zones_loaded:
+            self._load_zones()
+        want_bounds = self._zones is not None
+        if self.nthreads > 1 and len(parts) > 1 and self.store.native:
+            done, encoded = 0, []
+            while done < len(parts):
+                if self._delta is not None and not self._until_trial:
+                    encoded.append((self._encode(parts[done]), None))  # picks the pipeline
+                    done += 1
+                    continue
+                take = len(parts) - done
+                if self._delta is not None:
+                    take = min(take, self._until_trial)
+                    self._until_trial -= take
+                encoded.extend(_encode_runs(self._comp, self.itemsize, want_bounds,
+                                            parts[done:done + take], self.nthreads))
+                done += take
+        else:
+            encoded = [(self._encode(part), None) for part in parts]
+        items = []
+        for part, (entry, bounds) in zip(parts, encoded):
+            items.append((self.nfull, entry, self.chunk_bytes))
+            self._note(self.nfull, part, bounds)
+            self.nfull += 1
+        return items
 
     def _decode_into(self, entry, out: np.ndarray, chunk: int, stored_rows: int) -> None:
         """Decode a stored chunk of `stored_rows` rows; its first ``len(out)`` rows go to `out`."""
@@ -407,11 +447,10 @@ class ChunkedArray:
                 self._note(self.nfull, self._leftover)
                 self.nfull += 1
                 self.nleft = 0
-        while n - pos >= cl:
-            items.append((self.nfull, self._encode(rows[pos:pos + cl]), self.chunk_bytes))
-            self._note(self.nfull, rows[pos:pos + cl])
-            self.nfull += 1
-            pos += cl
+        full = (n - pos) // cl
+        if full:
+            items.extend(self._encode_full(rows[pos:pos + full * cl]))
+            pos += full * cl
         if pos < n:
             self.nleft = n - pos
             self._leftover[: self.nleft] = rows[pos:]
@@ -841,3 +880,44 @@ def _widen(old, new, pick):
     if new != new:
         return old
     return pick(old, new)
+
+
+def _special(rows: np.ndarray, itemsize: int) -> Special | None:
+    """`rows` as a special entry when they are one constant the index can hold, else None."""
+    kind, value = codec.special_value(rows, itemsize)
+    if kind in _SPECIAL_IN_INDEX or (kind == codec.SPECIAL_VALUE and itemsize <= 8):
+        return Special(kind, value)
+    return None
+
+
+def _bounds(rows: np.ndarray) -> tuple:
+    """Zone-map bounds ``(min, max, has_nan)`` of a non-empty run of rows."""
+    lo, hi = rows.min(), rows.max()
+    if lo != lo or hi != hi:  # NaN or NaT somewhere (min and max propagate them)
+        return bounds_of(rows)
+    return lo, hi, False
+
+
+def _encode_runs(like: codec.Compressor, itemsize: int, want_bounds: bool, parts: list,
+                 nthreads: int) -> list:
+    """``(entry, bounds or None)`` of each chunk of `parts`, in order, the
+    chunks cut in `nthreads` contiguous runs encoded at once (this thread
+    takes the first), each thread with a single-threaded copy of `like`."""
+
+    def run(chunks):
+        comp = parallel.compressor(like)
+        out = []
+        for rows in chunks:
+            entry = _special(rows, itemsize)
+            out.append((comp.compress(rows) if entry is None else entry,
+                        _bounds(rows) if want_bounds else None))
+        return out
+
+    n = len(parts)
+    runs = [parts[n * w // nthreads:n * (w + 1) // nthreads] for w in range(nthreads)]
+    runs = [r for r in runs if r]
+    futures = [parallel.pool(nthreads).submit(run, r) for r in runs[1:]]
+    encoded = run(runs[0])
+    for future in futures:
+        encoded.extend(future.result())
+    return encoded

@@ -1,6 +1,6 @@
 """One process-wide pool of worker threads for chunk-parallel work.
 
-Decompression (in C) and NumPy reductions both release the GIL, so a few
+Compression and decompression (in C) and NumPy reductions all release the GIL, so a few
 Python threads that each decode a chunk into a buffer of their own and reduce
 it keep every core busy with the chunk still in cache.  The pool is created
 on first use, grows to the largest thread count asked for, and is forgotten
@@ -51,6 +51,19 @@ def decompressor() -> codec.Decompressor:
     if dec is None:
         dec = _local.dec = codec.Decompressor(1)
     return dec
+
+
+def compressor(like: codec.Compressor) -> codec.Compressor:
+    """This thread's single-threaded compressor with the settings of `like`."""
+    key = (like.cname, like.clevel, like.shuffle, like.typesize, like.blocksize,
+           like.bytedelta, like.split)
+    comps = getattr(_local, "comps", None)
+    if comps is None:
+        comps = _local.comps = {}
+    comp = comps.get(key)
+    if comp is None:
+        comp = comps[key] = codec.Compressor(*key[:5], 1, bytedelta=key[5], split=key[6])
+    return comp
 
 
 def _forget_after_fork() -> None:

@@ -213,3 +213,68 @@ def test_in_memory_arrays_alive_at_interpreter_exit_print_nothing(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stderr == ""
+
+
+@pytest.mark.parametrize("bytedelta", ["auto", "on", "off"])
+@pytest.mark.parametrize("dtype", ["f8", "i4", "u2", "M8[s]"])
+def test_chunk_parallel_appends_store_what_one_thread_stores(tmp_path, dtype, bytedelta,
+                                                             monkeypatch):
+    """Two threads encode runs of chunks at once: same entries, same zone map,
+    same byte-delta trials (the retrial period made short to cross several)."""
+    from bcolzx._format import layout
+    from bcolzx._format.meta import Storage
+    from bcolzx._storage import ChunkedArray, MemoryStore
+
+    monkeypatch.setattr(layout, "BYTEDELTA_RETRIAL", 3)
+    rng = np.random.default_rng(7)
+    smooth = np.linspace(0, 5e4, 23 * 256)
+    noisy = rng.random(23 * 256) * 5e4
+    data = np.concatenate([smooth, noisy, smooth])
+    if dtype.startswith("f"):
+        data[300:400] = np.nan           # NaN inside a chunk ...
+        data[512:768] = np.nan           # ... and a whole chunk of NaN (a special)
+    data[1024:1280] = 7                  # a constant chunk (a special)
+    data = data.astype(dtype)
+    arrays = {}
+    for nthreads in (1, 2):
+        st = Storage(dtype=dtype, chunklen=256, blocksize=512, bytedelta=bytedelta)
+        arr = ChunkedArray(MemoryStore(st, ()), nthreads=nthreads)
+        arr.append(data[:100])            # a leftover first, then many chunks at once
+        arr.append(data[100:])
+        np.testing.assert_array_equal(arr.read(0, len(data)), data)
+        arrays[nthreads] = arr
+    one, two = arrays[1], arrays[2]
+    assert two.nfull == one.nfull == len(data) // 256
+    # Same entries, up to the order of blocks inside a chunk (C-Blosc2 with
+    # nthreads > 1 stores a chunk's blocks in the order they finish).
+    assert _entry_shapes(two) == _entry_shapes(one)
+    stats = two.chunk_stats()
+    for field in ("min", "max", "nan"):  # field by field: NaN bounds compare equal
+        np.testing.assert_array_equal(stats[field], one.chunk_stats()[field])
+    if dtype.startswith("f"):
+        assert stats["nan"][1] and stats["nan"][2] and not stats["nan"][0]
+    assert stats["min"][4] == stats["max"][4] == np.array(7).astype(dtype)
+
+
+def _entry_shapes(arr):
+    """Per stored chunk: a special's kind and value, or a chunk's size and
+    filter pipeline (the byte-delta flag lives in its extended header)."""
+    out = []
+    for entry in arr.store.get(0, arr.nfull):
+        if isinstance(entry, Special):
+            out.append(entry)
+        else:
+            out.append((len(entry), bytes(entry)[16:22]))
+    return out
+
+
+def test_our_chunks_keep_one_stream_per_block():
+    """Chunks of our format are not split into byte streams (faster, smaller)."""
+    from bcolzx._format.meta import Storage
+    from bcolzx._storage import ChunkedArray, MemoryStore
+
+    arr = ChunkedArray(MemoryStore(Storage(dtype="f8", chunklen=4096), ()))
+    arr.append(np.linspace(0, 1, 3 * 4096))
+    for entry in arr.store.get(0, arr.nfull):
+        flags = bytes(entry)[2]
+        assert flags & 0x10, "the no-split flag (0x10) is set in the chunk header"
