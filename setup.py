@@ -43,6 +43,11 @@ extensions = [
         extra_compile_args=CFLAGS,
     ),
     Extension(
+        "bcolzx._ext.writeback",
+        ["bcolzx/_ext/writeback.pyx"],
+        extra_compile_args=CFLAGS,
+    ),
+    Extension(
         "bcolzx._ext.index",
         ["bcolzx/_ext/index.pyx"],
         extra_compile_args=CFLAGS,

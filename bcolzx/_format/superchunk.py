@@ -15,6 +15,7 @@ import secrets
 from dataclasses import dataclass
 
 from bcolzx._ext import index as _index
+from bcolzx._ext import writeback
 from bcolzx._format.jsonfile import fsync_dir
 from bcolzx.errors import CorruptDataError, TruncatedDataError
 
@@ -339,6 +340,7 @@ class SuperchunkFile:
         idx, g = self.index, self.geometry
         csize = g.checksum_size
         fd = None
+        lo = hi = 0  # the byte range written, for an early write-back
         try:
             for slot, entry, size in items:
                 if not 0 <= slot <= idx.nchunks or slot >= g.nslots:
@@ -358,6 +360,8 @@ class SuperchunkFile:
                         parts.append(crc.to_bytes(4, "little"))
                     total = len(entry) + csize
                     _pwrite_all(fd, parts, offset, total)
+                    lo, hi = (offset, offset + total) if lo == hi else \
+                        (min(lo, offset), max(hi, offset + total))
                     idx.set_data(slot, offset, len(entry))
                     self._unsynced = True
                 if slot == idx.nchunks:
@@ -367,6 +371,8 @@ class SuperchunkFile:
                 elif size != g.chunk_size:
                     raise ValueError(f"only the last chunk may be short (slot {slot})")
                 self._dirty = True
+            if hi > lo:  # the device starts on these bytes while the next are made
+                writeback.start(fd, lo, hi - lo)
         finally:
             if fd is not None:
                 os.close(fd)

@@ -9,6 +9,7 @@ short chunk on :meth:`flush`.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections import OrderedDict
 from math import prod
 
@@ -29,6 +30,8 @@ _SPECIAL_IN_INDEX = (codec.SPECIAL_ZERO, codec.SPECIAL_NAN)
 #: compresses to a few KiB to 1 MiB, so this keeps the most recently read
 #: 32 to thousands of chunks; random single items then cost one block.
 CACHE_BYTES = 32 << 20
+#: Uncompressed bytes of the chunks a large append encodes before storing them.
+PUT_BYTES = 64 << 20
 
 
 class ChunkedArray:
@@ -448,9 +451,18 @@ class ChunkedArray:
                 self.nfull += 1
                 self.nleft = 0
         full = (n - pos) // cl
-        if full:
-            items.extend(self._encode_full(rows[pos:pos + full * cl]))
-            pos += full * cl
+        group = max(1, PUT_BYTES // self.chunk_bytes)
+        while full:
+            # Stored a group at a time: the files take (and the device starts
+            # writing) one group while the next is compressed, and at most a
+            # group of compressed chunks is held here.
+            take = min(full, group)
+            items.extend(self._encode_full(rows[pos:pos + take * cl]))
+            pos += take * cl
+            full -= take
+            if full:
+                self._put(items)
+                items = []
         if pos < n:
             self.nleft = n - pos
             self._leftover[: self.nleft] = rows[pos:]
@@ -867,8 +879,6 @@ class ChunkedArray:
             try:
                 self.flush()
             except Exception as exc:  # pragma: no cover - nothing to raise into
-                import warnings
-
                 warnings.warn(f"bcolzx could not flush at garbage collection: {exc!r}",
                               ResourceWarning, stacklevel=1)
 

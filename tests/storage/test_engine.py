@@ -278,3 +278,25 @@ def test_our_chunks_keep_one_stream_per_block():
     for entry in arr.store.get(0, arr.nfull):
         flags = bytes(entry)[2]
         assert flags & 0x10, "the no-split flag (0x10) is set in the chunk header"
+
+
+def test_large_appends_are_stored_a_group_at_a_time(disk, monkeypatch):
+    """An append of many chunks reaches the store in groups of PUT_BYTES; the
+    result, on disk and after a reopen, is the same as one put."""
+    from bcolzx._storage import engine
+
+    monkeypatch.setattr(engine, "PUT_BYTES", 3 * 100 * 8)  # three chunks of 100 f8
+    arr = disk.new(chunklen=100, k=4)
+    puts = []
+    real_put = arr.store.put
+    monkeypatch.setattr(arr.store, "put", lambda items: (puts.append(len(items)),
+                                                         real_put(items))[1])
+    data = _model(1234)
+    arr.append(data[:50])
+    arr.append(data[50:])
+    # 12 chunks: the one the leftover completes joins the first group of three
+    assert puts == [4, 3, 3, 2]
+    arr.flush()
+    arr = disk.reopen(arr, readonly=True)
+    np.testing.assert_array_equal(arr.read(0, len(data)), data)
+    assert arr.chunk_stats() is not None and len(arr.chunk_stats()) == 12

@@ -1,0 +1,3 @@
+AVAILABLE: bool
+
+def start(fd: int, offset: int, nbytes: int) -> None: ...
