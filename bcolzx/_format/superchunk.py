@@ -23,6 +23,9 @@ from bcolzx.errors import CorruptDataError, TruncatedDataError
 #: What a special-value chunk (no data stored) counts for in ``cbytes``: the
 #: 16 bytes of its index entry, so that ``nbytes / cbytes`` stays finite.
 SPECIAL_CBYTES = 16
+#: Written bytes gathered before the kernel is asked to start writing them to
+#: the device (fewer, larger requests; small appends would otherwise ask per chunk).
+WRITEBACK_BYTES = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,7 @@ class SuperchunkFile:
         self._floor = index.data_extent(geometry.checksum_size)
         self._dirty = False       # index changed since the last commit
         self._unsynced = False    # data written since the last fsync
+        self._wb = (0, 0)         # bytes written whose write-back is not started yet
 
     # -- opening ---------------------------------------------------------------
 
@@ -340,7 +344,7 @@ class SuperchunkFile:
         idx, g = self.index, self.geometry
         csize = g.checksum_size
         fd = None
-        lo = hi = 0  # the byte range written, for an early write-back
+        lo, hi = self._wb  # the bytes written and not yet handed to the device
         try:
             for slot, entry, size in items:
                 if not 0 <= slot <= idx.nchunks or slot >= g.nslots:
@@ -371,9 +375,11 @@ class SuperchunkFile:
                 elif size != g.chunk_size:
                     raise ValueError(f"only the last chunk may be short (slot {slot})")
                 self._dirty = True
-            if hi > lo:  # the device starts on these bytes while the next are made
+            if hi - lo >= WRITEBACK_BYTES:  # the device starts on them while more are made
                 writeback.start(fd, lo, hi - lo)
+                lo = hi = 0
         finally:
+            self._wb = (lo, hi)
             if fd is not None:
                 os.close(fd)
 
@@ -423,6 +429,7 @@ class SuperchunkFile:
         self._current = target
         self._floor = idx.data_extent(self.geometry.checksum_size)
         self._dirty = self._unsynced = False
+        self._wb = (0, 0)
 
     def live_extent(self) -> int:
         """Size of this file once compacted: header, indexes and the live chunks.
