@@ -685,13 +685,21 @@ class ctable:  # noqa: N801 - legacy name
         return np.dtype([(n, np.int64) if n == NROW else
                          (n, self._cols[n].dtype, self._cols[n].shape[1:]) for n in names])
 
-    def _read(self, names: list[str], start: int, stop: int, positions=None) -> np.ndarray:
-        """Rows ``start..stop-1`` (or, within them, `positions`) of columns `names`."""
+    def _read(self, names: list[str], start: int, stop: int, positions=None,
+              block: tuple[int, dict] | None = None) -> np.ndarray:
+        """Rows ``start..stop-1`` (or, within them, `positions`) of columns `names`.
+
+        `block`, ``(first_row, {name: rows})``, holds columns already read
+        for a block containing `positions`: those are taken from there.
+        """
         n = stop - start if positions is None else len(positions)
         out = np.empty(n, dtype=self._dtype_of(names))
+        first, have = block if block is not None else (0, {})
         for name in names:
             if name == NROW:
                 out[name] = np.arange(start, stop) if positions is None else positions
+            elif positions is not None and name in have:
+                out[name] = have[name][positions - first]
             elif positions is None:
                 out[name] = self._cols[name][start:stop]
             else:
@@ -824,14 +832,16 @@ class ctable:  # noqa: N801 - legacy name
             raise ValueError(f"vm must be 'python', 'numexpr' or 'dask', not {vm!r}")
         return vm
 
-    def _matches(self, expression, scope, vm) -> Iterator[tuple[int, np.ndarray]]:
-        """``(block_start, positions)`` of the rows where `expression` holds."""
+    def _matches(self, expression, scope, vm) -> Iterator[tuple[int, np.ndarray, tuple | None]]:
+        """``(block_start, positions, block)`` of the rows where `expression` holds;
+        `block` is None or ``(block_start, {column: the block's rows})`` for the
+        table's columns the expression read."""
         if not isinstance(expression, str):
             mask = expression[:] if isinstance(expression, carray) else np.asarray(expression)
             if mask.dtype != np.bool_ or mask.shape != (len(self),):
                 raise ValueError("the query must be a string expression or a boolean array "
                                  f"of length {len(self)}")
-            yield 0, np.flatnonzero(mask)
+            yield 0, np.flatnonzero(mask), None
             return
         expr, columns, scalars = self._scope(expression, scope)
         vm, engine = self._vm(vm), _blocks
@@ -844,16 +854,22 @@ class ctable:  # noqa: N801 - legacy name
             if value.shape != () or value.dtype != np.bool_:
                 raise ValueError(f"{expression!r} is not a boolean condition on the columns")
             if bool(value):
-                yield 0, np.arange(len(self))
+                yield 0, np.arange(len(self)), None
             return
         skip = self._zone_skipper(expr, columns, scalars)
-        for lo, mask in engine.evaluate_blocks(expr, columns, scalars, vm=vm, skip_block=skip):
+        local = engine is _blocks  # Dask tasks keep the blocks they read
+        blocks = engine.evaluate_blocks(expr, columns, scalars, vm=vm, skip_block=skip,
+                                        **({"with_columns": True} if local else {}))
+        for lo, mask, *read in blocks:
             if mask.dtype != np.bool_:
                 raise ValueError(f"{expression!r} gives {mask.dtype} values, not a boolean "
                                  "condition")
             hits = np.flatnonzero(mask)
             if len(hits):
-                yield lo, hits + lo
+                # Only the table's own columns may stand in for a later read.
+                have = {n: v for n, v in read[0].items()
+                        if n in self._cols and self._cols[n] is columns[n]} if read else {}
+                yield lo, hits + lo, (lo, have)
 
     def _zone_skipper(self, expr: Expression, columns: dict, scalars: dict):
         """A ``skip_block`` for evaluate_blocks from the columns' chunk statistics."""
@@ -897,7 +913,7 @@ class ctable:  # noqa: N801 - legacy name
         """Structured arrays of the matching rows, block by block, with limit and skip."""
         names = self._outcols(outcols)
         yielded, left = 0, int(skip)
-        for lo, pos in self._matches(expression, scope, vm):
+        for lo, pos, block in self._matches(expression, scope, vm):
             if left:
                 drop = min(left, len(pos))
                 pos, left = pos[drop:], left - drop
@@ -907,7 +923,7 @@ class ctable:  # noqa: N801 - legacy name
                 if limit is not None and yielded >= limit:
                     return
                 continue
-            yield self._read(names, int(pos[0]), int(pos[-1]) + 1, pos)
+            yield self._read(names, int(pos[0]), int(pos[-1]) + 1, pos, block)
             yielded += len(pos)
             if limit is not None and yielded >= limit:
                 return

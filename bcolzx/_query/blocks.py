@@ -101,7 +101,8 @@ def evaluate_blocks(
     vm: str = "python",
     nthreads: int | None = None,
     skip_block: Callable[[int, int], bool] | None = None,
-) -> Iterator[tuple[int, np.ndarray]]:
+    with_columns: bool = False,
+) -> Iterator[tuple]:
     """Evaluate `expr` on rows ``[start, stop)`` of `columns`, one block at a time.
 
     Parameters
@@ -127,6 +128,10 @@ def evaluate_blocks(
     skip_block : callable, optional
         ``skip_block(block_start, block_stop)`` returning True skips that
         block: it is neither read nor evaluated nor yielded.
+    with_columns : bool
+        Also yield the block's rows of the columns the expression read, as
+        a dict by name (a third item), so that a caller needing them again
+        (a query's output columns) does not read them twice.
 
     Yields
     ------
@@ -169,7 +174,7 @@ def evaluate_blocks(
     ranges = [(a, min(a + blen, end)) for a in range(begin, end, blen)]
     if skip_block is not None:
         ranges = [(a, b) for a, b in ranges if not skip_block(a, b)]
-    read = _Reader(expr, dict(zip(names, used)), values, vm)
+    read = _Reader(expr, dict(zip(names, used)), values, vm, with_columns)
     if nthreads == 1 or len(ranges) <= 1:
         return (read.evaluate(a, b) for a, b in ranges)
     return _pooled(read, ranges, nthreads)
@@ -184,13 +189,14 @@ class _Reader:
     """Read one block of the named columns and evaluate the expression on it."""
 
     def __init__(self, expr: Expression, columns: dict[str, Any],
-                 scalars: dict[str, np.ndarray], vm: str):
+                 scalars: dict[str, np.ndarray], vm: str, with_columns: bool = False):
         if vm not in ("python", "numexpr"):
             raise ValueError(f"unknown virtual machine {vm!r}; choose 'python' or 'numexpr'")
         self.expr = expr
         self.columns = columns
         self.scalars = scalars
         self.vm = vm
+        self.with_columns = with_columns
 
     def read(self, start: int, stop: int) -> dict[str, np.ndarray]:
         namespace = {name: np.asarray(col[start:stop]) for name, col in self.columns.items()}
@@ -200,25 +206,33 @@ class _Reader:
     def compute(self, namespace: dict[str, np.ndarray]) -> np.ndarray:
         return self.expr.evaluate(namespace, self.vm)
 
-    def evaluate(self, start: int, stop: int) -> tuple[int, np.ndarray]:
-        return start, self.compute(self.read(start, stop))
+    def result(self, start: int, namespace: dict, value: np.ndarray) -> tuple:
+        """What evaluate_blocks yields for a block."""
+        if not self.with_columns:
+            return start, value
+        return start, value, {name: namespace[name] for name in self.columns}
+
+    def evaluate(self, start: int, stop: int) -> tuple:
+        namespace = self.read(start, stop)
+        return self.result(start, namespace, self.compute(namespace))
 
 
 def _pooled(read: _Reader, ranges: list[tuple[int, int]], nthreads: int
             ) -> Iterator[tuple[int, np.ndarray]]:
-    pending: deque[tuple[int, Future]] = deque()
+    pending: deque[tuple[int, dict, Future]] = deque()
     with ThreadPoolExecutor(nthreads, thread_name_prefix="bcolzx-eval") as pool:
         try:
             for a, b in ranges:
-                pending.append((a, pool.submit(read.compute, read.read(a, b))))
+                namespace = read.read(a, b)
+                pending.append((a, namespace, pool.submit(read.compute, namespace)))
                 if len(pending) >= _IN_FLIGHT * nthreads:
-                    first, future = pending.popleft()
-                    yield first, future.result()
+                    first, namespace, future = pending.popleft()
+                    yield read.result(first, namespace, future.result())
             while pending:
-                first, future = pending.popleft()
-                yield first, future.result()
+                first, namespace, future = pending.popleft()
+                yield read.result(first, namespace, future.result())
         finally:  # the consumer stopped early, or a block failed
-            for _, future in pending:
+            for _, _, future in pending:
                 future.cancel()
 
 

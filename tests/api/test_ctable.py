@@ -459,3 +459,28 @@ def test_streaming_constructors_flush_once_and_keep_auto_flush(tmp_path, monkeyp
     ct2 = bcolzx.fromiter(((i, i) for i in range(10)), dtype=dt, count=10,
                           rootdir=str(tmp_path / "u"), auto_flush=False)
     assert ct2.auto_flush is False
+
+
+@pytest.mark.parametrize("vm", ["python", "numexpr"])
+def test_query_output_reuses_the_blocks_its_condition_read_and_stays_exact(tmp_path, vm):
+    """Output columns the condition already read come from its blocks; other
+    columns, array variables shadowing nothing, nrow__ and N-D columns stay right."""
+    pytest.importorskip("numexpr") if vm == "numexpr" else None
+    n = 50_000
+    rng = np.random.default_rng(11)
+    a = rng.integers(0, 1000, n).astype(np.int32)      # its own chunklen (4-byte rows)
+    b = rng.random(n)
+    c = np.arange(n * 2, dtype=np.float32).reshape(n, 2)
+    ct = bcolzx.ctable([a, b, c], names=["a", "b", "c"], rootdir=str(tmp_path / "t"),
+                       chunklen=4096)
+    w = rng.random(n)                                   # an array variable, not a column
+    got = ct.fetchwhere("(a < 100) & (b > w)", outcols=["nrow__", "b", "c", "a"],
+                        user_dict={"w": w}, vm=vm, out_flavor="numpy")
+    want = np.flatnonzero((a < 100) & (b > w))
+    np.testing.assert_array_equal(got["nrow__"], want)
+    np.testing.assert_array_equal(got["a"], a[want])
+    np.testing.assert_array_equal(got["b"], b[want])
+    np.testing.assert_array_equal(got["c"], c[want])
+    rows = [r.a for r in ct.where("(a < 100) & (b > w)", outcols="a", skip=3, limit=20,
+                                  user_dict={"w": w}, vm=vm)]
+    assert rows == a[want][3:23].tolist()

@@ -185,3 +185,17 @@ def test_numexpr_vm_over_blocks(columns, nthreads):
     expected = evaluate(text, columns, blen=64, nthreads=nthreads)
     got = evaluate(text, columns, blen=64, vm="numexpr", nthreads=nthreads)
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_blocks_can_come_with_the_columns_they_read(columns, nthreads):
+    cols = {"a": Recording(columns["a"]), "b": columns["b"], "c": Untouchable(columns["c"])}
+    got = list(evaluate_blocks("(a > 10) & (b < k)", cols, {"k": 0.5}, blen=300,
+                               nthreads=nthreads, with_columns=True))
+    assert [s for s, _, _ in got] == [0, 300, 600, 900]
+    for start, mask, read in got:
+        assert sorted(read) == ["a", "b"]  # not the scalar, not the unread column
+        np.testing.assert_array_equal(read["a"], columns["a"][start:start + 300])
+        np.testing.assert_array_equal(read["b"], columns["b"][start:start + 300])
+        np.testing.assert_array_equal(mask, (read["a"] > 10) & (read["b"] < 0.5))
+    assert sorted(cols["a"].reads) == [(0, 300), (300, 600), (600, 900), (900, 1000)]
