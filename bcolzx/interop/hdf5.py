@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bcolzx.interop._common import python_value as _python_value
-from bcolzx.interop._common import reporter
+from bcolzx.interop._common import discard_on_error, finish, reporter
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from bcolzx.ctable import ctable
@@ -393,13 +393,13 @@ def from_hdf5(filepath, nodepath: str = "/ctable", *, progress=None, **kwargs) -
         auto_flush = kwargs.pop("auto_flush", kwargs.get("rootdir") is not None)
         first = min(n, blen)
         ct = ctable(columns(0, first), names=names, auto_flush=False, **kwargs)
-        report(first * rowbytes)
-        for lo in range(blen, n, blen):
-            hi = min(n, lo + blen)
-            ct.append(columns(lo, hi))
-            report((hi - lo) * rowbytes)
-        _read_attrs(table, ct)
-        ct.auto_flush = auto_flush
-    if ct.rootdir is not None:
-        ct.flush()
+        with discard_on_error(ct):  # a failed import leaves no half-written table
+            report(first * rowbytes)
+            for lo in range(blen, n, blen):
+                hi = min(n, lo + blen)
+                ct.append(columns(lo, hi))
+                report((hi - lo) * rowbytes)
+            _read_attrs(table, ct)
+            ct.auto_flush = auto_flush
+            finish(ct)
     return ct

@@ -291,3 +291,24 @@ def test_docstring_examples_run():
 
     result = doctest.testmod(bcolzx.interop.hdf5, verbose=False)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_failed_import_leaves_no_half_written_table(tmp_path):
+    """A failure part way (here: the reader's progress callback raising after the
+    first block) removes the dataset the import created."""
+    n = 1_200_000  # 19 MB: several 8 MiB read blocks
+    ct = ctable([np.arange(n), np.linspace(0, 1, n)], names=["a", "b"])
+    path = str(tmp_path / "t.h5")
+    to_hdf5(ct, path)
+    calls = []
+
+    def progress(nbytes):
+        calls.append(nbytes)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    dest = tmp_path / "t.bcolzx"
+    with pytest.raises(KeyboardInterrupt):
+        from_hdf5(path, rootdir=str(dest), progress=progress)
+    assert not dest.exists()
+    assert len(from_hdf5(path, rootdir=str(dest))) == n  # and the name is free again
