@@ -291,6 +291,20 @@ class ChunkedArray:
         self._comp = self._plain
         return plain
 
+    def _encode_one(self, rows: np.ndarray) -> list:
+        """As :meth:`_encode_full` for one chunk: its bounds are computed on
+        another thread while this one compresses it."""
+        if not self._zones_loaded:
+            self._load_zones()
+        bounds = None
+        if self.nthreads > 1 and self._zones is not None:
+            bounds = parallel.pool(self.nthreads).submit(_bounds, rows)
+        entry = self._encode(rows)
+        items = [(self.nfull, entry, self.chunk_bytes)]
+        self._note(self.nfull, rows, None if bounds is None else bounds.result())
+        self.nfull += 1
+        return items
+
     def _encode_full(self, rows: np.ndarray) -> list:
         """Store-ready items ``(chunk, entry, nbytes)`` of `rows` (whole chunks,
         stored from chunk ``nfull`` on, which advances), their bounds noted.
@@ -446,9 +460,7 @@ class ChunkedArray:
             pos = take
             self._leftover_stored = False
             if self.nleft == cl:
-                items.append((self.nfull, self._encode(self._leftover), self.chunk_bytes))
-                self._note(self.nfull, self._leftover)
-                self.nfull += 1
+                items.extend(self._encode_one(self._leftover))
                 self.nleft = 0
         full = (n - pos) // cl
         group = max(1, PUT_BYTES // self.chunk_bytes)
