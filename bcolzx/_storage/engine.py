@@ -8,9 +8,13 @@ short chunk on :meth:`flush`.
 
 from __future__ import annotations
 
+import atexit
+import os
 import threading
 import warnings
-from collections import OrderedDict
+import weakref
+from collections import OrderedDict, deque
+from concurrent.futures import wait
 from math import prod
 
 import numpy as np
@@ -32,6 +36,62 @@ _SPECIAL_IN_INDEX = (codec.SPECIAL_ZERO, codec.SPECIAL_NAN)
 CACHE_BYTES = 32 << 20
 #: Uncompressed bytes of the chunks a large append encodes before storing them.
 PUT_BYTES = 64 << 20
+#: Uncompressed bytes of the chunks appends may have in flight (handed to
+#: pool threads by :meth:`ChunkedArray._hand_off`, not yet stored), all arrays
+#: together; an array also keeps at most 8 more than its thread count.
+FLIGHT_BYTES = 16 << 20
+_flight_lock = threading.Lock()
+_flight_bytes = 0
+#: Arrays with chunks in flight.
+_busy: weakref.WeakSet = weakref.WeakSet()
+
+
+def _fly(nbytes: int) -> bool:
+    """Count `nbytes` more in flight, if :data:`FLIGHT_BYTES` allow (or
+    nothing else is in flight)."""
+    global _flight_bytes
+    with _flight_lock:
+        if _flight_bytes and _flight_bytes + nbytes > FLIGHT_BYTES:
+            return False
+        _flight_bytes += nbytes
+        return True
+
+
+def _land(nbytes: int) -> None:
+    global _flight_bytes
+    with _flight_lock:
+        _flight_bytes -= nbytes
+
+
+def _settle_before_fork() -> None:
+    # A child must neither wait for a pool thread it does not have nor store
+    # chunks into files its parent writes: everything in flight is stored here.
+    for engine in list(_busy):
+        try:
+            engine.settle()
+        except BaseException as exc:  # pragma: no cover - nothing to raise into
+            warnings.warn(f"bcolzx could not store an appended chunk before fork(): "
+                          f"{exc!r}", ResourceWarning, stacklevel=1)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_settle_before_fork)
+
+#: Arrays on disk that may be written to (flushed at interpreter exit).
+_on_disk: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    # Garbage collection at the very end of the interpreter cannot import or
+    # start threads any more: unsaved rows are stored while it still can.
+    for engine in list(_on_disk):
+        if engine.dirty and not engine._closed:
+            try:
+                engine.flush()
+            except Exception as exc:  # pragma: no cover - nothing to raise into
+                warnings.warn(f"bcolzx could not flush {engine._store.rootdir} at exit: "
+                              f"{exc!r}", ResourceWarning, stacklevel=1)
 
 
 class ChunkedArray:
@@ -55,8 +115,16 @@ class ChunkedArray:
 
     def __init__(self, store: ChunkStore, nthreads: int = 1):
         st = store.storage
-        self.store = store
-        writer.bind(self)  # its lock (if any) may pass on while this holds nothing unsaved
+        self._store = store
+        # Full chunks an append completed may still be on their way to the
+        # store from pool threads (:meth:`_hand_off`): every access to the
+        # store through :attr:`store` waits for them first.
+        self._pending: deque = deque()
+        self._settle_lock = threading.RLock()
+        self._window = 0
+        writer.bind(self)
+        if store.rootdir is not None and not store.readonly:
+            _on_disk.add(self)  # its lock (if any) may pass on while this holds nothing unsaved
         self.dtype = st.dtype
         self.rowshape = tuple(int(x) for x in store.rowshape)
         length = store.length
@@ -104,6 +172,8 @@ class ChunkedArray:
         """
         if nthreads == self.nthreads:
             return
+        self.settle()  # the chunks in flight were handed off under the old count
+        self._window = nthreads + max(1, min(8, FLIGHT_BYTES // max(self.chunk_bytes, 1)))
         st = self.store.storage
         cp = st.cparams
         own = self.store.encoder(nthreads)
@@ -134,6 +204,105 @@ class ChunkedArray:
         else:
             self._comp, self._plain, self._delta = plain, None, None
         self.nthreads = nthreads
+
+    # -- chunks stored in the background -----------------------------------------
+
+    @property
+    def store(self) -> ChunkStore:
+        """The chunk store, holding every chunk counted in :attr:`nfull`."""
+        if self._pending:
+            self.settle()
+        return self._store
+
+    def settle(self) -> None:
+        """Wait until the chunks handed to pool threads (if any) are stored.
+
+        Raises
+        ------
+        OSError, BcolzxError
+            If storing one failed: on disk the array is rolled back to its
+            last flush, as after any failed write.
+        """
+        with self._settle_lock:
+            if self._pending:
+                self._store_done(everything=True)
+
+    def _store_done(self, everything: bool) -> None:
+        """Store the oldest chunk in flight, waiting for it, and those after
+        it that are done (all of them when `everything`), in one put."""
+        pending, done = self._pending, []
+        while pending and (everything or not done or pending[0][0].done()):
+            future, chunk, rows = pending[0]
+            try:
+                entry, bounds = future.result()
+            except BaseException as exc:
+                if not future.done():  # the wait was interrupted: still in flight
+                    raise
+                self._abandon()
+                writer.roll_back(self, exc)
+            pending.popleft()
+            _land(self.chunk_bytes)
+            done.append((chunk, entry, rows, bounds))
+        try:
+            self._put([(chunk, entry, self.chunk_bytes) for chunk, entry, _, _ in done])
+        except BaseException as exc:
+            self._abandon()
+            writer.roll_back(self, exc)
+        for chunk, _, rows, bounds in done:
+            self._note(chunk, rows, bounds)
+            parallel.recycle(rows)
+        if not pending:
+            _busy.discard(self)
+
+    def _abandon(self) -> None:
+        """Wait for the chunks in flight (if any) and forget them, whatever
+        became of them (the array is about to be re-read or dropped)."""
+        pending, self._pending = self._pending, deque()
+        wait([job[0] for job in pending])
+        _land(len(pending) * self.chunk_bytes)
+        _busy.discard(self)
+
+    def _hand_off(self) -> bool:
+        """Have a pool thread encode the full leftover (and compute its
+        bounds) as chunk :attr:`nfull`, and take a fresh buffer as the
+        leftover; True if done, False when it must be encoded here.
+
+        The caller goes on copying the next rows while the chunk compresses:
+        up to :attr:`_window` chunks of an array are in flight (within
+        :data:`FLIGHT_BYTES` for all arrays), each compressed on one thread.
+        They are stored in order, on this thread, by :meth:`_store_done`:
+        when the window is full, when the next chunks cannot be encoded in
+        order any more, or when anything reads the store (:attr:`store`), so
+        readers never miss a chunk.
+        """
+        if self.nthreads < 2 or not self._store.native or \
+                (self._delta is not None and not self._until_trial):
+            return False  # one thread asked for, a legacy store, or a byte-delta trial due
+        nbytes = self.chunk_bytes
+        with self._settle_lock:
+            if len(self._pending) >= self._window:
+                self._store_done(everything=False)
+            if not _fly(nbytes):  # other arrays hold the budget: store ours, then retry
+                if self._pending:
+                    self._store_done(everything=True)
+                if not _fly(nbytes):
+                    return False
+            if not self._zones_loaded:
+                self._load_zones()
+            rows, chunk = self._leftover, self.nfull
+            try:
+                future = parallel.pool(self.nthreads).submit(
+                    _encode_in_pool, self._comp, self.itemsize, rows, self._zones is not None)
+            except RuntimeError:  # interpreter shutdown: no new threads
+                _land(nbytes)
+                return False
+            self._pending.append((future, chunk, rows))
+            _busy.add(self)
+            if self._delta is not None:
+                self._until_trial -= 1  # one chunk between trials, special or not
+            self._leftover = parallel.chunk_buffer(nbytes).view(self.dtype).reshape(rows.shape)
+            self.nfull += 1
+        return True
 
     # -- sizes -----------------------------------------------------------------
 
@@ -199,7 +368,7 @@ class ChunkedArray:
     def _put(self, items: list) -> None:
         for chunk, _, _ in items:
             self._uncache(chunk)
-        self.store.put(items)
+        self._store.put(items)
 
     def free_cache(self) -> None:
         """Forget the cached chunks."""
@@ -253,6 +422,7 @@ class ChunkedArray:
         CorruptDataError
             If the stored zone map is damaged.
         """
+        self.settle()
         if not self._zones_loaded:
             self._load_zones()
         if self._zones is None or len(self._zones) < self.nfull:
@@ -294,6 +464,7 @@ class ChunkedArray:
     def _encode_one(self, rows: np.ndarray) -> list:
         """As :meth:`_encode_full` for one chunk: its bounds are computed on
         another thread while this one compresses it."""
+        self.settle()
         if not self._zones_loaded:
             self._load_zones()
         bounds = None
@@ -427,9 +598,9 @@ class ChunkedArray:
     def _check_writable(self) -> None:
         if self._closed:
             raise ValueError("the array is closed")
-        if self.store.readonly:
+        if self._store.readonly:
             raise ReadOnlyError("the dataset is opened read-only (mode 'r')")
-        lock = self.store.lock
+        lock = self._store.lock
         if lock is not None and not lock.acquired:
             writer.take(self)  # the first change: lock, then re-read the dataset
 
@@ -460,10 +631,13 @@ class ChunkedArray:
             pos = take
             self._leftover_stored = False
             if self.nleft == cl:
-                items.extend(self._encode_one(self._leftover))
+                if not self._hand_off():
+                    items.extend(self._encode_one(self._leftover))
                 self.nleft = 0
         full = (n - pos) // cl
         group = max(1, PUT_BYTES // self.chunk_bytes)
+        if full:
+            self.settle()  # chunks are encoded and stored in order
         while full:
             # Stored a group at a time: the files take (and the device starts
             # writing) one group while the next is compressed, and at most a
@@ -872,6 +1046,8 @@ class ChunkedArray:
             return
         if flush:
             self.flush()
+        else:
+            self._abandon()
         self._closed = True
         self.store.close()
         if self.store.lock is not None:
@@ -920,6 +1096,20 @@ def _bounds(rows: np.ndarray) -> tuple:
     return lo, hi, False
 
 
+def _encode_chunk(comp: codec.Compressor, itemsize: int, rows: np.ndarray,
+                  want_bounds: bool) -> tuple:
+    """``(entry, bounds or None)`` of one chunk of `rows`, compressed by `comp`."""
+    entry = _special(rows, itemsize)
+    return (comp.compress(rows) if entry is None else entry,
+            _bounds(rows) if want_bounds else None)
+
+
+def _encode_in_pool(like: codec.Compressor, itemsize: int, rows: np.ndarray,
+                    want_bounds: bool) -> tuple:
+    # :func:`_encode_chunk` with this pool thread's single-threaded copy of `like`.
+    return _encode_chunk(parallel.compressor(like), itemsize, rows, want_bounds)
+
+
 def _encode_runs(like: codec.Compressor, itemsize: int, want_bounds: bool, parts: list,
                  nthreads: int) -> list:
     """``(entry, bounds or None)`` of each chunk of `parts`, in order, the
@@ -928,12 +1118,7 @@ def _encode_runs(like: codec.Compressor, itemsize: int, want_bounds: bool, parts
 
     def run(chunks):
         comp = parallel.compressor(like)
-        out = []
-        for rows in chunks:
-            entry = _special(rows, itemsize)
-            out.append((comp.compress(rows) if entry is None else entry,
-                        _bounds(rows) if want_bounds else None))
-        return out
+        return [_encode_chunk(comp, itemsize, rows, want_bounds) for rows in chunks]
 
     n = len(parts)
     runs = [parts[n * w // nthreads:n * (w + 1) // nthreads] for w in range(nthreads)]

@@ -45,6 +45,35 @@ def buffer(nbytes: int) -> np.ndarray:
     return buf[:nbytes]
 
 
+#: Bytes of chunk buffers kept for reuse by :func:`chunk_buffer`, all arrays together.
+SPARE_BYTES = 16 << 20
+_spares: dict = {}
+_spare_bytes = 0
+
+
+def chunk_buffer(nbytes: int) -> np.ndarray:
+    """A ``uint8`` buffer of `nbytes` for a chunk's rows: a recycled one when
+    :func:`recycle` kept one of that size, else a new one."""
+    global _spare_bytes
+    with _lock:
+        free = _spares.get(nbytes)
+        if free:
+            _spare_bytes -= nbytes
+            return free.pop()
+    return np.empty(nbytes, np.uint8)
+
+
+def recycle(rows: np.ndarray) -> None:
+    """Keep `rows` (a C-contiguous array no longer in use) for :func:`chunk_buffer`,
+    unless :data:`SPARE_BYTES` are kept already."""
+    global _spare_bytes
+    raw = rows.reshape(-1).view(np.uint8)
+    with _lock:
+        if _spare_bytes + raw.nbytes <= SPARE_BYTES:
+            _spares.setdefault(raw.nbytes, []).append(raw)
+            _spare_bytes += raw.nbytes
+
+
 def decompressor() -> codec.Decompressor:
     """This thread's single-threaded decompression context."""
     dec = getattr(_local, "dec", None)

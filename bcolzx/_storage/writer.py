@@ -39,9 +39,9 @@ from bcolzx.errors import (
     ReadOnlyError,
 )
 
-__all__ = ["bind", "take", "reload", "guarded", "prepare_dir", "create", "take_table",
-           "bind_table", "table_guarded", "release_table", "release_engine", "lock_tree",
-           "release_all"]
+__all__ = ["bind", "take", "reload", "guarded", "roll_back", "prepare_dir", "create",
+           "take_table", "bind_table", "table_guarded", "release_table", "release_engine",
+           "lock_tree", "release_all"]
 
 
 def _engine_idle(ref):
@@ -53,7 +53,7 @@ def _engine_idle(ref):
 
 def bind(engine) -> None:
     """Tell the engine's lock (if any) when the engine may hand it over."""
-    lock = engine.store.lock
+    lock = engine._store.lock
     if lock is not None:
         lock.idle = _engine_idle(weakref.ref(engine))
 
@@ -74,7 +74,8 @@ def reload(engine) -> None:
     CorruptDataError, OSError
         If the dataset cannot be read.
     """
-    old = engine.store
+    engine._abandon()  # its changes are dropped, the background chunk too
+    old = engine._store
     fresh = _open_store(old.rootdir, old.readonly)
     st, fst = old.storage, fresh.storage
     if (type(fresh), fst.dtype, fst.chunklen, tuple(fresh.rowshape)) != \
@@ -101,10 +102,10 @@ def take(engine) -> None:
         If the engine has unsaved changes but lost the lock (an object
         copied into a child by ``os.fork()``): they cannot be applied.
     """
-    lock = engine.store.lock
+    lock = engine._store.lock
     if engine.dirty:
         raise ConcurrentModificationError(
-            f"this object's unsaved changes to {engine.store.rootdir} cannot be written: it "
+            f"this object's unsaved changes to {engine._store.rootdir} cannot be written: it "
             + ("was copied into a child process by fork(), and the lock stayed with the parent"
                if lock.forked else "no longer holds the dataset's write lock")
             + "; open the dataset again in this process")
@@ -153,7 +154,7 @@ def guarded(method):
     """
     @functools.wraps(method)
     def run(self, *args, **kwargs):
-        lock = self.store.lock
+        lock = self._store.lock
         had = lock is None or lock.acquired
         try:
             return method(self, *args, **kwargs)
@@ -162,14 +163,21 @@ def guarded(method):
                 if not had and not self.dirty:
                     lock.release()  # a refused call leaves the lock as it found it
                 raise
-            if self.store.rootdir is None or getattr(exc, "_bcolzx_rolled_back", False):
-                raise
-            _rollback(self, exc)
+            roll_back(self, exc)
     return run
 
 
+def roll_back(engine, exc: BaseException):
+    """Re-raise `exc`, a write of `engine` that failed part way, after
+    re-reading the dataset from its last commit (on disk; in memory there is
+    nothing to re-read)."""
+    if engine._store.rootdir is None or getattr(exc, "_bcolzx_rolled_back", False):
+        raise exc
+    _rollback(engine, exc)
+
+
 def _rollback(engine, exc: BaseException):
-    rootdir = engine.store.rootdir
+    rootdir = engine._store.rootdir
     try:
         reload(engine)
     except BaseException as again:
@@ -351,7 +359,7 @@ def take_table(ct) -> None:
                 ct._open()  # another writer added or removed columns
         for col in ct.cols.values():
             engine = col._engine
-            clock = engine.store.lock
+            clock = engine._store.lock
             if clock is not None and not clock.acquired:
                 take(engine)
                 newly.append(clock)

@@ -215,6 +215,33 @@ def test_in_memory_arrays_alive_at_interpreter_exit_print_nothing(tmp_path):
     assert done.returncode == 0 and done.stderr == ""
 
 
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_rows_appended_without_flush_are_stored_at_interpreter_exit(tmp_path, nthreads):
+    """The interpreter's exit flushes what was never flushed (garbage collection
+    at the very end cannot: imports and threads are gone by then)."""
+    import os
+    import subprocess
+    import sys
+
+    import bcolzx
+
+    code = ("import numpy as np, bcolzx\n"
+            f"bcolzx.set_nthreads({nthreads})\n"
+            "c = bcolzx.carray(np.empty(0), rootdir='c', mode='w', chunklen=1000)\n"
+            "for i in range(50):\n"
+            "    c.append(np.arange(i * 333, (i + 1) * 333, dtype=float))\n"
+            "t = bcolzx.ctable([np.arange(10.0)], names=['a'], rootdir='t', mode='w')\n"
+            "t.append([np.arange(5.0)])\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(bcolzx.__file__)))
+    done = subprocess.run([sys.executable, "-W", "error::ResourceWarning", "-c", code],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == ""
+    np.testing.assert_array_equal(bcolzx.open(str(tmp_path / "c"), mode="r")[:],
+                                  np.arange(50 * 333.0))
+    np.testing.assert_array_equal(bcolzx.open(str(tmp_path / "t"), mode="r")["a"][:],
+                                  np.r_[np.arange(10.0), np.arange(5.0)])
+
+
 @pytest.mark.parametrize("bytedelta", ["auto", "on", "off"])
 @pytest.mark.parametrize("dtype", ["f8", "i4", "u2", "M8[s]"])
 def test_chunk_parallel_appends_store_what_one_thread_stores(tmp_path, dtype, bytedelta,
