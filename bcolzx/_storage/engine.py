@@ -708,6 +708,8 @@ class ChunkedArray:
         if not 0 <= start <= stop <= len(self):
             raise IndexError(f"rows {start}..{stop} outside 0..{len(self)}")
         cl, stored_end, items = self.chunklen, self.nfull * self.chunklen, []
+        if start < stored_end:
+            self.settle()  # a chunk rewritten here may be in flight
         pos = start
         while pos < min(stop, stored_end):
             c = pos // cl
