@@ -34,8 +34,9 @@ _SPECIAL_IN_INDEX = (codec.SPECIAL_ZERO, codec.SPECIAL_NAN)
 #: compresses to a few KiB to 1 MiB, so this keeps the most recently read
 #: 32 to thousands of chunks; random single items then cost one block.
 CACHE_BYTES = 32 << 20
-#: Uncompressed bytes of the chunks a large append encodes before storing them.
-PUT_BYTES = 64 << 20
+#: Uncompressed bytes of the chunks a large append encodes before storing them
+#: (on disk: one group is written while the next is compressed).
+PUT_BYTES = 16 << 20
 #: Uncompressed bytes of the chunks appends may have in flight (handed to
 #: pool threads by :meth:`ChunkedArray._hand_off`, not yet stored), all arrays
 #: together; an array also keeps at most 8 more than its thread count.
@@ -365,6 +366,17 @@ class ChunkedArray:
         if old is not None and not isinstance(old, Special):
             self._cache_bytes -= len(old)
 
+    def _put_behind(self, writing, items: list):
+        """Store `items` once the put `writing` (a future, or None) is done:
+        on the writer thread when that overlaps anything (a store on disk,
+        several threads), returning its future; else here, returning None."""
+        if writing is not None:
+            writing.result()
+        if self.nthreads < 2 or self._store.rootdir is None:
+            self._put(items)
+            return None
+        return parallel.writer().submit(self._put, items)
+
     def _put(self, items: list) -> None:
         for chunk, _, _ in items:
             self._uncache(chunk)
@@ -635,20 +647,28 @@ class ChunkedArray:
                     items.extend(self._encode_one(self._leftover))
                 self.nleft = 0
         full = (n - pos) // cl
-        group = max(1, PUT_BYTES // self.chunk_bytes)
+        # In memory a put only keeps the entries: no groups to store.
+        group = max(1, PUT_BYTES // self.chunk_bytes) if self._store.rootdir else max(full, 1)
         if full:
             self.settle()  # chunks are encoded and stored in order
-        while full:
-            # Stored a group at a time: the files take (and the device starts
-            # writing) one group while the next is compressed, and at most a
-            # group of compressed chunks is held here.
-            take = min(full, group)
-            items.extend(self._encode_full(rows[pos:pos + take * cl]))
-            pos += take * cl
-            full -= take
-            if full:
-                self._put(items)
-                items = []
+        writing = None  # the group the writer thread is storing
+        try:
+            while full:
+                # Stored a group at a time, by another thread while the next
+                # group is compressed (on disk, with threads); at most two
+                # groups of compressed chunks are held here.
+                take = min(full, group)
+                items.extend(self._encode_full(rows[pos:pos + take * cl]))
+                pos += take * cl
+                full -= take
+                if full:
+                    writing = self._put_behind(writing, items)
+                    items = []
+        finally:
+            if writing is not None:
+                wait([writing])  # never leave a put running behind an exception
+        if writing is not None:
+            writing.result()
         if pos < n:
             self.nleft = n - pos
             self._leftover[: self.nleft] = rows[pos:]

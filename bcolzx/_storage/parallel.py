@@ -21,6 +21,7 @@ from bcolzx._ext import codec
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 _size = 0
+_writer: ThreadPoolExecutor | None = None
 _local = threading.local()
 
 
@@ -34,6 +35,15 @@ def pool(nthreads: int) -> ThreadPoolExecutor:
             if old is not None:
                 old.shutdown(wait=False)
         return _pool
+
+
+def writer() -> ThreadPoolExecutor:
+    """The one thread that stores compressed chunks while others compress more."""
+    global _writer
+    with _lock:
+        if _writer is None:
+            _writer = ThreadPoolExecutor(1, thread_name_prefix="bcolzx-writer")
+        return _writer
 
 
 def buffer(nbytes: int) -> np.ndarray:
@@ -96,8 +106,8 @@ def compressor(like: codec.Compressor) -> codec.Compressor:
 
 
 def _forget_after_fork() -> None:
-    global _pool, _size, _lock
-    _pool, _size, _lock = None, 0, threading.Lock()
+    global _pool, _size, _lock, _writer
+    _pool, _size, _lock, _writer = None, 0, threading.Lock(), None
 
 
 if hasattr(os, "register_at_fork"):

@@ -327,3 +327,94 @@ def test_large_appends_are_stored_a_group_at_a_time(disk, monkeypatch):
     arr = disk.reopen(arr, readonly=True)
     np.testing.assert_array_equal(arr.read(0, len(data)), data)
     assert arr.chunk_stats() is not None and len(arr.chunk_stats()) == 12
+
+
+def _two_thread_disk_array(tmp_path, chunklen=100):
+    from bcolzx._format.meta import Storage
+    from bcolzx._storage import ChunkedArray, DirectoryStore
+
+    st = Storage(dtype="f8", chunklen=chunklen, chunks_per_superchunk=4)
+    return ChunkedArray(DirectoryStore.create(str(tmp_path / "ds"), st, ()), nthreads=2)
+
+
+def test_large_appends_on_disk_store_one_group_while_compressing_the_next(tmp_path,
+                                                                          monkeypatch):
+    import threading
+
+    from bcolzx._storage import ChunkedArray, DirectoryStore, engine
+
+    monkeypatch.setattr(engine, "PUT_BYTES", 3 * 100 * 8)  # three chunks of 100 f8
+    arr = _two_thread_disk_array(tmp_path)
+    puts = []
+    real_put = arr._store.put
+    monkeypatch.setattr(arr._store, "put", lambda items: (
+        puts.append((len(items), threading.current_thread().name)), real_put(items))[1])
+    data = _model(1234)
+    arr.append(data)
+    # the last group is stored by the appending thread, the others behind it
+    assert [k for k, _ in puts] == [3, 3, 3, 3]
+    assert all(name.startswith("bcolzx-writer") for _, name in puts[:-1])
+    assert puts[-1][1] == threading.current_thread().name
+    arr.flush()
+    arr.close()
+    again = ChunkedArray(DirectoryStore.open(str(tmp_path / "ds"), readonly=True))
+    np.testing.assert_array_equal(again.read(0, len(data)), data)
+    assert len(again.chunk_stats()) == 12
+
+
+def test_a_put_failing_behind_a_large_append_rolls_it_back(tmp_path, monkeypatch):
+    import errno
+
+    from bcolzx._storage import engine
+
+    monkeypatch.setattr(engine, "PUT_BYTES", 3 * 100 * 8)
+    arr = _two_thread_disk_array(tmp_path)
+    data = _model(2000)
+    arr.append(data[:450])
+    arr.flush()
+    real_put, calls = arr._store.put, []
+
+    def put(items):
+        calls.append(len(items))
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_put(items)
+
+    monkeypatch.setattr(arr._store, "put", put)
+    with pytest.raises(OSError, match="last flush") as info:
+        arr.append(data[450:])
+    assert info.value.errno == errno.ENOSPC
+    assert len(arr) == 450
+    np.testing.assert_array_equal(arr.read(0, 450), data[:450])
+
+
+def test_an_append_failing_while_a_group_is_stored_waits_for_that_put(tmp_path, monkeypatch):
+    """The exception leaves no put running behind it (the roll-back would race it)."""
+    import time
+
+    from bcolzx._storage import engine
+
+    monkeypatch.setattr(engine, "PUT_BYTES", 3 * 100 * 8)
+    arr = _two_thread_disk_array(tmp_path)
+    data = _model(1500)
+    real_put, finished = arr._store.put, []
+
+    def slow_put(items):
+        time.sleep(0.3)
+        real_put(items)
+        finished.append(len(items))
+
+    real_runs, runs = engine._encode_runs, []
+
+    def failing_runs(*args):
+        runs.append(1)
+        if len(runs) == 2:  # the second group, while the first is being stored
+            raise RuntimeError("codec failure")
+        return real_runs(*args)
+
+    monkeypatch.setattr(arr._store, "put", slow_put)
+    monkeypatch.setattr(engine, "_encode_runs", failing_runs)
+    with pytest.raises(RuntimeError, match="codec failure"):
+        arr.append(data)
+    assert finished == [3]  # the first group's put ended before the exception surfaced
+    assert len(arr) == 0
