@@ -452,7 +452,7 @@ class ChunkedArray:
 
     def _encode(self, rows: np.ndarray):
         """Compressed bytes of `rows`, or a Special when they are one constant."""
-        if not self.store.native:
+        if not self._store.native:
             return self._comp.compress(rows)
         special = _special(rows, self.itemsize)
         if special is not None:
@@ -475,16 +475,17 @@ class ChunkedArray:
 
     def _encode_one(self, rows: np.ndarray) -> list:
         """As :meth:`_encode_full` for one chunk: its bounds are computed on
-        another thread while this one compresses it."""
-        self.settle()
+        another thread while this one compresses it (or a byte-delta trial
+        runs while the chunks in flight are compressed; they are stored first)."""
         if not self._zones_loaded:
             self._load_zones()
-        bounds = None
-        if self.nthreads > 1 and self._zones is not None:
-            bounds = parallel.pool(self.nthreads).submit(_bounds, rows)
+        future = None
+        if self.nthreads > 1 and self._zones is not None and not self._pending:
+            future = parallel.pool(self.nthreads).submit(_bounds, rows)
         entry = self._encode(rows)
+        self.settle()
         items = [(self.nfull, entry, self.chunk_bytes)]
-        self._note(self.nfull, rows, None if bounds is None else bounds.result())
+        self._note(self.nfull, rows, None if future is None else future.result())
         self.nfull += 1
         return items
 
