@@ -21,7 +21,7 @@ import keyword
 import os
 import shutil
 from collections import namedtuple
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -243,12 +243,10 @@ class ctable:  # noqa: N801 - legacy name
             self._attrs = _attrs.attrs(self._rootdir, mode, _new=True, _seal=self._seal)
             self._cols = cols()
             reuse = self._rootdir is None and not kwargs
+            made = self._new_columns([(name, col) for name, col in zip(names, data)
+                                      if not (reuse and isinstance(col, carray))], kwargs)
             for name, col in zip(names, data):
-                if reuse and isinstance(col, carray):
-                    self._cols.insert(name, len(self._cols), col)
-                else:
-                    self._cols.insert(name, len(self._cols),
-                                      self._new_column(name, col, kwargs, flush=False))
+                self._cols.insert(name, len(self._cols), made.get(name, col))
             self.flush()
             self._write_rootdirs()
         except BaseException:
@@ -301,8 +299,37 @@ class ctable:  # noqa: N801 - legacy name
         return self._rootdir is not None and any(
             not c._engine.store.native for c in self._cols.values())
 
+    def _new_columns(self, todo: list, kwargs: dict) -> dict:
+        """New unflushed columns ``{name: carray}`` from ``(name, data)`` pairs.
+
+        On disk, several columns are filled at once (as many as
+        ``nthreads``): one column's files are written while another is
+        compressed.  They are created here, in order, so that their write
+        locks belong to this thread.  Every column is filled (or has failed)
+        before this returns or raises the first failure.
+        """
+        workers = min(len(todo), defaults.nthreads)
+        if self._rootdir is None or workers < 2:
+            return {name: self._new_column(name, data, kwargs, flush=False)
+                    for name, data in todo}
+        made = [(name, *self._empty_column(name, data, kwargs)) for name, data in todo]
+        with ThreadPoolExecutor(workers) as pool:
+            futures = [pool.submit(col.append, data) for _, col, data in made]
+            wait(futures)
+        for future in futures:
+            future.result()
+        return {name: col for name, col, _ in made}
+
     def _new_column(self, name: str, data, kwargs: dict, flush: bool = True) -> carray:
         """A new column holding `data` (flushed unless `flush` is False)."""
+        col, data = self._empty_column(name, data, kwargs)
+        col.append(data)
+        if flush and col.rootdir is not None:
+            col.flush()
+        return col
+
+    def _empty_column(self, name: str, data, kwargs: dict) -> tuple:
+        """A new empty column for `data`, and `data` as it is to be appended."""
         rootdir = self._coldir(name)
         if isinstance(data, carray):
             kw = {"cparams": data.cparams, "chunklen": data.chunklen, "dflt": data.dflt,
@@ -312,10 +339,7 @@ class ctable:  # noqa: N801 - legacy name
             kw = {"expectedlen": len(data) if data.ndim else 1, **kwargs}
         col = carray(np.empty((0, *data.shape[1:]), data.dtype), rootdir=rootdir, mode="w",
                      lock_timeout=self._lock_timeout, _v1=self._legacy(), **kw)
-        col.append(data)
-        if flush and rootdir is not None:
-            col.flush()
-        return col
+        return col, data
 
     def _open(self) -> None:
         path = os.path.join(self._rootdir, layout.ROOTDIRS_FILE)

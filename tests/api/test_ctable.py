@@ -484,3 +484,55 @@ def test_query_output_reuses_the_blocks_its_condition_read_and_stays_exact(tmp_p
     rows = [r.a for r in ct.where("(a < 100) & (b > w)", outcols="a", skip=3, limit=20,
                                   user_dict={"w": w}, vm=vm)]
     assert rows == a[want][3:23].tolist()
+
+
+@pytest.fixture()
+def two_threads(monkeypatch):
+    monkeypatch.setattr(bcolzx.defaults, "nthreads", 2)
+
+
+def test_columns_of_a_new_table_on_disk_are_filled_concurrently(tmp_path, monkeypatch,
+                                                                two_threads):
+    import threading
+
+    fills, real_append = [], carray.append
+
+    def append(self, data):
+        fills.append(threading.current_thread().name)
+        return real_append(self, data)
+
+    monkeypatch.setattr(carray, "append", append)
+    cols = [np.arange(5000), np.linspace(0, 1, 5000), np.arange(5000) % 7]
+    t = ctable(cols, names=["a", "b", "c"], rootdir=str(tmp_path / "t"))
+    assert len(fills) == 3 and threading.current_thread().name not in fills
+    assert t.names == ["a", "b", "c"]
+    t.append([[1], [0.5], [2]])  # the locks stayed with this thread: it writes on
+    t.close()
+    again = ctable(rootdir=str(tmp_path / "t"), mode="r")
+    for name, col in zip("abc", cols):
+        np.testing.assert_array_equal(again[name][:-1], col)
+    assert again[-1].tolist() == (1, 0.5, 2)
+
+
+def test_a_column_failing_while_others_fill_leaves_no_table_behind(tmp_path, monkeypatch,
+                                                                  two_threads):
+    import time
+
+    real_append, filled = carray.append, []
+
+    def append(self, data):
+        if self.dtype == np.float32:
+            raise MemoryError("no room for this column")
+        time.sleep(0.2)  # the other columns are still filling when it fails
+        real_append(self, data)
+        filled.append(len(data))
+
+    monkeypatch.setattr(carray, "append", append)
+    path = tmp_path / "t"
+    with pytest.raises(MemoryError, match="no room"):
+        ctable([np.arange(10), np.ones(10, np.float32), np.arange(10.0)],
+               names=["a", "b", "c"], rootdir=str(path))
+    assert filled == [10, 10]  # every other column ended before the failure surfaced
+    assert not path.exists()
+    monkeypatch.setattr(carray, "append", real_append)
+    ctable([np.arange(3)], names=["a"], rootdir=str(path))  # nothing holds it
