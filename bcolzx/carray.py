@@ -329,9 +329,10 @@ class carray:
 
     @property
     def leftover_array(self) -> np.ndarray:
-        """The leftover rows, as a NumPy array."""
+        """The leftover rows, as a NumPy array (a copy: the buffer behind it is
+        reused, by this array or another, once a later append fills it)."""
         eng = self._engine
-        return eng._leftover[: eng.nleft]
+        return eng._leftover[: eng.nleft].copy()
 
     @property
     def partitions(self) -> list[tuple[int, int]]:

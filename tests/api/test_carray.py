@@ -348,3 +348,11 @@ def test_ranges_read_right_after_a_flushed_leftover_was_completed(disk, tmp_path
         c = bcolzx.open(str(tmp_path / "c"), mode="r")
     for start in range(0, 700, 5):
         np.testing.assert_array_equal(c[start:start + 374], np.arange(start, start + 374))
+
+
+def test_leftover_array_is_a_snapshot_that_later_appends_leave_alone():
+    c = carray(np.arange(250.0), chunklen=100)
+    left = c.leftover_array
+    for k in range(30):  # fills and hands off the chunk behind it, many times over
+        c.append(np.full(70, -1.0))
+    np.testing.assert_array_equal(left, np.arange(200.0, 250.0))
