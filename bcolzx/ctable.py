@@ -21,7 +21,7 @@ import keyword
 import os
 import shutil
 from collections import namedtuple
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -313,9 +313,8 @@ class ctable:  # noqa: N801 - legacy name
             return {name: self._new_column(name, data, kwargs, flush=False)
                     for name, data in todo}
         made = [(name, *self._empty_column(name, data, kwargs)) for name, data in todo]
-        with ThreadPoolExecutor(workers) as pool:
+        with ThreadPoolExecutor(workers) as pool:  # leaving it waits for every column
             futures = [pool.submit(col.append, data) for _, col, data in made]
-            wait(futures)
         for future in futures:
             future.result()
         return {name: col for name, col, _ in made}

@@ -123,9 +123,9 @@ class ChunkedArray:
         self._pending: deque = deque()
         self._settle_lock = threading.RLock()
         self._window = 0
-        writer.bind(self)
+        writer.bind(self)  # its lock (if any) may pass on while this holds nothing unsaved
         if store.rootdir is not None and not store.readonly:
-            _on_disk.add(self)  # its lock (if any) may pass on while this holds nothing unsaved
+            _on_disk.add(self)
         self.dtype = st.dtype
         self.rowshape = tuple(int(x) for x in store.rowshape)
         length = store.length
@@ -368,11 +368,12 @@ class ChunkedArray:
 
     def _put_behind(self, writing, items: list):
         """Store `items` once the put `writing` (a future, or None) is done:
-        on the writer thread when that overlaps anything (a store on disk,
-        several threads), returning its future; else here, returning None."""
+        on the writer thread when another compresses meanwhile (several
+        threads), returning its future; else here, returning None.  Only
+        stores on disk put in groups (:meth:`append`)."""
         if writing is not None:
             writing.result()
-        if self.nthreads < 2 or self._store.rootdir is None:
+        if self.nthreads < 2:
             self._put(items)
             return None
         return parallel.writer().submit(self._put, items)
