@@ -71,6 +71,8 @@ ALIAS_MODULES = (
     "bcolz.defaults",
     "bcolz.chunked_eval",
     "bcolz.utils",
+    "bcolz.py2help",
+    "bcolz.py2help_tests",
 )
 
 #: The first line of the shim's ``__init__.py``: how the shim is recognised.
@@ -190,9 +192,18 @@ def _build_aliases() -> dict[str, types.ModuleType]:
     chunked_eval = _alias_module("bcolz.chunked_eval", "Legacy bcolz.chunked_eval: eval.", {
         "eval": bcolzx.eval,
     })
-    utils = _alias_module("bcolz.utils", "Legacy bcolz.utils: only build_carray (pickles).", {
+    from bcolzx import _legacy_helpers as helpers
+
+    utils = _alias_module("bcolz.utils", "Legacy bcolz.utils: helpers legacy programs call.", {
         "build_carray": _build_carray,
+        **{name: getattr(helpers, name) for name in helpers.UTILS},
     })
+    py2help = _alias_module("bcolz.py2help", "Legacy bcolz.py2help: Python 2/3 names, "
+                            "on Python 3.", {name: getattr(helpers, name)
+                                             for name in helpers.PY2HELP})
+    py2help_tests = _alias_module("bcolz.py2help_tests", "Legacy bcolz.py2help_tests.",
+                                  {"Mock": helpers.Mock})
+    carray_ext.chunk = helpers.chunk
 
     names: dict[str, Any] = {name: getattr(bcolzx, name) for name in bcolzx.__all__}
     names.update({
@@ -205,6 +216,7 @@ def _build_aliases() -> dict[str, types.ModuleType]:
         "toplevel": toplevel,
         "chunked_eval": chunked_eval,
         "utils": utils,
+        "py2help": py2help,
         # Legacy module-level variables, found without importing anything.
         "min_numexpr_version": params.MIN_NUMEXPR_VERSION,
         "numexpr_here": params._numexpr_usable(),
@@ -233,6 +245,8 @@ def _build_aliases() -> dict[str, types.ModuleType]:
         "bcolz.defaults": defaults_mod,
         "bcolz.chunked_eval": chunked_eval,
         "bcolz.utils": utils,
+        "bcolz.py2help": py2help,
+        "bcolz.py2help_tests": py2help_tests,
     }
     assert tuple(modules) == ALIAS_MODULES
     return modules

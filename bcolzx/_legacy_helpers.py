@@ -1,0 +1,202 @@
+"""Small helpers legacy bcolz programs import: ``bcolz.py2help``, ``bcolz.utils``, ``chunk``.
+
+Legacy bcolz shipped these as public-looking modules (``bcolz.py2help`` for
+Python 2/3 differences, ``bcolz.utils.to_ndarray``, the ``carray_ext.chunk``
+class); programs and legacy bcolz's own test suite import them.
+:mod:`bcolzx.compat` exposes them under their legacy names.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import math
+import sys
+import urllib.parse
+from unittest.mock import Mock
+
+import numpy as np
+
+from bcolzx._ext.codec import Compressor, Decompressor, chunk_sizes
+
+# -- bcolz.py2help: the Python 3 side of legacy's Python 2/3 table ----------------------
+
+PY2 = False
+xrange = range
+izip = zip
+imap = map
+_inttypes = (int,)
+_strtypes = (bytes, str)
+unicode = str
+basestring = str
+urlparse = urllib.parse
+reduce = functools.reduce
+exec_ = getattr(builtins, "exec")
+
+
+def dict_iteritems(d):
+    """An iterator over ``d.items()`` (``dict.iteritems`` of Python 2)."""
+    return iter(d.items())
+
+
+PY2HELP = ("PY2", "xrange", "izip", "imap", "_inttypes", "_strtypes", "unicode",
+           "basestring", "urlparse", "reduce", "exec_", "dict_iteritems", "sys")
+
+# -- bcolz.utils -------------------------------------------------------------------------
+
+
+def to_ndarray(array, dtype, arrlen=None, safe=True):
+    """`array` as a contiguous NumPy array of `dtype` (legacy ``bcolz.utils.to_ndarray``).
+
+    A scalar becomes one element; with `arrlen`, the result is broadcast to
+    that many rows.  With ``safe=False`` the input is returned unchanged.
+
+    Raises
+    ------
+    TypeError
+        If a zero-stride array's dtype is not `dtype`.
+    ValueError
+        If `array` cannot be converted to `dtype`.
+    """
+    if not safe:
+        return array
+    if dtype is not None:
+        dtype = np.dtype(dtype)
+    if not isinstance(array, np.ndarray) and dtype is None:
+        array = np.array(array)
+    if type(array) is np.ndarray and array.ndim and array.strides[0] == 0:
+        if dtype is not None and array.dtype != dtype.base:
+            raise TypeError("dtypes do not match")
+        return array
+    if dtype is not None and (type(array) is not np.ndarray or array.dtype != dtype.base):
+        try:
+            array = np.array(array, dtype=dtype.base)
+        except ValueError:
+            raise ValueError("cannot convert to an ndarray object") from None
+    if not array.flags.contiguous:
+        array = array.copy()
+    if array.ndim == 0:
+        array = array.reshape(1)
+    if arrlen is not None and arrlen != len(array):
+        out = np.empty((arrlen,), dtype=dtype)
+        out[:] = array
+        array = out
+    return array
+
+
+def human_readable_size(size):
+    """`size` bytes as text with a unit (``'1.50 KB'``)."""
+    if size < 2**10:
+        return f"{size}"
+    for unit, shift in (("KB", 10), ("MB", 20), ("GB", 30)):
+        if size < 2 ** (shift + 10) or unit == "GB":
+            return f"{size / 2**shift:.2f} {unit}"
+    return str(size)  # pragma: no cover - the loop always returns
+
+
+def get_len_of_range(start, stop, step):
+    """Number of items of ``range(start, stop, step)`` for a positive `step`."""
+    return max(0, (stop - start + step - 1) // step)
+
+
+def quantize(data, significant_digits):
+    """Round floats keeping `significant_digits` decimals (see :func:`bcolzx.carray.quantize`)."""
+    from bcolzx.carray import quantize as _quantize
+
+    return _quantize(np.asarray(data), significant_digits)
+
+
+UTILS = ("to_ndarray", "human_readable_size", "get_len_of_range", "quantize")
+
+# -- carray_ext.chunk --------------------------------------------------------------------
+
+
+class chunk:  # noqa: N801 - legacy name
+    """One compressed chunk held in memory (legacy ``bcolz.carray_ext.chunk``).
+
+    Legacy bcolz used it inside ``carray``; programs and tests made their own
+    to compress an array and read parts of it back.  Here it is a C-Blosc2
+    chunk of our codec.
+
+    Parameters
+    ----------
+    dobject : array_like
+        The data (one-dimensional rows of `atom`).
+    atom : numpy.dtype
+        The dtype of the rows.
+    cparams : bcolzx.cparams
+        Compression parameters.
+
+    Raises
+    ------
+    TypeError
+        For an object dtype or data that cannot be converted to `atom`.
+    """
+
+    def __init__(self, dobject, atom, cparams, _memory=True, _compr=False):
+        atom = np.dtype(atom)
+        if atom.hasobject:
+            raise TypeError("chunk cannot hold objects")
+        self._atom = atom
+        if _compr:
+            self._data = bytes(dobject)
+            self.nbytes, self.cbytes, self.blocksize = chunk_sizes(self._data)
+        else:
+            arr = np.ascontiguousarray(dobject, dtype=atom.base)
+            if cparams.quantize and arr.dtype.kind == "f":
+                arr = quantize(arr, cparams.quantize)
+            typesize = atom.base.itemsize
+            if atom.base.kind in "SUV" or typesize > 255:
+                typesize = 4 if atom.base.kind == "U" else 1
+            comp = Compressor(cparams.cname, cparams.clevel, cparams.shuffle, typesize=typesize)
+            self._data = comp.compress(arr)
+            self.nbytes, self.cbytes, self.blocksize = chunk_sizes(self._data)
+        self.atomsize = atom.itemsize
+        self.itemsize = atom.base.itemsize
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype of the rows."""
+        return self._atom
+
+    def __len__(self) -> int:
+        return self.nbytes // self.atomsize
+
+    def getdata(self) -> bytes:
+        """The compressed bytes."""
+        return self._data
+
+    def getudata(self) -> bytes:
+        """The decompressed bytes."""
+        return bytes(Decompressor().decompress(self._data))
+
+    def _rows(self) -> np.ndarray:
+        out = np.empty(len(self), dtype=self._atom)
+        Decompressor().decompress(self._data, out)
+        return out
+
+    def __getitem__(self, key):
+        if isinstance(key, (int, np.integer)):
+            n = len(self)
+            i = int(key) + n if key < 0 else int(key)
+            if not 0 <= i < n:
+                raise IndexError(f"index {key} out of range for a chunk of {n} rows")
+            return self._rows()[i]
+        if isinstance(key, slice):
+            return self._rows()[key]
+        raise IndexError(f"key not suitable: {key!r}")
+
+    def __setitem__(self, key, value):
+        raise NotImplementedError("chunk objects are read-only")
+
+    def __str__(self) -> str:
+        return str(self[:])
+
+    def __repr__(self) -> str:
+        ratio = self.nbytes / self.cbytes if self.cbytes else math.inf
+        return (f"chunk({self.dtype})  nbytes: {self.nbytes}; cbytes: {self.cbytes}; "
+                f"ratio: {ratio:.2f}\n{str(self)!r}")
+
+
+__all__ = ["Mock", "chunk", *PY2HELP, *UTILS]
+_ = sys  # re-exported through PY2HELP
