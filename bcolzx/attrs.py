@@ -204,10 +204,22 @@ class attrs:  # noqa: N801 - legacy name
             raise ReadOnlyError(f"Cannot {action} an attribute when in 'r'ead-only mode")
 
     def _commit(self, new: dict[str, Any]) -> None:
-        """Write `new` through (if persistent), then make it current."""
+        """Write `new` through (if persistent), then make it current (in the
+        same dict object, which :attr:`attrs` hands out)."""
         if self._attrsfile is not None:
             self._write(new)
-        self._attrs = new
+        self._attrs.clear()
+        self._attrs.update(new)
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        """The attributes, as the dict legacy bcolz kept in ``attrs.attrs``.
+
+        It is the live dict: it follows every change made through this
+        accessor.  Change attributes with ``attrs[name] = value`` (written
+        through); changing this dict directly is not saved (as in legacy).
+        """
+        return self._attrs
 
     def __setitem__(self, name: str, obj: Any) -> None:
         """Set attribute `name` to `obj`, writing it through.

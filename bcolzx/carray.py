@@ -226,8 +226,8 @@ class carray:
         eng = self._engine
         try:
             arr = np.asarray(values, dtype=eng.dtype)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"cannot convert to {eng.dtype}: {exc}") from None
+        except (TypeError, ValueError) as exc:  # the same class as legacy bcolz's
+            raise type(exc)(f"cannot convert to {eng.dtype}: {exc}") from None
         if n is None:
             if arr.shape == eng.rowshape:
                 arr = arr.reshape((1, *eng.rowshape))
@@ -241,7 +241,7 @@ class carray:
                 raise ValueError(f"cannot put values of shape {arr.shape} into {n} rows of "
                                  f"shape {eng.rowshape}") from None
         q = self._cparams.quantize
-        if q and eng.dtype.kind == "f":
+        if q:  # floats only: TypeError otherwise, as legacy bcolz
             arr = quantize(arr, q).astype(eng.dtype, copy=False)
         return np.ascontiguousarray(arr)
 
@@ -312,10 +312,11 @@ class carray:
 
     @property
     def cbytes(self) -> int:
-        """Stored bytes: the chunks, plus leftover rows not stored yet counted uncompressed."""
+        """Compressed bytes: the stored chunks, plus the leftover rows not
+        stored yet as they will be once compressed (the same before and after
+        :meth:`flush`)."""
         eng = self._engine
-        unstored = 0 if eng._leftover_stored else eng.nleft * eng.rowbytes
-        return eng.cbytes + unstored
+        return eng.cbytes + eng.leftover_cbytes()
 
     @property
     def nchunks(self) -> int:
@@ -331,8 +332,27 @@ class carray:
     def leftover_array(self) -> np.ndarray:
         """The leftover rows, as a NumPy array (a copy: the buffer behind it is
         reused, by this array or another, once a later append fills it)."""
-        eng = self._engine
-        return eng._leftover[: eng.nleft].copy()
+        return self._engine.leftover.copy()
+
+    @property
+    def leftover_bytes(self) -> int:
+        """Bytes of the leftover rows (uncompressed)."""
+        return self._engine.nleft * self._engine.rowbytes
+
+    @property
+    def leftover_elements(self) -> int:
+        """Number of leftover rows (as :attr:`nleftover`)."""
+        return self._engine.nleft
+
+    @property
+    def leftover_ptr(self) -> int:
+        """Address of the first leftover row in memory (legacy bcolz's raw pointer).
+
+        Valid only until the next change of this carray (an append may hand
+        the buffer on and start another); read it with ``ctypes`` at once,
+        never keep it.  :attr:`leftover_array` is the safe way.
+        """
+        return self._engine.leftover.ctypes.data
 
     @property
     def partitions(self) -> list[tuple[int, int]]:
@@ -525,11 +545,20 @@ class carray:
         return carray(self[:].reshape(newshape), cparams=self._cparams, dflt=self.dflt)
 
     def copy(self, **kwargs) -> "carray":
-        """A copy, in memory or (with ``rootdir=``) on disk; kwargs as the constructor's."""
-        kwargs.setdefault("cparams", self._cparams)
+        """A copy, in memory or (with ``rootdir=``) on disk; kwargs as the constructor's.
+
+        As in legacy bcolz, the copy is compressed with the current defaults
+        (``bcolzx.defaults.cparams``) unless `cparams` is given, and its chunk
+        length follows from `expectedlen` (default: this length) unless
+        `chunklen` is given.  Unlike legacy bcolz, ``dflt`` is kept.
+
+        Raises
+        ------
+        ValueError, TypeError, FileExistsError
+            As the constructor.
+        """
         kwargs.setdefault("dflt", self.dflt)
         kwargs.setdefault("expectedlen", len(self))
-        kwargs.setdefault("chunklen", self.chunklen)
         out = carray(np.empty((0, *self.shape[1:]), self.dtype), **kwargs)
         for block in iterblocks(self):
             out._engine.append(out._rows(block))
@@ -541,6 +570,8 @@ class carray:
         """A new carray object sharing this one's data."""
         new = object.__new__(carray)
         new.__dict__.update(self.__dict__)
+        new.__dict__.pop("_cursor", None)  # a view starts no iteration of its own
+        new.__dict__.pop("_is_iterator", None)
         return new
 
     # -- interop -------------------------------------------------------------------
@@ -728,10 +759,23 @@ class carray:
         return mask
 
     def _positions(self, key) -> np.ndarray:
-        """Integer row positions selected by a slice, a mask or an index array/list."""
+        """Integer row positions selected by a slice, a mask or an index array/list.
+
+        A list is a list of indices, as in legacy bcolz: its items are
+        converted to integers (``[True, False]`` selects rows 1 and 0,
+        ``[1.7]`` row 1); a boolean mask is a NumPy array or a carray.
+        """
         n = len(self)
         if isinstance(key, slice):
             return np.arange(n)[key]
+        if isinstance(key, list):
+            try:
+                key = np.array(key, dtype=np.intp) if key else np.empty(0, np.intp)
+            except (TypeError, ValueError, OverflowError):
+                raise IndexError(f"the list {key!r} cannot be converted to row "
+                                 "indices") from None
+            if key.ndim != 1:
+                raise IndexError(f"a list of indices must be flat, not of shape {key.shape}")
         arr = key[:] if isinstance(key, carray) else np.asarray(key)
         if arr.dtype == np.bool_:
             return np.flatnonzero(self._mask(arr))
@@ -792,68 +836,133 @@ class carray:
             block[pos[sel] - lo] = rows[sel]
             self._engine.write(lo, block)
 
-    def __iter__(self) -> Iterator:
-        return self.iter()
+    # -- iteration -----------------------------------------------------------------
+    #
+    # As in legacy bcolz, iter(), where() and wheretrue() return a carray: a
+    # view of this one's data that is also an iterator (so next(c.iter()),
+    # c.iter(3).iter(5) and c.wheretrue().sum() work).  Each call makes a new
+    # view with its own position, so iterations never disturb each other or
+    # the carray they came from.
+
+    _cursor: Iterator | None = None  # the position of an iteration, if any
+    _is_iterator = False  # made by iter()/where()/wheretrue()
+
+    def _iterating(self, items: Iterator) -> "carray":
+        it = self.view()
+        it._cursor, it._is_iterator = items, True
+        return it
+
+    def __iter__(self) -> "carray":
+        return self if self._is_iterator else self.iter()
+
+    def __next__(self):
+        # next(c) on a plain carray iterates over it, as legacy bcolz did.
+        if self._cursor is None:
+            self._cursor = self._iter(range(len(self)))
+        return next(self._cursor)
 
     def iter(self, start: int = 0, stop: int | None = None, step: int = 1,
-             limit: int | None = None, skip: int = 0) -> Iterator:
+             limit: int | None = None, skip: int = 0) -> "carray":
         """Iterate over rows ``start:stop:step``, skipping `skip`, yielding at most `limit`.
 
-        Items of a 1-D carray come as Python scalars, rows of an N-D one as arrays.
+        Items of a 1-D carray come as Python scalars, rows of an N-D one as
+        arrays.  A negative `step` iterates backwards (legacy bcolz refused
+        it).
+
+        Returns
+        -------
+        carray
+            A view of this carray that is an iterator over those rows.
 
         Raises
         ------
         ValueError
-            If `step` is not positive.
+            If `step` is 0.
         """
-        if step <= 0:
-            raise ValueError("step must be positive in iter()")
-        start, stop, step = slice(start, stop, step).indices(len(self))
-        return self._iter(start, stop, step, limit, skip)
+        if step == 0:
+            raise ValueError("step cannot be 0 in iter()")
+        rows = range(*slice(start, stop, step).indices(len(self)))[skip:]
+        if limit is not None:
+            rows = rows[:max(0, limit)]
+        return self._iterating(self._iter(rows))
 
-    def _iter(self, start, stop, step, limit, skip):
-        yielded = 0
-        blen = max(self.chunklen, step)
-        for lo in range(start, stop, blen - blen % step or step):
-            hi = min(stop, lo + blen - blen % step or lo + step)
-            block = self._engine.read(lo, hi)[::step]
-            if skip:
-                drop = min(skip, len(block))
-                block, skip = block[drop:], skip - drop
-            if limit is not None:
-                block = block[: max(0, limit - yielded)]
-            items = block.tolist() if self.ndim == 1 else block
-            yield from items
-            yielded += len(block)
-            if limit is not None and yielded >= limit:
-                return
+    def _iter(self, rows: range) -> Iterator:
+        """The rows at the positions of `rows`, read a chunk's worth at a time."""
+        per = max(1, self.chunklen // abs(rows.step))
+        for k in range(0, len(rows), per):
+            part = rows[k:k + per]
+            lo, hi = min(part[0], part[-1]), max(part[0], part[-1]) + 1
+            block = self._engine.read(lo, hi)
+            block = block[::part.step] if part.step > 0 else block[::-1][::-part.step]
+            yield from (block.tolist() if self.ndim == 1 else block)
 
-    def where(self, boolarr, limit: int | None = None, skip: int = 0) -> Iterator:
+    def where(self, boolarr, limit: int | None = None, skip: int = 0) -> "carray":
         """Iterate over the values where `boolarr` (array or carray of this length) is True.
+
+        Returns
+        -------
+        carray
+            A view of this carray that is an iterator over those values.
+
+        Rows of an N-D carray come as arrays (legacy bcolz refused N-D
+        carrays here).
 
         Raises
         ------
-        IndexError
-            If `boolarr` is not a boolean sequence of this length.
+        ValueError
+            If `boolarr` is not a one-dimensional boolean array, list or
+            carray of this length.
         """
-        mask = self._mask(boolarr).astype(bool, copy=False)
-        idx = np.flatnonzero(mask)[skip:]
-        if limit is not None:
-            idx = idx[:limit]
-        return iter(self._take(idx).tolist() if self.ndim == 1 else self._take(idx))
+        if not isinstance(boolarr, carray):
+            boolarr = np.asarray(boolarr)
+        if boolarr.dtype != np.bool_ or boolarr.ndim != 1:
+            raise ValueError(f"boolarr must be a one-dimensional boolean array, not "
+                             f"{boolarr.dtype} of shape {boolarr.shape}")
+        if len(boolarr) != len(self):
+            raise ValueError(f"boolarr has {len(boolarr)} values for {len(self)} rows")
 
-    def wheretrue(self, limit: int | None = None, skip: int = 0) -> Iterator[int]:
+        def values():
+            yielded, left = 0, skip
+            for lo in range(0, len(self), self.chunklen):
+                hi = min(len(self), lo + self.chunklen)
+                hits = np.flatnonzero(np.asarray(boolarr[lo:hi]))
+                if left:
+                    drop = min(left, len(hits))
+                    hits, left = hits[drop:], left - drop
+                if limit is not None:
+                    hits = hits[: max(0, limit - yielded)]
+                if len(hits):
+                    rows = self._engine.read(lo, hi)[hits]
+                    yield from (rows.tolist() if self.ndim == 1 else rows)
+                    yielded += len(hits)
+                if limit is not None and yielded >= limit:
+                    return
+        return self._iterating(values())
+
+    def wheretrue(self, limit: int | None = None, skip: int = 0) -> "carray":
         """Iterate over the indices of the True values of a boolean carray.
+
+        Returns
+        -------
+        carray
+            A view of this carray that is an iterator over the indices.
 
         Raises
         ------
         ValueError
             If the carray is not of boolean dtype.
+        NotImplementedError
+            If it has more than one dimension (as legacy bcolz).
         """
         if self.dtype != np.bool_:
             raise ValueError("wheretrue() needs a carray of boolean dtype")
+        if self.ndim > 1:
+            raise NotImplementedError(
+                "wheretrue() gives the positions of the True items of a one-dimensional "
+                f"carray (as legacy bcolz); this one has shape {self.shape}: use "
+                "numpy.nonzero(c[:]) for N-D positions")
 
-        def gen():
+        def indices():
             seen = yielded = 0
             for lo, block in _blocks(self, self.chunklen, 0, len(self)):
                 hits = np.flatnonzero(block) + lo
@@ -867,7 +976,7 @@ class carray:
                         return
                     yield h
                     yielded += 1
-        return gen()
+        return self._iterating(indices())
 
     def sum(self, dtype=None):
         """Sum of all elements, as a NumPy scalar (ints widen as NumPy's sum does).
@@ -907,9 +1016,9 @@ class carray:
         self.close()
 
     def __sizeof__(self) -> int:
-        eng = self._engine
-        return object.__sizeof__(self) + eng._leftover.nbytes + (
-            eng.cbytes if self._rootdir is None else 0)
+        # Legacy bcolz: the compressed size (sys.getsizeof(c) < c.nbytes
+        # tells that the data compress).
+        return self.cbytes
 
     def __repr__(self) -> str:
         lines = [f"carray({self.shape}, {self.dtype})",

@@ -73,6 +73,8 @@ ALIAS_MODULES = (
     "bcolz.utils",
     "bcolz.py2help",
     "bcolz.py2help_tests",
+    "bcolz.arrayprint",
+    "bcolz.tests",
 )
 
 #: The first line of the shim's ``__init__.py``: how the shim is recognised.
@@ -86,7 +88,7 @@ _MIGRATION = "see docs/migration.md in the bcolzx documentation"
 
 # Legacy optional dependencies exposed as attributes of ``bcolz``, imported
 # only when the attribute is read (legacy bcolz imported them eagerly).
-_LAZY_MODULES = ("numexpr", "pandas", "tables")
+_LAZY_MODULES = ("numexpr", "pandas", "tables", "dask")
 
 
 # -- the alias modules -----------------------------------------------------------
@@ -124,7 +126,12 @@ def _alias_module(name: str, doc: str, names: dict[str, Any],
         raise AttributeError(
             f"module {name!r} (an alias of bcolzx) has no attribute {attr!r}; {_MIGRATION}")
 
+    def __dir__() -> list[str]:  # noqa: N807 - PEP 562 hook
+        lazy = _LAZY_MODULES if name == "bcolz" else ()
+        return sorted({*vars(module), *lazy})
+
     module.__getattr__ = __getattr__  # type: ignore[attr-defined]
+    module.__dir__ = __dir__  # type: ignore[attr-defined]
     return module
 
 
@@ -166,9 +173,12 @@ def _build_aliases() -> dict[str, types.ModuleType]:
     from bcolzx._format import layout
     from bcolzx.ctable import cols
 
+    from bcolzx import _legacy_helpers as helpers
+
     attrs_mod = _alias_module("bcolz.attrs", "Legacy bcolz.attrs: bcolzx.attrs.", {
         "attrs": bcolzx.attrs.attrs,
         "ATTRSDIR": layout.ATTRS_FILE,
+        "dict_iteritems": helpers.dict_iteritems,
     })
     carray_ext = _alias_module("bcolz.carray_ext", "Legacy bcolz.carray_ext: the carray class.", {
         "carray": bcolzx.carray,
@@ -178,21 +188,42 @@ def _build_aliases() -> dict[str, types.ModuleType]:
     ctable_mod = _alias_module("bcolz.ctable", "Legacy bcolz.ctable: the ctable class.", {
         "ctable": bcolzx.ctable,
         "cols": cols,
+        "attrs": attrs_mod,
+        "array2string": np.array2string,
+        **{name: getattr(helpers, name)
+           for name in (*helpers.CTABLE_HELPERS, "xrange", "izip", "imap")},
     })
     toplevel = _alias_module("bcolz.toplevel", "Legacy bcolz.toplevel: constructors.", {
-        name: getattr(bcolzx, name) for name in (
+        **{name: getattr(bcolzx, name) for name in (
             "open", "fromiter", "fill", "zeros", "ones", "arange", "iterblocks", "walk",
-            "cparams", "print_versions", "detect_number_of_cores", "set_nthreads")
+            "cparams", "print_versions", "detect_number_of_cores", "set_nthreads")},
+        **{name: getattr(helpers, name) for name in ("ROOTDIRS", "xrange", "_inttypes")},
     })
     defaults_mod = _alias_module("bcolz.defaults", "Legacy bcolz.defaults.", {
         "defaults": bcolzx.defaults,
         "defaults_ctx": bcolzx.defaults_ctx,
         "Defaults": params.Defaults,
     })
+    from bcolzx._query.expr import FUNCTIONS, REDUCTIONS
+
     chunked_eval = _alias_module("bcolz.chunked_eval", "Legacy bcolz.chunked_eval: eval.", {
         "eval": bcolzx.eval,
+        "is_sequence_like": helpers.is_sequence_like,
+        # The names an expression can call (so they are not variables).
+        "numexpr_functions": {**FUNCTIONS, **dict.fromkeys(REDUCTIONS, 1)},
     })
-    from bcolzx import _legacy_helpers as helpers
+    # Legacy bcolz printed carrays with its own copy of NumPy's arrayprint;
+    # bcolzx prints through NumPy, whose functions these are.
+    arrayprint = _alias_module("bcolz.arrayprint", "Legacy bcolz.arrayprint: NumPy's "
+                               "printing functions.", {
+        "array2string": np.array2string,
+        "set_printoptions": np.set_printoptions,
+        "get_printoptions": np.get_printoptions,
+    })
+    tests = _alias_module("bcolz.tests", "Legacy bcolz.tests: test() checks the installation "
+                          "(bcolzx's test suite is in its source tree).", {
+        "test": bcolzx.test,
+    })
 
     utils = _alias_module("bcolz.utils", "Legacy bcolz.utils: helpers legacy programs call.", {
         "build_carray": _build_carray,
@@ -217,6 +248,12 @@ def _build_aliases() -> dict[str, types.ModuleType]:
         "chunked_eval": chunked_eval,
         "utils": utils,
         "py2help": py2help,
+        "arrayprint": arrayprint,
+        "tests": tests,
+        "min_dask_version": "0.9.0",
+        # Legacy bcolz ran 'git describe' in its own directory at import
+        # time; an installed bcolz (and bcolzx) is no git checkout: None.
+        "git_description": None,
         # Legacy module-level variables, found without importing anything.
         "min_numexpr_version": params.MIN_NUMEXPR_VERSION,
         "numexpr_here": params._numexpr_usable(),
@@ -247,7 +284,12 @@ def _build_aliases() -> dict[str, types.ModuleType]:
         "bcolz.utils": utils,
         "bcolz.py2help": py2help,
         "bcolz.py2help_tests": py2help_tests,
+        "bcolz.arrayprint": arrayprint,
+        "bcolz.tests": tests,
     }
+    for module in (toplevel, ctable_mod, defaults_mod, chunked_eval):
+        module.bcolz = top  # legacy submodules did 'import bcolz'
+    ctable_mod.utils = utils
     assert tuple(modules) == ALIAS_MODULES
     return modules
 

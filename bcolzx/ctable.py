@@ -20,6 +20,7 @@ from __future__ import annotations
 import keyword
 import os
 import shutil
+import weakref
 from collections import namedtuple
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator, Sequence
@@ -37,7 +38,8 @@ from bcolzx._query.zonemap import may_match
 from bcolzx._storage import snapshot, writer
 from bcolzx._storage.lock import WriterLock
 from bcolzx.carray import carray
-from bcolzx.errors import CorruptDataError, ReadOnlyError
+from bcolzx.errors import CorruptDataError, DatasetNotFoundError, ReadOnlyError
+from bcolzx.params import cparams as _cparams
 from bcolzx.params import defaults
 from bcolzx.vars import caller_scope, resolve_names, split_operands
 
@@ -58,8 +60,52 @@ class cols:  # noqa: N801 - legacy name
     columns' directories).
     """
 
-    def __init__(self, names: Sequence[str] = (), columns: Sequence[carray] = ()):
+    def __init__(self, names: Sequence[str] = (), columns: Sequence[carray] = (),
+                 table: "ctable | None" = None):
         self._cols: dict[str, carray] = dict(zip(names, columns))
+        self._table = None if table is None else weakref.ref(table)
+
+    def _owner(self) -> "ctable | None":
+        return None if self._table is None else self._table()
+
+    @property
+    def rootdir(self) -> str | None:
+        """The table's directory (None in memory), as legacy ``cols.rootdir``."""
+        table = self._owner()
+        return None if table is None else table.rootdir
+
+    @property
+    def mode(self) -> str:
+        """The table's mode, as legacy ``cols.mode``."""
+        table = self._owner()
+        return "a" if table is None else table.mode
+
+    def update_meta(self) -> None:
+        """Write the column names to the table's ``__rootdirs__`` (legacy name;
+        :meth:`ctable.addcol` and :meth:`ctable.delcol` do it themselves).
+
+        Raises
+        ------
+        OSError
+            If the file cannot be written.
+        """
+        table = self._owner()
+        if table is not None:
+            table._write_rootdirs()
+
+    def read_meta_and_open(self) -> None:
+        """Read the table's ``__rootdirs__`` again and reopen its columns (legacy name).
+
+        Raises
+        ------
+        FileNotFoundError
+            If the table has no ``__rootdirs__``.
+        CorruptDataError
+            If a column or the metadata is damaged.
+        """
+        table = self._owner()
+        if table is not None and table.rootdir is not None:
+            table._open()
 
     @property
     def names(self) -> list[str]:
@@ -78,11 +124,17 @@ class cols:  # noqa: N801 - legacy name
         if name not in self._cols:
             raise KeyError(f"no column {name!r}; use ctable.addcol to add one")
         old = self._cols[name]
-        if len(column) != len(old):
+        values = column[:] if isinstance(column, carray) else column
+        try:
+            values = np.asarray(values, dtype=old.dtype)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{column!r} cannot be converted into a column of "
+                             f"{old.dtype}: {exc}") from None
+        if values.shape[:1] != (len(old),):
             raise ValueError(f"column {name!r} must keep its length {len(old)}, not "
-                             f"{len(column)}")
+                             f"{values.shape[:1] or 'a scalar'}")
         # As legacy: the column keeps its dtype, cparams and directory.
-        old[:] = column[:] if isinstance(column, carray) else column
+        old[:] = values
 
     def insert(self, name: str, pos: int, column: carray) -> None:
         """Insert `column` under `name` at position `pos`.
@@ -206,8 +258,10 @@ class ctable:  # noqa: N801 - legacy name
     def __init__(self, columns=None, names=None, **kwargs):
         rootdir = kwargs.pop("rootdir", None)
         mode = kwargs.pop("mode", "a")
-        # As legacy: on disk, every change is flushed unless told otherwise.
-        self.auto_flush = bool(kwargs.pop("auto_flush", rootdir is not None))
+        # As legacy: on disk, every change is flushed unless told otherwise;
+        # in memory there is nothing to flush, so it is always False.
+        self.auto_flush = rootdir is not None and bool(kwargs.pop("auto_flush", True))
+        kwargs.pop("auto_flush", None)
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
         self._rootdir = os.fspath(rootdir) if rootdir is not None else None
@@ -227,7 +281,8 @@ class ctable:  # noqa: N801 - legacy name
         if mode == "r":
             raise ReadOnlyError("cannot create a ctable in mode 'r'")
         if columns is None:
-            raise ValueError("a new ctable needs columns (a structured array or a list)")
+            raise ValueError("a new ctable needs columns (a structured array or a list); "
+                             "mode 'w' replaces a table by new columns")
         names, data = self._columns_from(columns, names)
         existed = self._rootdir is None or os.path.lexists(self._rootdir)
         if self._rootdir is not None:
@@ -241,7 +296,7 @@ class ctable:  # noqa: N801 - legacy name
             writer.bind_table(self)
         try:
             self._attrs = _attrs.attrs(self._rootdir, mode, _new=True, _seal=self._seal)
-            self._cols = cols()
+            self._cols = cols(table=self)
             reuse = self._rootdir is None and not kwargs
             made = self._new_columns([(name, col) for name, col in zip(names, data)
                                       if not (reuse and isinstance(col, carray))], kwargs)
@@ -265,7 +320,10 @@ class ctable:  # noqa: N801 - legacy name
         elif isinstance(columns, np.ndarray) and columns.dtype.names:
             data = [columns[n] for n in columns.dtype.names]
             default = list(columns.dtype.names)
-        elif isinstance(columns, carray) and columns.dtype.names:
+        elif isinstance(columns, carray):
+            if not columns.dtype.names:
+                raise ValueError(f"a carray of dtype {columns.dtype} is one column: pass a "
+                                 "list of columns (ctable([c]))")
             arr = columns[:]
             data = [arr[n] for n in arr.dtype.names]
             default = list(arr.dtype.names)
@@ -275,7 +333,8 @@ class ctable:  # noqa: N801 - legacy name
         else:
             raise TypeError("columns must be a structured array, a ctable or a list of "
                             f"arrays/carrays, not {type(columns).__name__}")
-        names = default if names is None else list(names)
+        names = default if names is None else \
+            ([names] if isinstance(names, str) else list(names))
         if len(names) != len(data):
             raise ValueError(f"{len(names)} names for {len(data)} columns")
         if not data:
@@ -342,6 +401,10 @@ class ctable:  # noqa: N801 - legacy name
 
     def _open(self) -> None:
         path = os.path.join(self._rootdir, layout.ROOTDIRS_FILE)
+        if self._mode == "r" and not os.path.lexists(self._rootdir):
+            # legacy bcolz's words and KeyError, and a FileNotFoundError too
+            raise DatasetNotFoundError(f"Disk-based ctable opened with `r`ead mode yet "
+                                       f"`rootdir='{self._rootdir}'` does not exist")
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no ctable at {self._rootdir} (no {layout.ROOTDIRS_FILE})")
         meta, self._seal = jsonfile.read_json_sealed(path)
@@ -352,7 +415,7 @@ class ctable:  # noqa: N801 - legacy name
                                   lock_timeout=self._lock_timeout) for name in names},
             self._rootdir, wait=not (self._lock is not None and self._lock.held))
         even_columns(opened, self._mode)  # a crash between two columns' commits
-        self._cols = cols(list(opened), list(opened.values()))
+        self._cols = cols(list(opened), list(opened.values()), table=self)
         self._attrs = _attrs.attrs(self._rootdir, self._mode, _seal=self._seal)
 
     def _write_rootdirs(self) -> None:
@@ -415,8 +478,11 @@ class ctable:  # noqa: N801 - legacy name
 
     @property
     def cparams(self):
-        """Compression parameters (of the first column)."""
-        return next(iter(self._cols.values())).cparams
+        """Compression parameters (of the first column; the defaults when the
+        table has no column)."""
+        for col in self._cols.values():
+            return col.cparams
+        return _cparams()
 
     @property
     def rootdir(self) -> str | None:
@@ -579,7 +645,9 @@ class ctable:  # noqa: N801 - legacy name
         if not 0 <= pos <= len(self._cols):
             raise ValueError(f"pos must be in 0..{len(self._cols)}, not {pos}")
         data = newcol if isinstance(newcol, carray) else np.asarray(newcol)
-        if (len(data) if data.ndim else 1) != len(self):
+        if not isinstance(data, carray):  # as legacy: compressed as the table is
+            kwargs.setdefault("cparams", self.cparams)
+        if self._cols and (len(data) if data.ndim else 1) != len(self):
             raise ValueError(f"the new column has {len(data)} rows, the table {len(self)}")
         if move and isinstance(data, carray) and data.rootdir and self._rootdir and \
                 data._engine.store.native != self._legacy():
@@ -593,6 +661,8 @@ class ctable:  # noqa: N801 - legacy name
             col = self._new_column(name, data, kwargs)
         self._cols.insert(name, pos, col)
         self._write_rootdirs()
+        if self.auto_flush:
+            self.flush()
 
     def delcol(self, name: str | None = None, pos: int | None = None, keep: bool = False
                ) -> None:
@@ -615,8 +685,6 @@ class ctable:  # noqa: N801 - legacy name
         self._check_writable()
         if name is not None and pos is not None:
             raise ValueError("give name or pos, not both")
-        if len(self._cols) == 1:
-            raise ValueError("cannot delete the only column of a ctable")
         if name is None:
             names = self.names
             pos = len(names) - 1 if pos is None else int(pos)
@@ -630,6 +698,8 @@ class ctable:  # noqa: N801 - legacy name
             col._engine.close(flush=keep)
             if not keep:
                 shutil.rmtree(col.rootdir)
+        if self.auto_flush:
+            self.flush()
 
     @writer.table_guarded
     def flush(self) -> None:
@@ -678,13 +748,23 @@ class ctable:  # noqa: N801 - legacy name
     def copy(self, **kwargs) -> "ctable":
         """A copy, with new ``rootdir``, ``mode``, ``cparams``... as keywords.
 
+        As in legacy bcolz, the copy is compressed with the current defaults
+        (``bcolzx.defaults.cparams``) unless `cparams` is given; each column
+        keeps its chunk length and ``dflt``.
+
         Raises
         ------
+        OSError
+            If `rootdir` is this table's own directory.
         ValueError, FileExistsError
             As the constructor.
         """
-        # Passing parameters makes the constructor copy carray columns (each
-        # keeps its own cparams, chunklen and dflt unless overridden).
+        rootdir = kwargs.get("rootdir")
+        if rootdir is not None and self._rootdir is not None and \
+                os.path.abspath(os.fspath(rootdir)) == os.path.abspath(self._rootdir):
+            raise OSError(f"cannot copy {self._rootdir} onto itself")
+        kwargs.setdefault("cparams", _cparams())
+        # Passing parameters makes the constructor copy carray columns.
         out = ctable([self._cols[n] for n in self.names], names=self.names,
                      **{"expectedlen": len(self), **kwargs})
         for key, value in self._attrs.getall().items():
@@ -775,11 +855,7 @@ class ctable:  # noqa: N801 - legacy name
                     self.flush()
                 return
             key = np.flatnonzero(self.eval(key, out_flavor="numpy", _scope=caller_scope(None)))
-        value = np.asarray(value) if not isinstance(value, (tuple, np.void)) else value
-        if isinstance(value, tuple):
-            value = np.array([value], dtype=self.dtype)[0]
-        elif not (isinstance(value, (np.ndarray, np.void)) and value.dtype.names):
-            value = np.asarray(value, dtype=self.dtype)
+        value = _as_rows(value, self.dtype)
         for name, col in self._cols.items():
             col[key] = value[name]
         if self.auto_flush:
@@ -1401,6 +1477,30 @@ class ctable:  # noqa: N801 - legacy name
         if n <= 20:
             return str(self[:])
         return f"{str(self[:10])[:-1]} ... {str(self[n - 10:])[1:]}"
+
+
+def _as_rows(value, dtype: np.dtype):
+    """`value` (a record, a tuple, a list of tuples, a structured array or a
+    ctable) as a structured scalar or array of `dtype`.
+
+    Raises
+    ------
+    ValueError
+        If it cannot be converted.
+    """
+    if isinstance(value, ctable):
+        value = value[:]
+    if isinstance(value, (np.ndarray, np.void)) and value.dtype.names:
+        return value
+    try:
+        if isinstance(value, tuple):
+            return np.array([value], dtype=dtype)[0]
+        if isinstance(value, list):
+            return np.array([tuple(v) if isinstance(v, (list, np.ndarray)) else v
+                             for v in value], dtype=dtype)
+        return np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"cannot convert {value!r} to rows of {dtype}: {exc}") from None
 
 
 def _reopen(rootdir: str, mode: str) -> ctable:

@@ -29,6 +29,8 @@ __all__ = [
     "BufferTooSmallError",
     "BcolzxMemoryError",
     "InvalidParameterError",
+    "UndefinedNameError",
+    "DatasetNotFoundError",
     "ExpressionError",
     "blosc2_error",
 ]
@@ -173,6 +175,24 @@ class ExpressionError(BcolzxError, ValueError):
     for undefined names or operators that do not apply to the operands'
     dtypes.  A :class:`ValueError`, like legacy bcolz's errors for bad
     expressions.
+    """
+
+
+class DatasetNotFoundError(BcolzxError, FileNotFoundError, KeyError):
+    """A dataset opened for reading does not exist.
+
+    A :class:`FileNotFoundError` (so an ``IOError``), and a :class:`KeyError`,
+    which legacy bcolz raised when a ctable was opened in mode ``'r'`` at a
+    path that does not exist.
+    """
+
+
+class UndefinedNameError(ExpressionError, NameError):
+    """A name in an expression is neither a column nor a variable.
+
+    Both an :class:`ExpressionError` (so a ``ValueError``) and a
+    :class:`NameError`, which legacy bcolz raised for it (it ran the
+    expression as Python).
     """
 
 

@@ -326,7 +326,8 @@ def open(rootdir, mode: str = "a", *, lock_timeout=None):  # noqa: A001 - legacy
     rootdir : str
         The dataset directory.
     mode : {'r', 'a', 'w'}
-        Read-only, read-write, or replace ('w' opens an emptied carray).
+        Read-only, read-write, or (for a carray) emptied: 'w' opens an
+        emptied carray, and refuses a ctable as legacy bcolz did.
     lock_timeout : float, optional
         Seconds to wait, at the first change, for a dataset another writer
         holds (default ``bcolzx.defaults.lock_timeout``; see :class:`carray`).
@@ -340,6 +341,8 @@ def open(rootdir, mode: str = "a", *, lock_timeout=None):  # noqa: A001 - legacy
     ------
     FileNotFoundError
         If `rootdir` holds no dataset.
+    ValueError
+        For a ctable in mode 'w'.
     LockedError
         In mode 'w', if another writer holds the dataset (nothing is changed).
 
@@ -358,11 +361,9 @@ def open(rootdir, mode: str = "a", *, lock_timeout=None):  # noqa: A001 - legacy
     if kind == "ctable":
         from bcolzx.ctable import ctable
 
-        if mode == "w":
-            old = ctable(rootdir=rootdir, mode="r")
-            empty = [_np.empty((0, *c.shape[1:]), c.dtype) for c in old.cols.values()]
-            return ctable(empty, names=old.names, cparams=old.cparams, rootdir=rootdir,
-                          mode="w", lock_timeout=lock_timeout)
+        if mode == "w":  # as legacy bcolz: a table is replaced by new columns only
+            raise ValueError(f"{rootdir} is a ctable: opening it in mode 'w' would empty it; "
+                             "create a new one with ctable(columns, rootdir=..., mode='w')")
         return ctable(rootdir=rootdir, mode=mode, lock_timeout=lock_timeout)
     if mode == "w":
         old = _carray(rootdir=rootdir, mode="r")
@@ -420,6 +421,7 @@ def walk(dir, classname=None, mode="a"):  # noqa: A002 - legacy name
 
 from bcolzx._query import blocks as _qblocks  # noqa: E402
 from bcolzx._query.expr import compile_expression as _compile  # noqa: E402
+from bcolzx.errors import ExpressionError as _ExpressionError  # noqa: E402
 from bcolzx.params import defaults as _defaults  # noqa: E402
 from bcolzx.vars import caller_scope as _caller_scope  # noqa: E402
 from bcolzx.vars import resolve_names as _resolve  # noqa: E402
@@ -497,7 +499,7 @@ def _evaluate(expr, columns, scalars, vm=None, out_flavor=None, blen=None, lengt
     vm = _defaults.vm if vm is None else vm
     if vm not in _VMS:
         raise ValueError(f"vm must be one of {_VMS}, not {vm!r}")
-    engine = _qblocks
+    engine, requested = _qblocks, vm
     if vm == "dask":  # each block a Dask task (bcolzx.interop.dask)
         from bcolzx.interop import dask as engine
 
@@ -505,9 +507,10 @@ def _evaluate(expr, columns, scalars, vm=None, out_flavor=None, blen=None, lengt
     flavor = _defaults.out_flavor if out_flavor is None else out_flavor
     if flavor not in _FLAVORS:
         raise ValueError(f"out_flavor must be one of {_FLAVORS}, not {flavor!r}")
-    if not columns and length is None:
-        result = _np.asarray(expr.evaluate(scalars, vm))
-        return result if flavor == "numpy" else _carray(result.reshape(-1), **kwargs)
+    if expr.reduction is not None and columns:
+        return _reduce(expr, columns, scalars, vm, requested, engine, flavor, blen, kwargs)
+    if not columns and length is None:  # scalars only: a scalar, as legacy bcolz
+        return _np.asarray(expr.evaluate(scalars, vm))[()]
     if not columns or flavor == "numpy":
         if flavor == "numpy":
             if not columns:
@@ -526,3 +529,39 @@ def _evaluate(expr, columns, scalars, vm=None, out_flavor=None, blen=None, lengt
     if out.rootdir is not None:
         out.flush()
     return out
+
+
+def _reduce(expr, columns, scalars, vm, requested, engine, flavor, blen, kwargs):
+    """An outermost ``sum``/``prod``, reduced block by block.
+
+    Over every item or the first axis, the blocks' partial results are
+    combined (one value, or one row); over a later axis each block gives
+    its own rows, collected as `flavor` asks.
+    """
+    red = expr.reduction
+    rowshape = _np.broadcast_shapes(*[tuple(c.shape[1:]) for c in columns.values()])
+    ndim = 1 + len(rowshape)
+    axis = red.axis_for(requested)  # the machine asked for decides what a bare sum() means
+    if axis is not None:
+        if not -ndim <= axis < ndim:
+            raise _ExpressionError(f"{red.op}(): axis {axis} is out of bounds for the "
+                                   f"{ndim} dimensions of {expr.inner.text!r}")
+        axis %= ndim
+    blocks = engine.evaluate_blocks(expr.inner, columns, scalars, blen=blen, vm=vm)
+    if axis is None or axis == 0:
+        total = None
+        for _, block in blocks:
+            part = red.apply(block, axis)
+            total = part if total is None else (total + part if red.op == "sum"
+                                                else total * part)
+        if total is None:  # no rows: the identity of the reduction
+            dtypes = {**{n: c.dtype for n, c in columns.items()},
+                      **{n: _np.asarray(v).dtype for n, v in scalars.items()}}
+            total = red.apply(_np.empty((0, *rowshape), expr.inner.dtype(dtypes)), axis)
+        return total[()] if axis is None else total
+    parts = [red.apply(block, axis) for _, block in blocks]
+    dtypes = {**{n: c.dtype for n, c in columns.items()},
+              **{n: _np.asarray(v).dtype for n, v in scalars.items()}}
+    shape = rowshape[: axis - 1] + rowshape[axis:]
+    result = _np.concatenate(parts) if parts else _np.empty((0, *shape), expr.dtype(dtypes))
+    return result if flavor == "numpy" else _carray(result, **kwargs)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from bcolzx.errors import ExpressionError
+from bcolzx.errors import ExpressionError, UndefinedNameError
 
 __all__ = ["caller_scope", "resolve_names", "split_operands"]
 
@@ -52,7 +52,7 @@ def resolve_names(names: Iterable[str], scope: Mapping[str, Any]) -> dict[str, A
         try:
             out[name] = scope[name]
         except KeyError:
-            raise ExpressionError(f"name {name!r} is not a column nor a variable in "
+            raise UndefinedNameError(f"name {name!r} is not a column nor a variable in "
                                   "user_dict or the caller's scope") from None
     return out
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from bcolzx._query.expr import Expression, compile_expression
-from bcolzx.errors import ExpressionError
+from bcolzx.errors import ExpressionError, UndefinedNameError
 
 __all__ = ["BLOCK_BYTES", "evaluate", "evaluate_blocks"]
 
@@ -50,7 +50,7 @@ def _split_names(expr: Expression, columns: Mapping[str, Any],
         elif name in scalars:
             used_scalars[name] = np.asarray(scalars[name])
         else:
-            raise ExpressionError(f"name {name!r} in expression {expr.text!r} is neither a "
+            raise UndefinedNameError(f"name {name!r} in expression {expr.text!r} is neither a "
                                   "column nor a scalar")
     return used_columns, used_scalars
 

@@ -73,9 +73,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from bcolzx.errors import ExpressionError
+from bcolzx.errors import ExpressionError, UndefinedNameError
 
-__all__ = ["FUNCTIONS", "MAX_DEPTH", "MAX_LENGTH", "VMS", "Expression", "compile_expression"]
+__all__ = ["FUNCTIONS", "MAX_DEPTH", "MAX_LENGTH", "MODULES", "REDUCTIONS", "VMS", "Expression",
+           "Reduction", "compile_expression"]
 
 #: Longest accepted expression, in characters.
 MAX_LENGTH = 10_000
@@ -100,6 +101,15 @@ FUNCTIONS: Mapping[str, int] = {
     **dict.fromkeys(("arctan2", "fmod", "complex", "contains"), 2),
     "where": 3,
 }
+
+#: Reductions, numexpr's: accepted only as the outermost call, with one
+#: positional argument and an optional constant ``axis=`` keyword.
+REDUCTIONS: tuple[str, ...] = ("sum", "prod")
+#: Module prefixes accepted before a function name, as legacy bcolz's
+#: documented expressions write them: ``np.sin(a)``, ``numpy.log(b)``,
+#: ``da.sum(c)`` (dask.array).  The prefix only names the function; nothing
+#: is looked up or imported.
+MODULES: tuple[str, ...] = ("np", "numpy", "da")
 
 # -- the tree --------------------------------------------------------------------
 
@@ -156,6 +166,37 @@ class Call(NamedTuple):
 
 Node = Name | Const | Unary | Binary | Compare | Logical | Call
 
+
+class Reduction(NamedTuple):
+    """An outermost ``sum(...)`` or ``prod(...)``.
+
+    ``axis`` is the ``axis=`` given, or None.  ``qualified`` tells whether
+    the call named a module (``np.sum``, ``da.sum``): a qualified reduction,
+    like numexpr's, reduces every item when no axis is given, while a bare
+    ``sum(x)`` on the python and dask machines is Python's ``sum``, which
+    adds up the rows (the first axis), as legacy bcolz evaluated it.
+    """
+
+    op: str
+    axis: int | None
+    qualified: bool
+
+    def axis_for(self, vm: str) -> int | None:
+        """The axis reduced on `vm` (None: every item)."""
+        if self.axis is not None or self.qualified or vm == "numexpr":
+            return self.axis
+        return 0
+
+    def apply(self, value: np.ndarray, axis: int | None) -> np.ndarray:
+        """Reduce `value` (a NumPy array) over `axis`."""
+        func = np.sum if self.op == "sum" else np.prod
+        if np.ndim(value) == 0:
+            axis = None
+        try:
+            return np.asarray(func(value, axis=axis))
+        except np.exceptions.AxisError as exc:
+            raise ExpressionError(f"{self.op}(): {exc}") from None
+
 _UNARY_OPS = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert", ast.Not: "not"}
 _BINARY_OPS = {
     ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",
@@ -195,10 +236,31 @@ def _parse(text: str) -> ast.expr:
 
 
 def _children(node: ast.AST) -> list[ast.AST]:
-    """The child nodes to validate; a call's callee is a function name, not a value."""
+    """The child nodes to validate; a call's callee is a function name, not a value,
+    and its only keyword (a reduction's ``axis``) is checked with the call."""
     if isinstance(node, ast.Call):
         return list(node.args)
     return list(ast.iter_child_nodes(node))
+
+
+def _callee(func: ast.expr) -> tuple[str, bool]:
+    """The function a call names, and whether a module prefix named it.
+
+    Raises
+    ------
+    ExpressionError
+        If the callee is anything but ``name`` or ``module.name`` with a
+        module of :data:`MODULES`.
+    """
+    if isinstance(func, ast.Name):
+        return func.id, False
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+            and func.value.id in MODULES:
+        return func.attr, True
+    raise ExpressionError("only calls of the functions "
+                          f"{', '.join(sorted(FUNCTIONS))} (optionally written "
+                          f"{'/'.join(m + '.' for m in MODULES)}name) and of the reductions "
+                          f"{', '.join(REDUCTIONS)} are allowed")
 
 
 def _check_nodes(tree: ast.Expression) -> None:
@@ -213,7 +275,7 @@ def _check_nodes(tree: ast.Expression) -> None:
         _check_node(node, string_ok)
         # Strings are data only where they are compared or searched.
         strings = isinstance(node, ast.Compare) or (
-            isinstance(node, ast.Call) and node.func.id == "contains")
+            isinstance(node, ast.Call) and _callee(node.func)[0] == "contains")
         stack.extend((child, depth + 1, strings) for child in _children(node))
 
 
@@ -254,20 +316,39 @@ def _check_name(name: str) -> None:
 
 
 def _check_call(node: ast.Call) -> None:
-    if not isinstance(node.func, ast.Name):
-        raise ExpressionError("only calls of the functions "
-                              f"{', '.join(sorted(FUNCTIONS))} are allowed")
-    name = node.func.id
-    if name not in FUNCTIONS:
+    name, _ = _callee(node.func)
+    if name in REDUCTIONS:
+        _reduction_axis(node)
+        nargs = 1
+    elif name in FUNCTIONS:
+        if node.keywords:
+            raise ExpressionError(f"{name}() takes positional arguments only")
+        nargs = FUNCTIONS[name]
+    else:
         raise ExpressionError(f"function {name!r} is not allowed; allowed functions are "
-                              f"{', '.join(sorted(FUNCTIONS))}")
-    if node.keywords:
-        raise ExpressionError(f"{name}() takes positional arguments only")
+                              f"{', '.join(sorted(FUNCTIONS))} and the reductions "
+                              f"{', '.join(REDUCTIONS)}")
     if any(isinstance(arg, ast.Starred) for arg in node.args):
         raise ExpressionError(f"unpacking (*) is not allowed in the arguments of {name}()")
-    if len(node.args) != FUNCTIONS[name]:
-        raise ExpressionError(f"{name}() takes {FUNCTIONS[name]} argument(s), "
-                              f"not {len(node.args)}")
+    if len(node.args) != nargs:
+        raise ExpressionError(f"{name}() takes {nargs} argument(s), not {len(node.args)}")
+
+
+def _reduction_axis(node: ast.Call) -> int | None:
+    """The ``axis=`` of a reduction call: a constant int (may be negative), or None."""
+    name = _callee(node.func)[0]
+    axis = None
+    for keyword in node.keywords:
+        if keyword.arg != "axis":
+            raise ExpressionError(f"{name}() takes one argument and the keyword axis= only")
+        value = keyword.value
+        negative = isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub)
+        if negative:
+            value = value.operand
+        if not (isinstance(value, ast.Constant) and type(value.value) is int):
+            raise ExpressionError(f"the axis of {name}() must be an integer constant")
+        axis = -value.value if negative else value.value
+    return axis
 
 
 # -- the precedence trap ------------------------------------------------------------
@@ -362,7 +443,11 @@ def _build(node: ast.expr) -> Node:
     if isinstance(node, ast.Compare):
         return _build_compare(node)
     if isinstance(node, ast.Call):
-        return _fold_call(node.func.id, tuple(_build(a) for a in node.args))
+        name = _callee(node.func)[0]
+        if name in REDUCTIONS:
+            raise ExpressionError(f"{name}() must be the outermost operation of the "
+                                  "expression (as in numexpr)")
+        return _fold_call(name, tuple(_build(a) for a in node.args))
     raise ExpressionError(f"{_describe(node)} is not allowed in an expression")
 
 
@@ -1068,15 +1153,23 @@ class Expression:
         The variables it references, in order of first appearance (function
         names excluded).
     tree : Node
-        The folded tree evaluated by the VMs.
+        The folded tree evaluated by the VMs (for a reduction, its argument's).
+    reduction : Reduction or None
+        The outermost ``sum``/``prod``, if any.
+    inner : Expression
+        The expression without its reduction (``self`` when there is none):
+        what block-wise evaluation computes on each block before reducing.
     """
 
-    __slots__ = ("text", "names", "tree")
+    __slots__ = ("text", "names", "tree", "reduction", "inner")
 
-    def __init__(self, text: str, names: tuple[str, ...], tree: Node):
+    def __init__(self, text: str, names: tuple[str, ...], tree: Node,
+                 reduction: Reduction | None = None, inner: Expression | None = None):
         self.text = text
         self.names = names
         self.tree = tree
+        self.reduction = reduction
+        self.inner = self if inner is None else inner
 
     def __repr__(self) -> str:
         return f"Expression({self.text!r})"
@@ -1093,8 +1186,8 @@ class Expression:
             try:
                 arrays[name] = np.asarray(namespace[name])
             except KeyError:
-                raise ExpressionError(f"name {name!r} in expression {self.text!r} is not "
-                                      "defined") from None
+                raise UndefinedNameError(f"name {name!r} in expression {self.text!r} is "
+                                         "not defined") from None
         return arrays
 
     def evaluate(self, namespace: Mapping[str, Any], vm: str = "python") -> np.ndarray:
@@ -1130,6 +1223,9 @@ class Expression:
         """
         if vm not in VMS:
             raise ValueError(f"unknown virtual machine {vm!r}; choose one of {VMS}")
+        if self.reduction is not None:
+            red = self.reduction
+            return red.apply(self.inner.evaluate(namespace, vm), red.axis_for(vm))
         arrays = self._arrays(namespace)
         if vm == "numexpr":
             signature = tuple((name, a.dtype) for name, a in arrays.items())
@@ -1171,7 +1267,10 @@ class Expression:
                 raise ExpressionError(f"name {name!r} in expression {self.text!r} has no "
                                       "dtype")
             empty[name] = np.empty(0, np.dtype(dtypes[name]))
-        return _python_vm(self.tree, empty).dtype
+        dtype = _python_vm(self.tree, empty).dtype
+        if self.reduction is not None:
+            dtype = self.reduction.apply(np.zeros(1, dtype), None).dtype
+        return dtype
 
 
 def compile_expression(text: str) -> Expression:
@@ -1215,6 +1314,11 @@ def compile_expression(text: str) -> Expression:
 @functools.lru_cache(maxsize=512)
 def _compile(text: str) -> Expression:
     body = _parse(text)
+    if isinstance(body, ast.Call) and _callee(body.func)[0] in REDUCTIONS:
+        name, qualified = _callee(body.func)
+        inner = _compile(_Source(text).segment(body.args[0]))
+        return Expression(text, inner.names, inner.tree,
+                          Reduction(name, _reduction_axis(body), qualified), inner)
     _check_precedence(body, text)
     names = _source_names(body)
     tree = _build(body)

@@ -24,6 +24,7 @@ from bcolzx._format import layout
 from bcolzx._format import zonemap
 from bcolzx._query.zonemap import bounds_of
 from bcolzx._format.meta import Sizes
+from bcolzx._format.superchunk import SPECIAL_CBYTES
 from bcolzx._storage import parallel
 from bcolzx._storage import writer
 from bcolzx._storage.base import ChunkStore, Special
@@ -306,6 +307,37 @@ class ChunkedArray:
         return True
 
     # -- sizes -----------------------------------------------------------------
+
+    @property
+    def _leftover_stored(self) -> bool:
+        """Whether the leftover rows are stored as the last chunk (as they are)."""
+        return self._stored_flag
+
+    @_leftover_stored.setter
+    def _leftover_stored(self, value: bool) -> None:
+        # Set (to False) after every change of the leftover rows: the size
+        # measured by leftover_cbytes() is then stale.
+        self._stored_flag = value
+        self._left_cbytes = None
+
+    @property
+    def leftover(self) -> np.ndarray:
+        """The leftover rows (not in a full chunk), a view of the live buffer:
+        valid until the next change of the array."""
+        return self._leftover[: self.nleft]
+
+    def leftover_cbytes(self) -> int:
+        """Bytes the leftover rows take compressed when they are not stored
+        (what a flush would add to the store's ``cbytes``); 0 when they are
+        stored or there are none.  Measured once per change of the rows."""
+        if not self.nleft or self._leftover_stored:
+            return 0
+        if self._left_cbytes is None:
+            rows = self._leftover[: self.nleft]
+            special = _special(rows, self.itemsize) if self._store.native else None
+            self._left_cbytes = SPECIAL_CBYTES if special is not None else \
+                len(self._comp.compress(rows))
+        return self._left_cbytes
 
     def __len__(self) -> int:
         return self.nfull * self.chunklen + self.nleft

@@ -148,8 +148,10 @@ def test_setitem_bad_values_raise(make):
     ca = make(np.arange(10), chunklen=4)
     with pytest.raises(ValueError):
         ca[2:5] = [1, 2]
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError):  # as legacy bcolz (and NumPy)
         ca[0] = "not a number"
+    with pytest.raises(TypeError):
+        ca[0] = {"a": 1}
     with pytest.raises(IndexError):
         ca[10] = 1
 

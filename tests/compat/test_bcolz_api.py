@@ -515,8 +515,10 @@ def test_append_converts_to_dtype(bcolz):
     c = bcolz.carray(np.zeros(2, dtype="i4"))
     c.append([1.9])
     assert c.dtype == np.int32 and c[2] == 1
-    with pytest.raises(TypeError):  # changed: legacy raised ValueError
+    with pytest.raises(ValueError):  # as legacy: the class NumPy's conversion raises
         c.append(["not a number"])
+    with pytest.raises(TypeError):
+        c.append([{"a": 1}])
 
 
 def test_trim(bcolz):
@@ -590,8 +592,12 @@ def test_iter(bcolz):
     assert all(type(x) is int for x in c)
     assert list(c.iter(2, 9, 3)) == [2, 5, 8]
     assert list(c.iter(limit=3, skip=2)) == [2, 3, 4]
-    with pytest.raises(ValueError):  # legacy: NotImplementedError
-        list(c.iter(step=-1))
+    # New: negative steps iterate backwards (legacy raised NotImplementedError).
+    assert list(c.iter(8, 1, -3)) == [8, 5, 2]
+    assert list(c.iter(9, None, -4)) == [9, 5, 1]
+    assert list(c.iter(step=-4)) == [0]  # from start=0, as c[0::-4]
+    with pytest.raises(ValueError):
+        c.iter(step=0)
 
 
 def test_iterators_are_independent(bcolz):
@@ -604,8 +610,10 @@ def test_where(bcolz):
     mask = np.arange(10) % 3 == 0
     assert list(c.where(mask)) == [0, 30, 60, 90]
     assert list(c.where(bcolz.carray(mask), limit=2, skip=1)) == [30, 60]
-    with pytest.raises(IndexError):  # changed: legacy raised ValueError
+    with pytest.raises(ValueError):  # as legacy
         list(c.where(mask[:5]))
+    with pytest.raises(ValueError):
+        c.where(np.arange(10))
 
 
 def test_wheretrue(bcolz):
