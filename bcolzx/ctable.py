@@ -1079,7 +1079,8 @@ class ctable:  # noqa: N801 - legacy name
         Parameters
         ----------
         blen : int, optional
-            Rows per block (default: the chunk length); the last is shorter.
+            Rows per block (default: the smallest chunk length of the
+            columns, as legacy bcolz); the last is shorter.
         expression, outcols, limit, skip, user_dict, vm
             As :meth:`where`.
 
@@ -1092,7 +1093,9 @@ class ctable:  # noqa: N801 - legacy name
         ExpressionError, ValueError
             As :meth:`where`; ValueError for a non-positive `blen`.
         """
-        blen = next(iter(self._cols.values())).chunklen if blen is None else int(blen)
+        if blen is None:  # the smallest chunk length of the columns, as legacy
+            blen = min((c.chunklen for c in self._cols.values()), default=1)
+        blen = int(blen)
         if blen <= 0:
             raise ValueError(f"blen must be positive, not {blen}")
         blocks = self._query(expression, outcols, limit, skip, caller_scope(user_dict), vm)

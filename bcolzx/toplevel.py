@@ -51,7 +51,8 @@ def blosc_compressor_list() -> list[str]:
 
 # --- constructors and directory helpers (bcolz 1.2 names and signatures) ----------
 
-import contextlib as _contextlib  # noqa: E402
+import contextlib as _contextlib
+import glob as _glob  # noqa: E402
 import itertools as _itertools  # noqa: E402
 import math as _math  # noqa: E402
 import os as _os  # noqa: E402
@@ -69,7 +70,9 @@ __all__ += ["open", "zeros", "ones", "fill", "arange", "fromiter", "iterblocks",
 
 
 def _shape_len(shape) -> tuple[int, tuple]:
-    shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+    # A float length is taken as int(length), as legacy bcolz did (zeros(1e6)).
+    shape = (shape,) if isinstance(shape, (int, float, _np.integer, _np.floating)) \
+        else tuple(shape)
     if not shape or any(int(x) < 0 for x in shape):
         raise ValueError(f"shape must be non-negative and at least 1-D, not {shape}")
     return int(shape[0]), tuple(int(x) for x in shape[1:])
@@ -194,8 +197,10 @@ def arange(start=None, stop=None, step=None, dtype=None, **kwargs) -> _carray:
         step = 1
     if step == 0:
         raise ValueError("step must not be zero")
-    dtype = _np.arange(start, start + step, step, dtype=dtype).dtype if dtype is None else \
-        _np.dtype(dtype)
+    if dtype is None:  # NumPy's rule: the arguments' kind as Python numbers (1e3 -> float64)
+        dtype = _np.result_type(*(x.item() if isinstance(x, _np.generic) else x
+                                  for x in (start, stop, step)))
+    dtype = _np.dtype(dtype)
     n = len(range(start, stop, step)) if all(isinstance(x, (int, _np.integer))
                                              for x in (start, stop, step)) \
         else len(_np.arange(start, stop, step))
@@ -222,7 +227,8 @@ def fromiter(iterable, dtype, count, **kwargs) -> _carray:
     dtype : numpy.dtype
         Their dtype.
     count : int
-        How many to take; -1 for all.
+        How many to take at most (an iterable that ends sooner gives fewer, as
+        in legacy bcolz); -1 for all.
     **kwargs
         As for :class:`carray`.
 
@@ -233,8 +239,8 @@ def fromiter(iterable, dtype, count, **kwargs) -> _carray:
     Raises
     ------
     ValueError
-        If the iterable ends before `count` values, or `count` values would
-        not fit a dataset; a `rootdir` the call created is removed.
+        If `count` values would not fit a dataset, or a value does not
+        convert to `dtype`; a `rootdir` the call created is removed.
 
     Examples
     --------
@@ -272,13 +278,8 @@ def _removed_on_failure(rootdir):
 
 
 def _iter_blocks(iterable, dtype: _np.dtype, count: int, blen: int):
-    """NumPy blocks of up to `blen` values of `iterable` (`count` in all, or all: -1).
-
-    Raises
-    ------
-    ValueError
-        If the iterable ends before `count` values.
-    """
+    """NumPy blocks of up to `blen` values of `iterable`: at most `count` in all
+    (all: -1); an iterable that ends sooner gives what it has, as in legacy bcolz."""
     it = iter(iterable)
     taken = 0
     while count < 0 or taken < count:
@@ -288,8 +289,6 @@ def _iter_blocks(iterable, dtype: _np.dtype, count: int, blen: int):
             yield block
             taken += len(block)
         if len(block) < want:
-            if count >= 0:
-                raise ValueError(f"the iterable ended after {taken} values, {count} asked for")
             return
 
 
@@ -401,20 +400,27 @@ def walk(dir, classname=None, mode="a"):  # noqa: A002 - legacy name
     """
     if classname not in (None, "carray", "ctable"):
         raise ValueError(f"classname must be 'carray', 'ctable' or None, not {classname!r}")
-    for root, dirs, _files in _os.walk(dir):
-        kind = _kind(root)
-        if kind is None:
+    # Legacy bcolz's walk, step for step: the entries of `dir` that glob's
+    # '*' lists (hidden ones not), in that order; first the containers among
+    # them, then, recursively, the other directories.  `dir` itself is not
+    # a candidate, and a container's own subdirectories are never entered.
+    plain = []
+    for node in _glob.glob(_os.path.join(_glob.escape(_os.fspath(dir)), "*")):
+        if not _os.path.isdir(node):
             continue
-        dirs[:] = []  # a container's subdirectories are its own
-        if classname not in (None, kind):
+        kind = _kind(node)
+        if kind is None:
+            plain.append(node)
             continue
         try:
-            obj = open(root, mode=mode)
-        except _UnsupportedFormatError as exc:  # e.g. a legacy object-dtype carray
-            _warnings.warn(f"walk skips {root}: {exc}", RuntimeWarning, stacklevel=2)
+            obj = open(node, mode=mode)
+        except _UnsupportedFormatError as exc:  # e.g. a format this build cannot read
+            _warnings.warn(f"walk skips {node}: {exc}", RuntimeWarning, stacklevel=2)
             continue
-        if len(obj):  # legacy skips empty containers
+        if len(obj) and classname in (None, kind):  # legacy skips empty containers
             yield obj
+    for node in plain:
+        yield from walk(node, classname, mode)
 
 
 # --- eval ---------------------------------------------------------------------------

@@ -334,9 +334,14 @@ class ChunkedArray:
             return 0
         if self._left_cbytes is None:
             rows = self._leftover[: self.nleft]
-            special = _special(rows, self.itemsize) if self._store.native else None
-            self._left_cbytes = SPECIAL_CBYTES if special is not None else \
-                len(self._comp.compress(rows))
+            if self._store.native and _special(rows, self.itemsize) is not None:
+                size = SPECIAL_CBYTES
+            elif self._delta is None or self._until_trial:
+                size = len(self._comp.compress(rows))
+            else:  # the pipeline a byte-delta trial would choose (as _encode)
+                plain, delta = len(self._plain.compress(rows)), len(self._delta.compress(rows))
+                size = delta if delta * 10 <= plain * 9 else plain
+            self._left_cbytes = size
         return self._left_cbytes
 
     def __len__(self) -> int:

@@ -143,7 +143,7 @@ def _encode_tz(pd, name: str, values) -> tuple[np.ndarray, dict[str, Any]]:
 
 def _encode_strings(pd, name: str, values) -> tuple[np.ndarray, dict[str, Any]]:
     dtype = values.dtype
-    kind = "string"
+    kind = "bytes" if getattr(dtype, "kind", None) == "S" else "string"
     if dtype == object:
         kind = pd.api.types.infer_dtype(values, skipna=True)
         if kind not in ("string", "bytes", "empty"):
@@ -350,8 +350,9 @@ def to_dataframe(ct: ctable, columns: Sequence[str] | str | None = None,
     orient : {'columns', 'index'}
         As in :meth:`pandas.DataFrame.from_dict` (legacy bcolz passed it
         there): 'columns' makes each ctable column a DataFrame column;
-        'index' makes it a row (the stored index, if any, then labels the
-        columns).
+        'index' makes it a row, and then `columns`, if given, labels the
+        DataFrame's columns (one label per row of the table; otherwise the
+        stored index, if any, labels them).
 
     Returns
     -------
@@ -383,6 +384,12 @@ def to_dataframe(ct: ctable, columns: Sequence[str] | str | None = None,
         raise ValueError(f"orient must be one of {ORIENTS}, not {orient!r}")
     meta = ct.attrs.getall()
     index_cols = meta.get(INDEX_COLUMNS_KEY) or []
+    labels_given = None
+    if orient == "index" and columns is not None:
+        # As pandas' from_dict (and legacy bcolz): with orient='index', columns
+        # labels the result's columns, one per row of the table.
+        labels_given = [columns] if isinstance(columns, str) else list(columns)
+        columns = None
     names = column_names(ct, columns, [n for n in ct.names if n not in index_cols])
     data = {name: _decode(pd, name, ct.cols[name], meta) for name in names}
     index = None
@@ -399,7 +406,12 @@ def to_dataframe(ct: ctable, columns: Sequence[str] | str | None = None,
             index = type(index)(index, freq=freq)
     if orient == "index":
         df = pd.DataFrame.from_dict(data, orient="index")
-        if index is not None and len(df.columns) == len(index):
+        if labels_given is not None:
+            if len(labels_given) != len(df.columns):
+                raise ValueError(f"{len(labels_given)} labels in columns for the "
+                                 f"{len(df.columns)} rows of the table")
+            df.columns = labels_given
+        elif index is not None and len(df.columns) == len(index):
             df.columns = index
         return df
     df = pd.DataFrame({name: _as_column(pd, values) for name, values in data.items()},

@@ -167,10 +167,11 @@ def test_fromiter_structured_gives_ctable(bcolz):
     assert t[3].tolist() == (3, 1.5)
 
 
-def test_fromiter_short_iterable_raises(bcolz):
-    # Changed: legacy silently returned fewer items; bcolzx raises like numpy.fromiter.
-    with pytest.raises(ValueError):
-        bcolz.fromiter(iter(range(3)), dtype="i8", count=5)
+def test_fromiter_short_iterable_gives_what_it_has(bcolz):
+    # As legacy: `count` is an upper bound (programs pass estimates).
+    assert bcolz.fromiter(iter(range(3)), dtype="i8", count=5)[:].tolist() == [0, 1, 2]
+    t = bcolz.fromiter(((i, i * 0.5) for i in range(3)), dtype="i4,f8", count=10)
+    assert len(t) == 3
 
 
 def test_iterblocks_carray(bcolz):
