@@ -284,8 +284,9 @@ def test_toplevel_constructors(tmp_path):
     for args in [(10,), (3, 20), (3, 20, 4), (20, 3, -4), (0.5, 3.0, 0.25)]:
         np.testing.assert_allclose(bcolzx.arange(*args)[:], np.arange(*args))
     np.testing.assert_array_equal(bcolzx.fromiter(iter(range(10)), "i4", -1)[:], np.arange(10))
-    with pytest.raises(ValueError):
-        bcolzx.fromiter(iter(range(3)), "i4", 5)
+    # count is an upper bound, as in legacy bcolz
+    assert bcolzx.fromiter(iter(range(3)), "i4", 5)[:].tolist() == [0, 1, 2]
+    assert bcolzx.fromiter(iter(range(9)), "i4", 5)[:].tolist() == [0, 1, 2, 3, 4]
     blocks = list(bcolzx.iterblocks(bcolzx.arange(10, chunklen=4), blen=3, start=1, stop=8))
     assert [b.tolist() for b in blocks] == [[1, 2, 3], [4, 5, 6], [7]]
 
