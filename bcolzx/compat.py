@@ -53,6 +53,7 @@ __all__ = [
     "is_installed",
     "install_shim",
     "uninstall_shim",
+    "import_legacy",
     "selftest",
     "main",
 ]
@@ -81,6 +82,12 @@ ALIAS_MODULES = (
 SHIM_MARKER = "# bcolzx-compat-shim"
 #: The content of the shim's ``INSTALLER`` file in its ``.dist-info``.
 SHIM_INSTALLER = "bcolzx-compat-shim"
+#: Where the shim goes when the target already holds a real legacy bcolz
+#: (``target/SHIM_DIR/bcolz``), put ahead of it on ``sys.path`` by SHIM_PTH.
+SHIM_DIR = "bcolzx-shim"
+SHIM_PTH = "bcolzx-shim.pth"
+#: The distribution that ships legacy bcolz today.
+LEGACY_DIST = "bcolz-zipline"
 
 _ALIAS_FLAG = "__bcolzx_alias__"
 _SHIM_FLAG = "__bcolzx_shim__"
@@ -404,6 +411,58 @@ def uninstall() -> None:
         sys.modules.setdefault(name, module)
 
 
+# -- the real legacy bcolz, next to the shim -------------------------------------------
+
+
+def import_legacy() -> types.ModuleType:
+    """Import the real legacy bcolz (the ``bcolz-zipline`` distribution) as ``bcolz``.
+
+    For programs that compare the two libraries, such as ``bcolzx bench``:
+    it finds legacy bcolz in the directory its distribution was installed
+    to, so it works when the shim of :func:`install_shim` comes first on
+    :data:`sys.path`.  Legacy bcolz imports itself by the name ``bcolz``, so
+    it cannot share a process with the alias: call this before anything
+    imports ``bcolz`` (a real legacy bcolz already imported is returned).
+
+    Returns
+    -------
+    module
+        The legacy ``bcolz`` package.
+
+    Raises
+    ------
+    ImportError
+        If ``bcolz-zipline`` is not installed.
+    RuntimeError
+        If the bcolzx alias (or the shim) already holds the name ``bcolz``
+        in this process.
+    """
+    import importlib.metadata as md
+
+    current = sys.modules.get("bcolz")
+    if current is not None:
+        if _is_alias(current) or _is_shim(current):
+            raise RuntimeError("'bcolz' is bcolzx's alias in this process; import the real "
+                               "legacy bcolz (import_legacy()) before anything imports bcolz")
+        return current
+    try:
+        where = str(md.distribution(LEGACY_DIST).locate_file(""))
+    except md.PackageNotFoundError:
+        raise ImportError(f"legacy bcolz is not installed (pip install {LEGACY_DIST})") from None
+    spec = importlib.machinery.PathFinder.find_spec("bcolz", [where])
+    if spec is None or spec.loader is None or _is_our_init(spec.origin or ""):
+        raise ImportError(f"{LEGACY_DIST} is installed but holds no bcolz package in {where}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bcolz"] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        for name in _bcolz_entries():
+            sys.modules.pop(name, None)
+        raise
+    return module
+
+
 # -- the shim package ---------------------------------------------------------------
 
 _SHIM_INIT = f'''{SHIM_MARKER}: written by "python -m bcolzx.compat install-shim";
@@ -503,8 +562,8 @@ def install_shim(target: str | os.PathLike[str] | None = None,
     The package is one ``bcolz/__init__.py`` that calls :func:`install`, so
     that ``import bcolz`` gives bcolzx wherever `target` is on
     :data:`sys.path` ahead of any real bcolz.  With `metadata`, a
-    ``bcolz-1.2.1+bcolzx.dist-info`` is written too: package managers then
-    see a ``bcolz`` distribution (``pip list``, requirements on ``bcolz``
+    ``bcolz-1.2.1+bcolzx.dist-info`` is written too (unless a real ``bcolz``
+    distribution is there): package managers then see a ``bcolz`` distribution (``pip list``, requirements on ``bcolz``
     are met, ``pip uninstall bcolz`` removes the shim).  Running it again
     rewrites the shim.
 
@@ -521,34 +580,51 @@ def install_shim(target: str | os.PathLike[str] | None = None,
     list of str
         The paths written.
 
+    When `target` already holds a real legacy bcolz (``pip install
+    bcolz-zipline``, which the ``bench`` extra does), that one is left
+    untouched: the shim goes into ``target/bcolzx-shim/bcolz`` and a
+    ``bcolzx-shim.pth`` puts that directory first on :data:`sys.path`, so
+    ``import bcolz`` gives bcolzx while :func:`import_legacy` still finds
+    legacy bcolz (the benchmark compares the two).
+
     Raises
     ------
-    FileExistsError
-        If `target` holds a real bcolz (a ``bcolz`` package, module or
-        distribution metadata not written by this function); nothing is
-        written then.
     FileNotFoundError
         If `target` does not exist.
+    OSError
+        If a file cannot be written.
     """
     target = os.path.abspath(os.fspath(target) if target is not None else _default_target())
     if not os.path.isdir(target):
         raise FileNotFoundError(f"target directory {target} does not exist")
-    foreign = _foreign_bcolz(target)
-    if foreign:
-        raise FileExistsError(
-            f"{target} holds a real bcolz ({', '.join(foreign)}); the bcolzx shim will not "
-            "overwrite it. Uninstall legacy bcolz first (pip uninstall bcolz "
-            "bcolz-zipline) or choose another --target.")
-    pkg = os.path.join(target, "bcolz")
-    os.makedirs(pkg, exist_ok=True)
+    written = []
+    if _foreign_bcolz(target):
+        # A real legacy bcolz lives here (the bench extra installs one): it
+        # stays untouched, and the shim goes into a directory of its own that
+        # a .pth file puts ahead of it on sys.path.
+        ahead = os.path.join(target, SHIM_DIR)
+        pkg = os.path.join(ahead, "bcolz")
+        pth_path = os.path.join(target, SHIM_PTH)
+        pth = (f"{SHIM_MARKER}: puts the bcolzx shim ahead of legacy bcolz; remove with "
+               f"'python -m bcolzx.compat uninstall-shim'\n"
+               f"import sys; _p = {ahead!r}; _p in sys.path or sys.path.insert(0, _p)\n")
+        os.makedirs(pkg, exist_ok=True)
+        _atomic_write(pth_path, pth.encode("utf-8"))
+        written.append(pth_path)
+        relinit = f"{SHIM_DIR}/bcolz/__init__.py"
+    else:
+        pkg = os.path.join(target, "bcolz")
+        os.makedirs(pkg, exist_ok=True)
+        relinit = "bcolz/__init__.py"
     init_data = _SHIM_INIT.encode("utf-8")
     init_path = os.path.join(pkg, "__init__.py")
     _atomic_write(init_path, init_data)
-    written = [init_path]
+    written.insert(0, init_path)
     for stale in _bcolz_dists(target):  # ours, from another version
         if stale != _SHIM_DIST and _is_our_dist(os.path.join(target, stale)):
             _remove_dist(os.path.join(target, stale))
-    if metadata:
+    foreign_dists = [d for d in _bcolz_dists(target) if not _is_our_dist(os.path.join(target, d))]
+    if metadata and not foreign_dists:  # never a second 'bcolz' distribution beside a real one
         dist = os.path.join(target, _SHIM_DIST)
         os.makedirs(dist, exist_ok=True)
         files = {
@@ -562,7 +638,9 @@ def install_shim(target: str | os.PathLike[str] | None = None,
             "INSTALLER": f"{SHIM_INSTALLER}\n".encode(),
             "top_level.txt": b"bcolz\n",
         }
-        record = [_record_line("bcolz/__init__.py", init_data)]
+        record = [_record_line(relinit, init_data)]
+        if len(written) > 1:
+            record.append(_record_line(SHIM_PTH, open(written[1], "rb").read()))
         for fname, data in files.items():
             path = os.path.join(dist, fname)
             _atomic_write(path, data)
@@ -617,7 +695,28 @@ def uninstall_shim(target: str | os.PathLike[str] | None = None) -> list[str]:
     removed: list[str] = []
     if not os.path.isdir(target):
         return removed
-    pkg = os.path.join(target, "bcolz")
+    pth_path = os.path.join(target, SHIM_PTH)
+    if _is_our_init(pth_path):
+        os.unlink(pth_path)
+        removed.append(pth_path)
+        removed.extend(_remove_shim_package(os.path.join(target, SHIM_DIR, "bcolz")))
+        try:
+            os.rmdir(os.path.join(target, SHIM_DIR))
+            removed.append(os.path.join(target, SHIM_DIR))
+        except OSError:
+            pass  # missing, or holds files we did not write
+    removed.extend(_remove_shim_package(os.path.join(target, "bcolz")))
+    for dist in _bcolz_dists(target):
+        if _is_our_dist(os.path.join(target, dist)):
+            removed.extend(_remove_dist(os.path.join(target, dist)))
+    importlib.invalidate_caches()
+    return removed
+
+
+def _remove_shim_package(pkg: str) -> list[str]:
+    """Remove the shim's ``pkg/__init__.py`` (and its compiled form, and the
+    directories left empty) if it is ours; return what was removed."""
+    removed: list[str] = []
     init_path = os.path.join(pkg, "__init__.py")
     if _is_our_init(init_path):
         os.unlink(init_path)
@@ -634,10 +733,6 @@ def uninstall_shim(target: str | os.PathLike[str] | None = None) -> list[str]:
                 removed.append(directory)
             except OSError:
                 pass  # missing, or holds files we did not write
-    for dist in _bcolz_dists(target):
-        if _is_our_dist(os.path.join(target, dist)):
-            removed.extend(_remove_dist(os.path.join(target, dist)))
-    importlib.invalidate_caches()
     return removed
 
 
@@ -825,6 +920,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         for path in written:
             print(f"wrote {path}")
+        if any(path.endswith(SHIM_PTH) for path in written):
+            print("legacy bcolz is installed here too: it is left as it is, and "
+                  f"{SHIM_PTH} puts the shim ahead of it in every new interpreter "
+                  "(bcolzx.compat.import_legacy() still loads legacy bcolz)")
+            return 0
         target = os.path.dirname(os.path.dirname(written[0]))
         if os.path.abspath(target) not in [os.path.abspath(p) for p in sys.path if p]:
             print(f"note: {target} is not on sys.path here; add it (PYTHONPATH) for "

@@ -70,8 +70,9 @@ def main(argv=None):
     import bcolzx
     systems = {"bcolzx": bcolzx}
     try:
-        import bcolz
-        systems["bcolz"] = bcolz
+        from bcolzx.compat import import_legacy  # the real one, shim or not
+
+        systems["bcolz"] = import_legacy()
     except ImportError:
         print("# legacy bcolz (bcolz-zipline) not installed: no legacy column")
     try:
