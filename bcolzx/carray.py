@@ -465,7 +465,7 @@ class carray:
             If the file system refuses.
         """
         if self._mode != "r":
-            self._engine.flush()
+            self._engine.flush(journal=True)
 
     def compact(self) -> int:
         """Flush, then reclaim the space rewrites left in the files (see :func:`bcolzx.compact`).

@@ -580,8 +580,8 @@ def install_shim(target: str | os.PathLike[str] | None = None,
     list of str
         The paths written.
 
-    When `target` already holds a real legacy bcolz (``pip install
-    bcolz-zipline``, which the ``bench`` extra does), that one is left
+    When `target` already holds a real legacy bcolz (installed with
+    ``pip install bcolz-zipline``, as the ``bench`` extra does), that one is left
     untouched: the shim goes into ``target/bcolzx-shim/bcolz`` and a
     ``bcolzx-shim.pth`` puts that directory first on :data:`sys.path`, so
     ``import bcolz`` gives bcolzx while :func:`import_legacy` still finds

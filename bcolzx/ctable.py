@@ -566,7 +566,11 @@ class ctable:  # noqa: N801 - legacy name
         for col, arr in zip(self._cols.values(), arrays):
             col.append(arr)
         if self.auto_flush:
-            self.flush()
+            # Safe against a crash of the process at once, cheaply (the
+            # columns' append journals, docs/format/README.md §3b); flush()
+            # and close() make the rows durable against power loss too.
+            for col in self._cols.values():
+                col._engine.flush_appends()
 
     @writer.table_guarded
     def trim(self, nitems: int) -> None:
@@ -701,22 +705,34 @@ class ctable:  # noqa: N801 - legacy name
         if self.auto_flush:
             self.flush()
 
-    @writer.table_guarded
     def flush(self) -> None:
-        """Make every column durable (see :meth:`carray.flush`).
+        """Make every column durable (see :meth:`carray.flush`), rows saved in the
+        columns' append journals (``auto_flush``) included.
 
         Raises
         ------
         OSError
             If the file system refuses.
+        LockedError
+            If another writer holds the table and rows of its journals are
+            not committed yet.
         """
+        self._flush(journal=True)
+
+    @writer.table_guarded
+    def _flush(self, journal: bool) -> None:
+        """Commit the columns; the journals' rows too with `journal` (else only when
+        this table holds the lock: closing a table read in mode 'a' commits nothing)."""
         on_disk = [c for c in self._cols.values() if c.rootdir is not None]
         if len(on_disk) < 2:  # in memory a flush stores nothing worth overlapping
             for col in self._cols.values():
-                col.flush()
+                if col.mode != "r":
+                    col._engine.flush(journal=journal)
             return
         with ThreadPoolExecutor(min(len(on_disk), 8)) as pool:  # the columns' fsyncs overlap
-            for future in [pool.submit(c.flush) for c in on_disk]:
+            futures = [pool.submit(c._engine.flush, journal=journal) for c in on_disk
+                       if c.mode != "r"]
+            for future in futures:
                 future.result()
 
     def compact(self) -> int:

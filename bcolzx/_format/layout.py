@@ -19,6 +19,8 @@ SIZES_FILE = "sizes"
 STORAGE_FILE = "storage"
 #: Per-chunk min/max of the stored chunks (docs/format/README.md, "Zone map").
 ZONEMAP_FILE = "zonemap"
+#: Rows appended since the last commit (docs/format/README.md §3b, "Append journal").
+JOURNAL_FILE = "journal"
 ROOTDIRS_FILE = "__rootdirs__"
 #: The advisory write lock of a carray or ctable directory (docs/format/README.md §1).
 LOCK_FILE = "__lock__"

@@ -108,6 +108,28 @@ class ChunkStore(abc.ABC):
         """Bytes :meth:`compact` would reclaim now (read from the indexes only)."""
         return 0
 
+    #: Whether the store keeps an append journal (docs/format/README.md §3b).
+    journaling: bool = False
+
+    def journal_rows(self, max_rows: int) -> bytes:
+        """The rows the journal adds to the committed state, at most `max_rows`
+        (read once, at opening; empty without a journal)."""
+        return b""
+
+    def journal_append(self, first: int, rows: bytes) -> None:
+        """Journal `rows` (bytes of whole rows) appended from row `first` on.
+
+        Raises
+        ------
+        NotImplementedError
+            If the store keeps no journal (check :attr:`journaling` first).
+        """
+        raise NotImplementedError(f"{type(self).__name__} keeps no journal")
+
+    def journal_bytes(self) -> int:
+        """Bytes the journal holds (0 without one)."""
+        return 0
+
     def close(self) -> None:
         """Release what the store holds (it holds no file open between calls)."""
 

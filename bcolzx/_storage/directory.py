@@ -6,7 +6,7 @@ import os
 from dataclasses import replace
 from math import ceil, prod
 
-from bcolzx._format import layout
+from bcolzx._format import journal, layout
 from bcolzx._format.jsonfile import fsync_dir, write_json
 from bcolzx._format.meta import (
     Sizes,
@@ -59,6 +59,11 @@ class DirectoryStore(ChunkStore):
         self._generations = list(sizes.generations)
         self._readonly = readonly
         self._files: dict[int, SuperchunkFile] = {}
+        self._rowbytes = rowbytes
+        self._journal_base = journal.make_header(rowbytes, length, journal.base_id(
+            sizes.to_json()), storage.uid)
+        self._journal_fd: int | None = None
+        self._journal_end = 0  # where the valid records end; 0: no valid journal
 
     # -- opening ---------------------------------------------------------------
 
@@ -192,6 +197,73 @@ class DirectoryStore(ChunkStore):
         if last_i is not None and last_i == self.nchunks - 1:
             self._last_size = last_size
 
+    # -- the append journal (docs/format/README.md §3b) ----------------------------
+
+    journaling = True
+
+    def _journal_path(self) -> str:
+        return layout.meta_path(self.rootdir, layout.JOURNAL_FILE)
+
+    def journal_rows(self, max_rows: int) -> bytes:
+        try:
+            with open(self._journal_path(), "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return b""
+        rows, self._journal_end = journal.parse(data, self._journal_base, max_rows)
+        return rows
+
+    def journal_append(self, first: int, rows: bytes) -> None:
+        """Write one record, without an fsync: it survives a crash of this
+        process, and the next commit (which empties the journal) makes its
+        rows durable.
+
+        Raises
+        ------
+        ReadOnlyError, LockedError
+            Without the write lock.
+        OSError
+            If the file system refuses.
+        """
+        self._check_writable()
+        head = journal.header(self._journal_base)
+        if self._journal_fd is None:
+            fd = os.open(self._journal_path(), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            try:
+                if self._journal_end < journal.HEADER_SIZE:  # none, or another commit's
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, head, 0)
+                    self._journal_end = len(head)
+                else:  # a torn tail after the valid records is dropped
+                    os.ftruncate(fd, self._journal_end)
+            except BaseException:
+                os.close(fd)
+                raise
+            self._journal_fd = fd
+        data = journal.record(head, first, rows, self._rowbytes)
+        written = os.pwrite(self._journal_fd, data, self._journal_end)
+        if written != len(data):
+            raise OSError(f"short write to {self._journal_path()} ({written} of {len(data)} "
+                          "bytes)")
+        self._journal_end += len(data)
+
+    def journal_bytes(self) -> int:
+        return max(0, self._journal_end - journal.HEADER_SIZE)
+
+    def _journal_clear(self, sizes: Sizes) -> None:
+        """After a commit: the journal's rows are committed; the journal goes."""
+        self._journal_base = journal.make_header(
+            self._rowbytes, sizes.shape[0], journal.base_id(sizes.to_json()), self.storage.uid)
+        if self._journal_fd is not None:
+            os.close(self._journal_fd)
+            self._journal_fd = None
+        if self._journal_end:
+            try:
+                os.unlink(self._journal_path())
+            except FileNotFoundError:
+                pass
+            self._journal_end = 0
+
     def _record(self, sizes: Sizes) -> None:
         """Write ``meta/sizes``: the commit point, naming each file's index generation."""
         nfiles = ceil(self.nchunks / self.geometry.nslots)
@@ -202,9 +274,10 @@ class DirectoryStore(ChunkStore):
                 gens[number] = sc.index.generation
         if 0 in gens:
             raise AssertionError(f"superchunks without a generation: {gens}")
-        write_sizes(self.rootdir, replace(sizes, cbytes=self.cbytes, generations=tuple(gens)),
-                    self.storage)
+        committed = replace(sizes, cbytes=self.cbytes, generations=tuple(gens))
+        write_sizes(self.rootdir, committed, self.storage)
         self._generations = gens
+        self._journal_clear(committed)
 
     def commit(self, sizes: Sizes) -> None:
         self._check_writable()
@@ -269,3 +342,6 @@ class DirectoryStore(ChunkStore):
 
     def close(self) -> None:
         self._files.clear()
+        if self._journal_fd is not None:
+            os.close(self._journal_fd)
+            self._journal_fd = None

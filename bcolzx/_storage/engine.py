@@ -42,6 +42,9 @@ PUT_BYTES = 16 << 20
 #: pool threads by :meth:`ChunkedArray._hand_off`, not yet stored), all arrays
 #: together; an array also keeps at most 8 more than its thread count.
 FLIGHT_BYTES = 16 << 20
+#: Journal bytes past which an append is saved by a commit instead (which
+#: empties the journal): recovery never replays more than this.
+JOURNAL_BYTES = 4 << 20
 _flight_lock = threading.Lock()
 _flight_bytes = 0
 #: Arrays with chunks in flight.
@@ -159,6 +162,12 @@ class ChunkedArray:
         self._zones_dirty = False
         if self.nleft:
             self._load_leftover()
+        # The commit this array was read at, and the rows past it that are
+        # safe against a crash of the process (the append journal).
+        self._durable_len, self._durable_nfull = length, self.nfull
+        self._journaled, self._append_only = length, True
+        if store.journaling:
+            self._replay_journal()
         if length == 0 and not self._zones_loaded:
             # Nothing stored yet: the zone map starts here, whatever the first
             # appends look like (a stale file is replaced on the first flush).
@@ -628,6 +637,20 @@ class ChunkedArray:
         except CorruptDataError as exc:
             raise self._located(exc, chunk) from None
 
+    def _replay_journal(self) -> None:
+        """Add the rows the store's append journal holds past its commit (they
+        fit in the leftover: a journal never completes a chunk)."""
+        room = self.chunklen - 1 - self.nleft
+        data = self._store.journal_rows(room) if room > 0 else b""
+        n = len(data) // self.rowbytes
+        if not n:
+            return
+        rows = np.frombuffer(data, dtype=self.dtype, count=n * self._items_per_row)
+        self._leftover[self.nleft:self.nleft + n] = rows.reshape((n, *self.rowshape))
+        self.nleft += n
+        self._leftover_stored = False
+        self._journaled = len(self)
+
     def _load_leftover(self) -> None:
         (entry,) = self.store.get(self.nfull, self.nfull + 1)
         out = self._leftover[: self.nleft]
@@ -735,6 +758,7 @@ class ChunkedArray:
             If the store is read-only.
         """
         self._check_writable()
+        self._append_only = False
         n = len(rows)
         if self.nleft or not 0 < n <= self.chunklen or not self.store.native:
             raise ValueError(f"cannot append an encoded chunk of {n} rows here (leftover "
@@ -762,6 +786,7 @@ class ChunkedArray:
             If the store is read-only.
         """
         self._check_writable()
+        self._append_only = False  # a rewrite: the next save is a commit
         rows = np.ascontiguousarray(rows, dtype=self.dtype).reshape((-1, *self.rowshape))
         stop = start + len(rows)
         if not 0 <= start <= stop <= len(self):
@@ -807,6 +832,7 @@ class ChunkedArray:
         if length < 0:
             raise ValueError(f"length must be >= 0, not {length}")
         layout.check_rows(length, self.rowbytes)
+        self._append_only = False
         n = len(self)
         if length > n:
             row = np.zeros((), self.dtype) if fill is None else np.asarray(fill, self.dtype)
@@ -836,6 +862,7 @@ class ChunkedArray:
             else:
                 self.store.truncate(self.nfull, self.chunk_bytes if self.nfull else 0,
                                     self._sizes())
+            self._committed()
             return
         old_nfull, old_nleft = self.nfull, self.nleft
         self.nfull, self.nleft = divmod(length, self.chunklen)
@@ -854,29 +881,84 @@ class ChunkedArray:
             del self._zones[keep:]
         self._leftover_stored = True
         self._dirty = False
+        self._committed()
         if self.nleft and not self.store.native:  # rewrite it holding exactly its rows
             self._leftover_stored, self._dirty = False, True
             self.flush()
 
     @writer.guarded
-    def flush(self) -> None:
+    def flush(self, journal: bool = False) -> None:
         """Store the leftover as a short chunk and make everything durable.
+
+        Rows that this array's append journal held when it was opened are
+        committed too when it holds the write lock, or when `journal` is
+        True (taking the lock: an explicit ``flush()``); a reader that
+        changed nothing never commits another writer's journal on its own.
 
         Raises
         ------
         OSError
             If the file system refuses; what was flushed before stays intact.
+        LockedError
+            With `journal`, if another writer holds the dataset.
         """
-        if not self._dirty or self.store.readonly or self._closed:
+        if self.store.readonly or self._closed or \
+                not (self._dirty or self._journal_pending(journal)):
             return
+        if not self._dirty:  # journal rows replayed at opening: take the lock to commit them
+            self._check_writable()
         if self.nleft and not self._leftover_stored:
             rows = self._leftover[: self.nleft]
             self._put([(self.nfull, self._encode(rows), self.nleft * self.rowbytes)])
             self._note(self.nfull, rows)
             self._leftover_stored = True
         self._save_zones()  # data first, then the zone map, then the commit point
-        self.store.commit(self._sizes())
+        self.store.commit(self._sizes())  # which also empties the journal
         self._dirty = False
+        self._committed()
+
+    def _committed(self) -> None:
+        """The store's last commit is this array as it is now."""
+        self._durable_len = self._journaled = len(self)
+        self._durable_nfull, self._append_only = self.nfull, True
+
+    def _journal_pending(self, take: bool = False) -> bool:
+        """Rows past the last commit that the journal holds, and this array is
+        to commit them (it holds the write lock, has no lock to take, or is
+        told to `take` it)."""
+        if self._journaled <= self._durable_len:
+            return False
+        lock = self._store.lock
+        return take or lock is None or lock.acquired
+
+    @writer.guarded
+    def flush_appends(self) -> None:
+        """Make the rows appended since the last commit safe against a crash of
+        this process, cheaply: into the append journal when only appends
+        happened and no chunk was completed since the last commit (a small
+        write, no fsync), otherwise by a commit (:meth:`flush`).
+
+        Power loss may lose rows saved this way (never committed ones, never
+        a wrong row); :meth:`flush` makes them durable.
+
+        Raises
+        ------
+        OSError
+            If the file system refuses (the array is rolled back to its last
+            commit and journal).
+        """
+        if self.store.readonly or self._closed or not self._dirty:
+            return
+        cl = self.chunklen
+        if not (self._store.journaling and self._append_only
+                and self.nfull == self._durable_nfull and not self._pending
+                and self._store.journal_bytes() < JOURNAL_BYTES):
+            self.flush()
+            return
+        if len(self) > self._journaled:
+            rows = self._leftover[self._journaled - self.nfull * cl:self.nleft]
+            self._store.journal_append(self._journaled, rows.tobytes())
+            self._journaled = len(self)
 
     @writer.guarded
     def compact(self, progress=None) -> int:
@@ -906,6 +988,9 @@ class ChunkedArray:
         if length >= len(self):
             return
         self.free_cache()
+        if length // self.chunklen == self.nfull:  # within the leftover held here
+            self.nleft = length - self.nfull * self.chunklen
+            return
         self.nfull, self.nleft = divmod(length, self.chunklen)
         self._leftover_stored = False
         if self.nleft:  # the chunk holds more rows than kept: its prefix is the leftover

@@ -374,7 +374,7 @@ def take_table(ct) -> None:
 def release_table(ct) -> None:
     """Flush a ctable, then give up its columns' locks and its own."""
     try:
-        ct.flush()
+        ct._flush(journal=False)  # never another writer's journal rows (they are safe)
     finally:
         for col in ct.cols.values():
             lock = col._engine.store.lock
