@@ -567,10 +567,33 @@ class carray:
         return out
 
     def view(self) -> "carray":
-        """A new carray object sharing this one's data."""
+        """A new carray sharing this one's data, with a length of its own.
+
+        As in legacy bcolz, what is appended to or changed through the view
+        stays in the view: it keeps its changes in memory (copy on write)
+        and shares this carray's chunks as they were stored when it was
+        made.  A view of a persistent carray is an in-memory carray.
+
+        Returns
+        -------
+        carray
+        """
         new = object.__new__(carray)
         new.__dict__.update(self.__dict__)
         new.__dict__.pop("_cursor", None)  # a view starts no iteration of its own
+        new.__dict__.pop("_is_iterator", None)
+        new._engine = self._engine.view()
+        new._rootdir, new._mode = None, "a"
+        new._attrs = _attrs.attrs(None)
+        for name, value in self._attrs.getall().items():
+            new._attrs[name] = value
+        return new
+
+    def _alias(self) -> "carray":
+        """Another carray object over this one's data (iterators are such)."""
+        new = object.__new__(carray)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.pop("_cursor", None)
         new.__dict__.pop("_is_iterator", None)
         return new
 
@@ -848,7 +871,7 @@ class carray:
     _is_iterator = False  # made by iter()/where()/wheretrue()
 
     def _iterating(self, items: Iterator) -> "carray":
-        it = self.view()
+        it = self._alias()
         it._cursor, it._is_iterator = items, True
         return it
 

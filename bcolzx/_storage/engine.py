@@ -315,6 +315,17 @@ class ChunkedArray:
             self.nfull += 1
         return True
 
+    def view(self) -> "ChunkedArray":
+        """A new array with this one's rows, sharing its stored chunks: what the
+        view writes stays in the view, in memory (copy on write)."""
+        from bcolzx._storage.overlay import OverlayStore
+
+        store = OverlayStore(self.store, self.nfull)  # .store: chunks in flight stored
+        new = ChunkedArray(store, self.nthreads)
+        new._leftover[: self.nleft] = self._leftover[: self.nleft]
+        new.nleft = self.nleft
+        return new
+
     # -- sizes -----------------------------------------------------------------
 
     @property

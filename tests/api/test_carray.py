@@ -257,8 +257,11 @@ def test_copy_view_reshape(make, tmp_path):
     assert cp.cparams.clevel == 9
     np.testing.assert_array_equal(carray(rootdir=str(tmp_path / "copy"))[:], np.arange(12.0))
     v = ca.view()
-    v[0] = 99.0
-    assert ca[0] == 99.0
+    v[0] = 99.0  # copy on write: the view's changes stay in the view
+    v.append([12.0, 13.0])
+    assert (ca[0], len(ca)) == (0.0, 12) and (v[0], len(v)) == (99.0, 14)
+    np.testing.assert_array_equal(v[1:12], ca[1:12])
+    assert v.rootdir is None and v.mode == "a"
     r = ca.reshape((4, 3))
     assert r.shape == (4, 3) and r[3, 2] == 11.0
     with pytest.raises(ValueError):
