@@ -296,13 +296,13 @@ def full_suite(python: Path, wheel: Path, out: Path, tag: str, logs: Path) -> di
     proc = subprocess.run([venv.parent / "pytest", "-q", "-p", "no:cacheprovider"], cwd=src,
                           env=env, capture_output=True, text=True, timeout=7200)
     seconds = time.perf_counter() - t0
-    logfile.open("a").write(proc.stdout + proc.stderr)
+    with open(logfile, "a") as f:
+        f.write(proc.stdout + proc.stderr)
     summary = [ln for ln in proc.stdout.strip().splitlines() if re.search(r"\d+ (passed|failed)",
                                                                           ln)]
     result = {"exit": proc.returncode, "summary": summary[-1] if summary else "",
               "seconds": round(seconds)}
-    if proc.returncode != 0:
-        raise Failure(f"pytest exited {proc.returncode}: {result['summary']} (log: {logfile})")
+    result["log"] = str(logfile)
     return result
 
 
@@ -329,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     versions = [v.strip() for v in args.python.split(",") if v.strip()]
     summary: dict = {"pythons": {}}
+    failures: list[str] = []
     try:
         pythons = {v: find_python(v) for v in versions}
         first = next(iter(pythons.values()))
@@ -341,43 +342,58 @@ def main(argv: list[str] | None = None) -> int:
             f"{summary['sdist']['bytes'] / 1e6:.1f} MB")
         tools = make_venv(first, out / "venvs" / "tools", logs / "tools.log")
         run([tools, "-m", "pip", "install", "-q", *TOOLS], logs / "tools.log")
-        for v, python in pythons.items():
-            minor = python_version(python)
-            tag = f"cp{minor.replace('.', '')}"
-            log(f"CPython {minor} ({python})")
-            t0 = time.perf_counter()
-            raw = build_wheel(python, sdist, out, tag, logs)
-            log(f"  built {raw.name} from the sdist ({time.perf_counter() - t0:.0f} s)")
-            wheel, audit = auditwheel(tools, raw, out, tag, logs)
-            log(f"  auditwheel: {audit['platform_tag']}; system libraries "
-                f"{', '.join(audit['system_libraries'])}; no libblosc2, nothing grafted")
-            contents = check_wheel(wheel, version, minor)
-            log(f"  {wheel.name}: {contents['files']} files, {contents['bytes'] / 1e6:.1f} MB; "
-                f"besides code: {', '.join(Path(n).name for n in contents['data_files'])}")
-            smoke = install_and_smoke(python, wheel, version, out, tag, logs)
-            rec = {"python": minor, "wheel": wheel.name, **audit, "contents": contents, **smoke}
-            if args.full_suite and args.full_suite in (v, minor):
-                log(f"  full test suite against {wheel.name} ...")
-                rec["full_suite"] = full_suite(python, wheel, out, tag, logs)
-                log(f"  pytest: {rec['full_suite']['summary']}")
-            summary["pythons"][minor] = rec
     except Failure as exc:
         log(f"FAILED: {exc}")
         summary["failed"] = str(exc)
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
         return 1
+    for v, python in pythons.items():
+        # One Python's failure is reported, and the others are still built and tested.
+        minor = python_version(python)
+        tag = f"cp{minor.replace('.', '')}"
+        rec: dict = {"python": minor}
+        summary["pythons"][minor] = rec
+        log(f"CPython {minor} ({python})")
+        try:
+            t0 = time.perf_counter()
+            raw = build_wheel(python, sdist, out, tag, logs)
+            log(f"  built {raw.name} from the sdist ({time.perf_counter() - t0:.0f} s)")
+            wheel, audit = auditwheel(tools, raw, out, tag, logs)
+            rec.update(wheel=wheel.name, **audit)
+            log(f"  auditwheel: {audit['platform_tag']}; system libraries "
+                f"{', '.join(audit['system_libraries'])}; no libblosc2, nothing grafted")
+            rec["contents"] = contents = check_wheel(wheel, version, minor)
+            log(f"  {wheel.name}: {contents['files']} files, {contents['bytes'] / 1e6:.1f} MB; "
+                f"besides code: {', '.join(Path(n).name for n in contents['data_files'])}")
+            rec.update(install_and_smoke(python, wheel, version, out, tag, logs))
+            if args.full_suite and args.full_suite in (v, minor):
+                log(f"  full test suite against {wheel.name} ...")
+                rec["full_suite"] = suite = full_suite(python, wheel, out, tag, logs)
+                log(f"  pytest: {suite['summary']}")
+                if suite["exit"] != 0:
+                    raise Failure(f"pytest exited {suite['exit']}: {suite['summary']} "
+                                  f"(log: {suite['log']})")
+        except Failure as exc:
+            log(f"  FAILED: {exc}")
+            rec["failed"] = str(exc)
+            failures.append(minor)
     summary["seconds"] = round(time.perf_counter() - t_start)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    if args.clean:
-        shutil.rmtree(out / "venvs", ignore_errors=True)
-        shutil.rmtree(out / "raw", ignore_errors=True)
-        shutil.rmtree(out / "source", ignore_errors=True)
-        shutil.rmtree(out / "no-compiler-bin", ignore_errors=True)
+    if args.clean and not failures:
+        for sub in ("venvs", "raw", "source", "no-compiler-bin"):
+            shutil.rmtree(out / sub, ignore_errors=True)
     log("")
-    log("| Python | wheel | platform tag | smoke |")
-    log("|---|---|---|---|")
+    log("| Python | wheel | platform tag | smoke | full suite |")
+    log("|---|---|---|---|---|")
     for minor, rec in summary["pythons"].items():
-        log(f"| {minor} | {rec['wheel']} | {rec['platform_tag']} | {rec['smoke']} |")
+        suite = rec.get("full_suite", {}).get("summary", "")
+        smoke = rec.get("smoke") or f"FAILED: {rec.get('failed', '')[:80]}"
+        log(f"| {minor} | {rec.get('wheel', '-')} | {rec.get('platform_tag', '-')} | {smoke} "
+            f"| {suite} |")
+    if failures:
+        log(f"FAILED for CPython {', '.join(failures)} (logs in {logs}) after "
+            f"{summary['seconds']} s")
+        return 1
     log(f"wheels built and smoke-tested for CPython {', '.join(summary['pythons'])} "
         f"in {summary['seconds']} s; wheels in {out / 'wheelhouse'}")
     return 0
