@@ -274,6 +274,8 @@ class carray:
     @staticmethod
     def _convert(array, dtype) -> np.ndarray:
         want = np.dtype(dtype) if dtype is not None else None
+        if want is not None and want.hasobject:
+            check_item_kind(want, "pickle")  # TypeError for objects in structured/sub-arrays
         if want == np.dtype(object) or (want is None and getattr(array, "dtype", None) == object):
             return as_objects(array)
         if isinstance(array, carray):
