@@ -40,7 +40,7 @@ from ..conftest import LEGACY
 
 MANIFEST = json.loads((LEGACY / "MANIFEST.json").read_text())
 DATASETS = {ds["path"]: ds for ds in MANIFEST["datasets"]}
-#: Top-level carrays bcolzx reads (all but the object one).
+#: Top-level carrays of fixed-size items (the object one: tests/api/test_object_dtype.py).
 CARRAYS = [p for p, ds in DATASETS.items() if ds["kind"] == "carray" and ds["dtype"] != "object"]
 NONEMPTY = [p for p in CARRAYS if DATASETS[p]["len"]]
 CTABLES = [p for p, ds in DATASETS.items() if ds["kind"] == "ctable"]
