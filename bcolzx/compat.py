@@ -314,6 +314,8 @@ def install(force: bool = False, allow_pickle: bool = False) -> types.ModuleType
         If legacy bcolz (any ``bcolz`` or ``bcolz.*`` module that is not a
         bcolzx alias) is already imported and `force` is False: two
         libraries under one name would mix objects of both.
+    TypeError
+        If `allow_pickle` is not a bool.
 
     Examples
     --------
@@ -519,7 +521,12 @@ def install_shim(target: str | os.PathLike[str] | None = None,
         written then.
     FileNotFoundError
         If `target` does not exist.
+    TypeError
+        If `allow_pickle` is not a bool (checked before anything is written).
     """
+    from bcolzx.params import check_allow_pickle
+
+    init_data = _shim_init(check_allow_pickle(allow_pickle)).encode("utf-8")
     target = os.path.abspath(os.fspath(target) if target is not None else _default_target())
     if not os.path.isdir(target):
         raise FileNotFoundError(f"target directory {target} does not exist")
@@ -531,9 +538,6 @@ def install_shim(target: str | os.PathLike[str] | None = None,
             "bcolz-zipline) or choose another --target.")
     pkg = os.path.join(target, "bcolz")
     os.makedirs(pkg, exist_ok=True)
-    from bcolzx.params import check_allow_pickle
-
-    init_data = _shim_init(check_allow_pickle(allow_pickle)).encode("utf-8")
     init_path = os.path.join(pkg, "__init__.py")
     _atomic_write(init_path, init_data)
     written = [init_path]

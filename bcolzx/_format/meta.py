@@ -228,7 +228,12 @@ class Storage:
 
     def row_unit(self, rowshape: tuple = ()) -> int:
         """What one row counts in the sizes of chunks and indexes: its bytes, or
-        1 for a variable-length dataset (whose sizes count rows, §2d)."""
+        1 for a variable-length dataset (whose sizes count rows, §2d).
+
+        Raises
+        ------
+        None
+        """
         return 1 if self.vlen else self.dtype.itemsize * math.prod(rowshape)
 
     def to_json(self) -> dict:
