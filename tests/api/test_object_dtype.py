@@ -782,8 +782,8 @@ JSONISH = st.recursive(
 
 @given(values=st.lists(JSONISH, max_size=60), chunklen=st.integers(1, 9),
        cuts=st.lists(st.integers(0, 60), max_size=4), on_disk=st.booleans())
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 def test_round_trip_property(tmp_path, values, chunklen, cuts, on_disk):
     rootdir = str(tmp_path / f"h{next(_names)}") if on_disk else None
     c = bcolzx.carray(np.empty(0, object), chunklen=chunklen, rootdir=rootdir,
