@@ -18,8 +18,9 @@ import numpy as np
 from bcolzx import attrs as _attrs
 from bcolzx._format import layout
 from bcolzx._format import legacy
-from bcolzx._format.meta import CParams, Storage
-from bcolzx._storage import ChunkedArray, DirectoryStore, MemoryStore
+from bcolzx._format import pickles
+from bcolzx._format.meta import CParams, Storage, check_item_kind, dflt_to_json
+from bcolzx._storage import DirectoryStore, MemoryStore, engine_for
 from bcolzx._storage import writer
 from bcolzx._storage.legacy import LegacyStore
 from bcolzx._storage.lock import WriterLock
@@ -51,6 +52,49 @@ def quantize(data: np.ndarray, significant_digits: int) -> np.ndarray:
     bits = math.ceil(math.log2(10.0 ** significant_digits))
     scale = 2.0 ** bits
     return np.around(scale * data) / scale
+
+
+def _is_sequence(value) -> bool:
+    """Whether `value` holds several objects (for object carrays): a list, a tuple,
+    a range, an array of at least one dimension or a carray; anything else
+    (a str, a dict, a number...) is one object."""
+    return isinstance(value, (list, tuple, range, carray)) or \
+        (isinstance(value, np.ndarray) and value.ndim >= 1)
+
+
+def as_objects(values) -> np.ndarray:
+    """`values` as a 1-D object array, split along the first axis only.
+
+    A sequence (see :func:`_is_sequence`) gives one object per element, so
+    that a list of lists or tuples gives a list or tuple per row (as legacy
+    bcolz); a 1-D array of another dtype gives Python scalars (tuples for a
+    structured dtype), as ``astype(object)``; anything else is one object.
+    """
+    if isinstance(values, carray):
+        values = values[:]
+    if isinstance(values, np.ndarray) and values.ndim >= 1:
+        if values.ndim == 1:
+            return values if values.dtype == object else values.astype(object)
+        out = np.empty(len(values), dtype=object)
+        for i in range(len(values)):
+            out[i] = values[i]
+        return out
+    if isinstance(values, (list, tuple, range)):
+        out = np.empty(len(values), dtype=object)
+        for i, value in enumerate(values):
+            out[i] = value
+        return out
+    out = np.empty(1, dtype=object)
+    out[0] = values
+    return out
+
+
+def _pickled_size(data: np.ndarray, sample: int = 64) -> float | None:
+    """Mean size of the pickles of the first `sample` objects of `data` (None if empty)."""
+    if not len(data):
+        return None
+    head = data[:sample]
+    return sum(len(pickles.dump_one(v)) for v in head) / len(head)
 
 
 def _as_cparams(value) -> _cparams:
@@ -94,16 +138,29 @@ class carray:
         waits for ever).  In modes 'a' and 'w' the dataset's write lock is
         taken at the first change (creating counts) and kept until
         :meth:`close`; readers never take it (docs/reliability-concurrency.md).
+    allow_pickle : bool, optional
+        Allow object dtype: each value is stored with :mod:`pickle`, and
+        reading unpickles, which runs whatever code the data names.  None
+        (default) follows ``bcolzx.defaults.allow_pickle`` (False unless
+        set) at each operation.  Without it an object carray can be opened
+        (its length, dtype and attributes read, and it can be trimmed), but
+        its values cannot be read or written.  Object carrays are
+        one-dimensional: a list of lists gives one list per row.
 
     Raises
     ------
+    PickleNotAllowedError
+        (a ``TypeError`` and a ``ValueError``) when creating a carray of
+        object dtype, or reading or writing its values, without
+        `allow_pickle`; nothing is pickled or unpickled then.
     ValueError
         For a bad mode or parameter.
     LockedError
         (an ``IOError``) when creating or replacing a dataset another writer
         holds; later, at the first change, when another writer holds it.
     TypeError
-        For data that cannot be converted to the dtype.
+        For data that cannot be converted to the dtype, or a structured dtype
+        holding objects.
     FileExistsError
         (an ``IOError``) when creating over an existing `rootdir` in mode 'a'.
     FileNotFoundError
@@ -114,10 +171,11 @@ class carray:
 
     def __init__(self, array=None, cparams=None, dtype=None, dflt=None, expectedlen=None,
                  chunklen=None, rootdir=None, safe=True, mode="a", *, lock_timeout=None,
-                 _v1=False):
+                 allow_pickle=None, _v1=False):
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
         self._mode = mode
+        self._allow_pickle = defaults.resolve_allow_pickle(allow_pickle)
         self._lock_timeout = defaults.resolve_lock_timeout(lock_timeout)
         self._safe = bool(safe)
         self._rootdir = os.fspath(rootdir) if rootdir is not None else None
@@ -141,9 +199,12 @@ class carray:
             data = self._convert(array, dtype)
         if data.ndim == 0:
             data = data.reshape(1)
-        if data.dtype.hasobject:
-            raise TypeError("object dtype is not supported: bcolzx stores fixed-size items "
-                            "(use 'S' or 'U' strings, or pickle the objects yourself)")
+        objects = data.dtype.hasobject
+        if objects:
+            check_item_kind(data.dtype, "pickle")  # TypeError for objects in a structured dtype
+            # Before anything is written or pickled.
+            pickles.require(self._pickle_ok(), "creating a carray of object dtype",
+                            self._rootdir)
         cp = _as_cparams(cparams)
         rowshape = data.shape[1:]
         rowbytes = data.dtype.itemsize * math.prod(rowshape)
@@ -153,19 +214,24 @@ class carray:
                                         or expectedlen < 0):
             raise ValueError(f"expectedlen must be an int >= 0, not {expectedlen!r}")
         if chunklen is None:
-            chunklen = layout.default_chunklen(rowbytes, expectedlen or len(data) or None)
+            chunklen = layout.vlen_chunklen(_pickled_size(data)) if objects and not _v1 else \
+                layout.default_chunklen(rowbytes, expectedlen or len(data) or None)
         elif not isinstance(chunklen, (int, np.integer)) or chunklen < 1:
             raise ValueError(f"chunklen must be a positive int, not {chunklen!r}")
-        elif chunklen * rowbytes >= layout.MAX_CHUNK_BYTES:  # checked before anything is written
+        elif not objects and chunklen * rowbytes >= layout.MAX_CHUNK_BYTES:  # before any write
             raise ValueError(f"chunklen {chunklen} makes chunks of {chunklen * rowbytes} bytes; "
                              f"a chunk holds less than {layout.MAX_CHUNK_BYTES} bytes (chunklen "
                              f"< {layout.MAX_CHUNK_BYTES // rowbytes} for rows of {rowbytes} "
                              "bytes)")
         dflt_arr = self._dflt(dflt, data.dtype)
+        if objects and _v1:
+            chunklen = 1  # legacy bcolz: one object per chunk file
         storage = Storage(dtype=data.dtype, chunklen=int(chunklen),
                           cparams=CParams(cp.clevel, cp.shuffle, cp.cname, cp.quantize),
                           expectedlen=int(expectedlen or len(data)), dflt=dflt_arr,
-                          blocksize=cp.blocksize, bytedelta=cp.bytedelta)
+                          blocksize=cp.blocksize,
+                          bytedelta="off" if objects else cp.bytedelta,
+                          vlen="pickle" if objects else None)
         if self._rootdir is None:
             store = MemoryStore(storage, rowshape)
             self._attrs = _attrs.attrs(None)
@@ -181,7 +247,10 @@ class carray:
                                   lambda: kind.create(self._rootdir, storage, rowshape),
                                   replace=(mode == "w"), timeout=self._lock_timeout)
             self._attrs = _attrs.attrs(self._rootdir, mode)
-        self._engine = ChunkedArray(store, nthreads=defaults.nthreads)
+        self._engine = engine_for(store, nthreads=defaults.nthreads)
+        if objects:  # as stored (no byte-delta for pickles), so as reopened
+            cp = _cparams(clevel=cp.clevel, shuffle=cp.shuffle, cname=cp.cname,
+                          quantize=cp.quantize, blocksize=cp.blocksize, bytedelta="off")
         self._cparams = cp
         if len(data):
             self.append(data)
@@ -194,7 +263,7 @@ class carray:
         if mode != "r":  # taken at the first change (_storage/writer.py)
             store.lock = WriterLock(rootdir, self._lock_timeout)
         st = store.storage
-        self._engine = ChunkedArray(store, nthreads=defaults.nthreads)
+        self._engine = engine_for(store, nthreads=defaults.nthreads)
         self._cparams = _cparams(clevel=st.cparams.clevel, shuffle=st.cparams.shuffle,
                                  cname=st.cparams.cname, quantize=st.cparams.quantize,
                                  blocksize=st.blocksize, bytedelta=st.bytedelta)
@@ -204,16 +273,31 @@ class carray:
 
     @staticmethod
     def _convert(array, dtype) -> np.ndarray:
+        want = np.dtype(dtype) if dtype is not None else None
+        if want is not None and want.hasobject:
+            check_item_kind(want, "pickle")  # TypeError for objects in structured/sub-arrays
+        if want == np.dtype(object) or (want is None and getattr(array, "dtype", None) == object):
+            return as_objects(array)
         if isinstance(array, carray):
             array = array[:]
         try:
-            return np.ascontiguousarray(array, dtype=np.dtype(dtype) if dtype is not None else None)
+            data = np.ascontiguousarray(array, dtype=want)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"cannot make an array of dtype {dtype} from the data: {exc}") \
                 from None
+        if data.dtype == object and data.ndim > 1:  # NumPy's guess: rows are the objects
+            return as_objects(array)
+        return data
 
     @staticmethod
     def _dflt(dflt, dtype: np.dtype) -> np.ndarray:
+        if dtype == np.dtype(object):
+            if isinstance(dflt, np.ndarray) and dflt.shape == ():
+                dflt = dflt[()]
+            out = np.empty((), dtype=object)  # None unless given
+            out[()] = dflt
+            dflt_to_json(out)  # ValueError unless a JSON scalar: it goes to meta/storage
+            return out
         if dflt is None:
             return np.zeros((), dtype=dtype)
         try:
@@ -221,9 +305,67 @@ class carray:
         except (TypeError, ValueError) as exc:
             raise ValueError(f"dflt {dflt!r} is not a value of dtype {dtype}: {exc}") from None
 
-    def _rows(self, values, n: int | None = None) -> np.ndarray:
-        """`values` as rows of this array (converted, broadcast to `n` rows if given)."""
+    # -- objects (pickled) -----------------------------------------------------------
+
+    @property
+    def _objects(self) -> bool:
+        """Whether this carray holds Python objects (object dtype, pickled)."""
+        return self._engine.dtype == object
+
+    def _pickle_ok(self) -> bool:
+        """This carray's ``allow_pickle``, or the global default when not given."""
+        return defaults.allow_pickle if self._allow_pickle is None else self._allow_pickle
+
+    def _pickles_refused(self) -> bool:
+        """Whether this carray holds objects whose values may not be read now."""
+        return self._objects and not self._pickle_ok()
+
+    def _require_pickle(self, action: str) -> None:
+        pickles.require(self._pickle_ok(), f"{action} of an object carray", self._rootdir)
+
+    def _protocol(self) -> int:
+        return pickles.PROTOCOL if self._engine.store.native else pickles.LEGACY_PROTOCOL
+
+    def _object_rows(self, values, n: int | None, single: bool) -> np.ndarray:
+        """The pickles of `values`, as engine rows (an object array of bytes).
+
+        `single`: `values` is one object (``c[i] = v``).  Else a sequence gives
+        one row per element (exactly `n` when given) and anything else one
+        row (broadcast to `n` rows).
+        """
+        self._require_pickle("storing the values")
+        protocol = self._protocol()
+        if single or (n is not None and not _is_sequence(values)):
+            item = pickles.dump_one(values, protocol)
+            out = np.empty(1 if n is None else n, dtype=object)
+            out.fill(item)
+            return out
+        objs = as_objects(values)
+        if n is not None and len(objs) != n:
+            raise ValueError(f"cannot put {len(objs)} values into {n} rows (wrap a sequence "
+                             "meant as one object in a list of one)")
+        return pickles.dumps(objs, protocol)
+
+    def _out(self, rows: np.ndarray) -> np.ndarray:
+        """Engine rows as values: the objects unpickled (with consent), else `rows`."""
+        if not self._objects:
+            return rows
+        self._require_pickle("reading the values")
+        return pickles.loads(rows)
+
+    def _fill_value(self, growing: bool = True):
+        """What the engine fills new rows with: ``dflt``, pickled for objects."""
+        if not self._objects or not growing:
+            return self.dflt
+        self._require_pickle("enlarging")
+        return pickles.dump_one(self.dflt[()], self._protocol())
+
+    def _rows(self, values, n: int | None = None, single: bool = False) -> np.ndarray:
+        """`values` as rows of this array (converted, broadcast to `n` rows if given);
+        for objects, their pickles (`single`: `values` is one object)."""
         eng = self._engine
+        if self._objects:
+            return self._object_rows(values, n, single)
         try:
             arr = np.asarray(values, dtype=eng.dtype)
         except (TypeError, ValueError) as exc:  # the same class as legacy bcolz's
@@ -280,7 +422,7 @@ class carray:
     @property
     def atomsize(self) -> int:
         """Bytes of one row (item size times the trailing dimensions)."""
-        return self._engine.rowbytes
+        return self.itemsize * math.prod(self._engine.rowshape)
 
     @property
     def len(self) -> int:
@@ -332,7 +474,7 @@ class carray:
     def leftover_array(self) -> np.ndarray:
         """The leftover rows, as a NumPy array (a copy: the buffer behind it is
         reused, by this array or another, once a later append fills it)."""
-        return self._engine.leftover.copy()
+        return self._out(self._engine.leftover.copy())
 
     @property
     def leftover_bytes(self) -> int:
@@ -403,7 +545,10 @@ class carray:
         Parameters
         ----------
         array : array_like
-            One row or several (shape ``(n, *shape[1:])``).
+            One row or several (shape ``(n, *shape[1:])``).  For object
+            dtype: a list, tuple, array or carray appends one row per
+            element, anything else one row (append ``[x]`` to store a list
+            ``x`` as one row).
 
         Raises
         ------
@@ -411,6 +556,8 @@ class carray:
             In mode 'r'.
         TypeError, ValueError
             If the data cannot be converted to the dtype or rows.
+        PickleNotAllowedError
+            For object dtype without ``allow_pickle``.
         """
         self._check_writable()
         self._sync_threads()
@@ -438,7 +585,7 @@ class carray:
             return
         if nitems > len(self):
             raise ValueError(f"cannot trim {nitems} rows from {len(self)} (at most {len(self)})")
-        self._engine.resize(len(self) - nitems)
+        self._engine.resize(len(self) - nitems)  # shrinking pickles nothing
 
     def resize(self, nitems: int) -> None:
         """Grow (with ``dflt``) or shrink to `nitems` rows.
@@ -449,12 +596,14 @@ class carray:
             If `nitems` is negative.
         ReadOnlyError
             In mode 'r'.
+        PickleNotAllowedError
+            When enlarging an object carray without ``allow_pickle``.
         """
         self._check_writable()
         nitems = int(nitems)
         if nitems < 0:
             raise ValueError(f"nitems must be >= 0, not {nitems}")
-        self._engine.resize(nitems, self.dflt)
+        self._engine.resize(nitems, self._fill_value(nitems > len(self)))
 
     def flush(self) -> None:
         """Make appended and changed data durable (on disk; no-op in memory).
@@ -537,11 +686,16 @@ class carray:
             If the total size changes.
         """
         newshape = (newshape,) if isinstance(newshape, (int, np.integer)) else tuple(newshape)
+        if self._objects and newshape not in ((len(self),), (-1,)):
+            raise ValueError(f"object carrays are one-dimensional: cannot reshape {self.shape} "
+                             f"into {newshape}")
         if -1 in newshape:
             known = math.prod(x for x in newshape if x != -1)
             newshape = tuple(self.size // known if x == -1 else x for x in newshape)
         if math.prod(newshape) != self.size:
             raise ValueError(f"cannot reshape {self.shape} into {newshape}")
+        if self._objects:
+            return self.copy(chunklen=None, expectedlen=None)
         return carray(self[:].reshape(newshape), cparams=self._cparams, dflt=self.dflt)
 
     def copy(self, **kwargs) -> "carray":
@@ -550,16 +704,29 @@ class carray:
         As in legacy bcolz, the copy is compressed with the current defaults
         (``bcolzx.defaults.cparams``) unless `cparams` is given, and its chunk
         length follows from `expectedlen` (default: this length) unless
-        `chunklen` is given.  Unlike legacy bcolz, ``dflt`` is kept.
+        `chunklen` is given.  Unlike legacy bcolz, ``dflt`` is kept.  An object
+        carray's copy takes its ``allow_pickle`` (unless given) and its pickles
+        as they are: nothing is unpickled.
 
         Raises
         ------
         ValueError, TypeError, FileExistsError
             As the constructor.
+        PickleNotAllowedError
+            For object dtype without ``allow_pickle``.
         """
         kwargs.setdefault("dflt", self.dflt)
         kwargs.setdefault("expectedlen", len(self))
+        if self._objects:
+            kwargs.setdefault("allow_pickle", self._allow_pickle)
         out = carray(np.empty((0, *self.shape[1:]), self.dtype), **kwargs)
+        if self._objects:  # the pickles themselves (any protocol reads back)
+            blen = max(out.chunklen, 1024)
+            for lo in range(0, len(self), blen):
+                out._engine.append(self._engine.read(lo, min(len(self), lo + blen)))
+            if out.rootdir is not None:
+                out.flush()
+            return out
         for block in iterblocks(self):
             out._engine.append(out._rows(block))
         if out.rootdir is not None:
@@ -706,6 +873,12 @@ class carray:
 
     def _take(self, idx: np.ndarray) -> np.ndarray:
         """Rows at integer positions `idx` (already in range), in that order."""
+        if self._objects:
+            self._require_pickle("reading the values")
+        return self._out(self._take_rows(idx))
+
+    def _take_rows(self, idx: np.ndarray) -> np.ndarray:
+        """Engine rows at integer positions `idx` (already in range), in that order."""
         out = np.empty((len(idx), *self.shape[1:]), dtype=self.dtype)
         if not len(idx):
             return out
@@ -732,6 +905,20 @@ class carray:
         return mask
 
     def __getitem__(self, key):
+        if self._objects:
+            self._require_pickle("reading the values")
+            if isinstance(key, tuple):
+                if len(key) > 1:
+                    raise IndexError(f"too many indices for a one-dimensional object carray: "
+                                     f"{key!r}")
+                key = key[0] if key else slice(None)
+            if isinstance(key, (int, np.integer)):
+                return pickles.load_one(self._engine.read_row(self._index(key)))
+            return self._out(self._get_rows(key))
+        return self._get_rows(key)
+
+    def _get_rows(self, key):
+        """``self[key]`` as engine rows (pickles for object dtype)."""
         if isinstance(key, (int, np.integer)):
             row = self._engine.read_row(self._index(key))
             return row.item() if self.ndim == 1 else row
@@ -750,30 +937,31 @@ class carray:
             return self._engine.read(lo, start + 1)[::-1][::-step].copy()
         if isinstance(key, tuple):
             if not key:
-                return self[:]
+                return self._get_rows(slice(None))
             first, rest = key[0], key[1:]
             if isinstance(first, (int, np.integer)):
                 return np.asarray(self[first])[rest] if rest else self[first]
             return self[first][(slice(None), *rest)]
         if isinstance(key, str):
-            return self._take(np.flatnonzero(self._condition(key)))
+            return self._take_rows(np.flatnonzero(self._condition(key, 3)))
         if isinstance(key, (carray, list, np.ndarray)):
-            return self._take(self._positions(key))
+            return self._take_rows(self._positions(key))
         raise IndexError(f"unsupported key type {type(key).__name__}: index with an int, a "
                          "slice, a list or array of ints or booleans, or a condition string")
 
-    def _condition(self, expression: str) -> np.ndarray:
+    def _condition(self, expression: str, depth: int = 2) -> np.ndarray:
         """The boolean mask of a string key, evaluated in the user's scope.
 
         Names are looked up as for :func:`bcolzx.eval`, from the frame that
-        indexed this carray (two levels up).
+        indexed this carray (`depth` levels up: ``__getitem__`` and
+        ``_get_rows`` are three, ``__setitem__`` two).
         """
         from bcolzx.toplevel import _evaluate
         from bcolzx._query.expr import compile_expression
         from bcolzx.vars import caller_scope, resolve_names, split_operands
 
         expr = compile_expression(expression)
-        columns, scalars = split_operands(resolve_names(expr.names, caller_scope(None, 2)))
+        columns, scalars = split_operands(resolve_names(expr.names, caller_scope(None, depth)))
         mask = _evaluate(expr, columns, scalars, out_flavor="numpy",
                          length=len(self) if not columns else None)
         if mask.dtype != np.bool_ or mask.shape != (len(self),):
@@ -815,8 +1003,15 @@ class carray:
     def __setitem__(self, key, value) -> None:
         self._check_writable()
         eng = self._engine
+        if self._objects:
+            self._require_pickle("storing the values")
+            if isinstance(key, tuple):
+                if len(key) != 1:
+                    raise IndexError(f"a one-dimensional object carray takes one index, not "
+                                     f"{key!r}")
+                key = key[0]
         if isinstance(key, (int, np.integer)):
-            eng.write(self._index(key), self._rows(value, 1))
+            eng.write(self._index(key), self._rows(value, 1, single=True))
             return
         if isinstance(key, tuple):
             if len(key) == 1:
@@ -901,9 +1096,13 @@ class carray:
         ------
         ValueError
             If `step` is 0.
+        PickleNotAllowedError
+            For object dtype without ``allow_pickle``.
         """
         if step == 0:
             raise ValueError("step cannot be 0 in iter()")
+        if self._objects:
+            self._require_pickle("reading the values")
         rows = range(*slice(start, stop, step).indices(len(self)))[skip:]
         if limit is not None:
             rows = rows[:max(0, limit)]
@@ -916,7 +1115,7 @@ class carray:
             part = rows[k:k + per]
             lo, hi = min(part[0], part[-1]), max(part[0], part[-1]) + 1
             block = self._engine.read(lo, hi)
-            block = block[::part.step] if part.step > 0 else block[::-1][::-part.step]
+            block = self._out(block[::part.step] if part.step > 0 else block[::-1][::-part.step])
             yield from (block.tolist() if self.ndim == 1 else block)
 
     def where(self, boolarr, limit: int | None = None, skip: int = 0) -> "carray":
@@ -933,16 +1132,24 @@ class carray:
         Raises
         ------
         ValueError
-            If `boolarr` is not a one-dimensional boolean array, list or
-            carray of this length.
+            If `boolarr` is not a boolean array, list or carray of this length.
+        NotImplementedError
+            For a boolean mask of more than one dimension (as legacy bcolz).
         """
         if not isinstance(boolarr, carray):
             boolarr = np.asarray(boolarr)
+        if boolarr.dtype == np.bool_ and boolarr.ndim > 1:
+            raise NotImplementedError(
+                f"where() takes a one-dimensional mask of rows, not one of shape "
+                f"{boolarr.shape} (legacy bcolz refused N-D where() too): for a selection of "
+                "items use c[:][mask[:]]")
         if boolarr.dtype != np.bool_ or boolarr.ndim != 1:
             raise ValueError(f"boolarr must be a one-dimensional boolean array, not "
                              f"{boolarr.dtype} of shape {boolarr.shape}")
         if len(boolarr) != len(self):
             raise ValueError(f"boolarr has {len(boolarr)} values for {len(self)} rows")
+        if self._objects:
+            self._require_pickle("reading the values")
 
         def values():
             yielded, left = 0, skip
@@ -955,7 +1162,7 @@ class carray:
                 if limit is not None:
                     hits = hits[: max(0, limit - yielded)]
                 if len(hits):
-                    rows = self._engine.read(lo, hi)[hits]
+                    rows = self._out(self._engine.read(lo, hi)[hits])
                     yield from (rows.tolist() if self.ndim == 1 else rows)
                     yielded += len(hits)
                 if limit is not None and yielded >= limit:
@@ -1009,6 +1216,13 @@ class carray:
         TypeError
             If the dtype cannot be summed.
         """
+        if self._objects:  # Python's +, as NumPy sums object arrays
+            total = None
+            for block in iterblocks(self):
+                if len(block):
+                    part = np.sum(block, dtype=dtype)
+                    total = part if total is None else total + part
+            return 0 if total is None else total
         acc_dtype = np.dtype(dtype) if dtype is not None else \
             np.sum(np.zeros(1, self.dtype)).dtype
         self._sync_threads()
@@ -1028,7 +1242,13 @@ class carray:
         # read-only (a worker process never becomes a second writer).
         if self._rootdir is not None:
             self.flush()
+            if self._allow_pickle is not None:  # the switch travels with the copy
+                return (_reopen, (self._rootdir, "r", self._allow_pickle))
             return (_reopen, (self._rootdir, "r"))
+        if self._objects:
+            # The values travel unpickled by the receiver's own pickle.loads: its consent.
+            return (_rebuild, (self[:], self._cparams.to_dict(), self.chunklen, self.dflt[()],
+                               self.expectedlen, True))
         return (_rebuild, (self[:], self._cparams.to_dict(), self.chunklen, self.dflt[()],
                            self.expectedlen))
 
@@ -1044,9 +1264,10 @@ class carray:
         return self.cbytes
 
     def __repr__(self) -> str:
+        nb, cb = self.nbytes, self.cbytes
+        ratio = nb / cb if cb else (math.nan if not nb else 0)
         lines = [f"carray({self.shape}, {self.dtype})",
-                 f"  nbytes := {_human(self.nbytes)}; cbytes := {_human(self.cbytes)}; "
-                 f"ratio: {self.nbytes / self.cbytes if self.cbytes else 0:.2f}",
+                 f"  nbytes := {_human(nb)}; cbytes := {_human(cb)}; ratio: {ratio:.2f}",
                  f"  cparams := {self._cparams!r}",
                  f"  chunklen := {self.chunklen}; chunksize: {self.chunklen * self.atomsize}; "
                  f"blocksize: {self._engine.store.storage.blocksize}"]
@@ -1057,6 +1278,8 @@ class carray:
 
     def __str__(self) -> str:
         n = len(self)
+        if self._objects and not self._pickle_ok():  # printing must not raise nor unpickle
+            return f"[{n} pickled objects, not read: allow_pickle is off]"
         if n > 1000:
             return _summary(self[:3], self[n - 3:])
         return np.array2string(self[:])
@@ -1092,13 +1315,15 @@ class _Chunks:
         if not 0 <= i < n:
             raise IndexError(f"chunk {i} out of range for {n} chunks")
         cl = self._ca.chunklen
-        return self._ca._engine.read(i * cl, (i + 1) * cl)
+        return self._ca._out(self._ca._engine.read(i * cl, (i + 1) * cl))
 
 
 def _blocks(ca: carray, blen: int, start: int, stop: int):
     ca._sync_threads()
+    if ca._objects:
+        ca._require_pickle("reading the values")
     for lo in range(start, stop, blen):
-        yield lo, ca._engine.read(lo, min(stop, lo + blen))
+        yield lo, ca._out(ca._engine.read(lo, min(stop, lo + blen)))
 
 
 def iterblocks(cobj, blen: int | None = None, start: int = 0, stop: int | None = None):
@@ -1122,6 +1347,8 @@ def iterblocks(cobj, blen: int | None = None, start: int = 0, stop: int | None =
     ------
     ValueError
         If `blen` is not positive.
+    PickleNotAllowedError
+        For object dtype (or an object column) without ``allow_pickle``.
     """
     if not isinstance(cobj, carray):  # a ctable: structured blocks
         if blen is None:
@@ -1141,9 +1368,10 @@ def iterblocks(cobj, blen: int | None = None, start: int = 0, stop: int | None =
         yield block
 
 
-def _reopen(rootdir: str, mode: str) -> carray:
-    return carray(rootdir=rootdir, mode=mode)
+def _reopen(rootdir: str, mode: str, allow_pickle: bool | None = None) -> carray:
+    return carray(rootdir=rootdir, mode=mode, allow_pickle=allow_pickle)
 
 
-def _rebuild(data, cparams, chunklen, dflt, expectedlen) -> carray:
-    return carray(data, cparams=cparams, chunklen=chunklen, dflt=dflt, expectedlen=expectedlen)
+def _rebuild(data, cparams, chunklen, dflt, expectedlen, allow_pickle=None) -> carray:
+    return carray(data, cparams=cparams, chunklen=chunklen, dflt=dflt, expectedlen=expectedlen,
+                  allow_pickle=allow_pickle)

@@ -17,9 +17,15 @@ Two ways to get there, both documented in ``docs/migration.md``:
   ``build_carray``, so that pickles of legacy carrays load).
 
 * For the whole environment, without touching the program: a shim package,
-  ``python -m bcolzx.compat install-shim [--target DIR]``, writes a tiny
-  ``bcolz`` package whose ``__init__`` calls :func:`install`.
+  ``python -m bcolzx.compat install-shim [--target DIR] [--allow-pickle]``,
+  writes a tiny ``bcolz`` package whose ``__init__`` calls :func:`install`.
   ``python -m bcolzx.compat uninstall-shim [--target DIR]`` removes it.
+
+Legacy bcolz stored object arrays with pickle and read them back without
+asking; bcolzx refuses by default (unpickling runs code).  A legacy program
+that stores objects runs unchanged after ``install(allow_pickle=True)`` or a
+shim written with ``--allow-pickle``, which set
+``bcolzx.defaults.allow_pickle`` for the process.
 
 The alias modules hold bcolzx's own objects (``bcolz.carray is
 bcolzx.carray``), so data, defaults and thread settings are shared.
@@ -327,7 +333,7 @@ def is_installed() -> bool:
     return _is_alias(sys.modules.get("bcolz"))
 
 
-def install(force: bool = False) -> types.ModuleType:
+def install(force: bool = False, allow_pickle: bool = False) -> types.ModuleType:
     """Make ``import bcolz`` (and the legacy submodules) give bcolzx.
 
     Registers the alias modules of :data:`ALIAS_MODULES` in
@@ -340,6 +346,11 @@ def install(force: bool = False) -> types.ModuleType:
         Replace a real (legacy) bcolz that is already imported in this
         process.  Its modules are kept aside and :func:`uninstall` puts them
         back; objects made with it stay legacy bcolz objects.
+    allow_pickle : bool
+        Also set ``bcolzx.defaults.allow_pickle = True``, so that object
+        arrays (which legacy bcolz pickled, and unpickled on every read) work
+        as they did.  Only for data you trust: unpickling runs code.  False
+        (default) leaves the setting as it is (off unless set).
 
     Returns
     -------
@@ -352,6 +363,8 @@ def install(force: bool = False) -> types.ModuleType:
         If legacy bcolz (any ``bcolz`` or ``bcolz.*`` module that is not a
         bcolzx alias) is already imported and `force` is False: two
         libraries under one name would mix objects of both.
+    TypeError
+        If `allow_pickle` is not a bool.
 
     Examples
     --------
@@ -365,6 +378,10 @@ def install(force: bool = False) -> types.ModuleType:
     >>> bcolzx.compat.uninstall()
     >>> sys.modules.update(saved)
     """
+    from bcolzx.params import check_allow_pickle, defaults
+
+    if check_allow_pickle(allow_pickle):
+        defaults.allow_pickle = True
     current = sys.modules.get("bcolz")
     if _is_alias(current):
         # Already installed: put back any alias submodule someone removed.
@@ -484,8 +501,21 @@ except ImportError as _exc:
         "(install bcolzx, or remove the shim with 'python -m bcolzx.compat uninstall-shim')"
     ) from _exc
 
-_bcolzx_compat.install()
+_bcolzx_compat.install({{install_args}})
 '''
+
+
+def _shim_init(allow_pickle: bool) -> str:
+    """The shim's ``__init__.py``: it calls ``install()``, with ``allow_pickle=True``
+    when asked (and then says so in a comment)."""
+    if not allow_pickle:
+        return _SHIM_INIT.format(install_args="")
+    text = _SHIM_INIT.format(install_args="allow_pickle=True")
+    return text.replace(f"{_SHIM_FLAG} = True\n",
+                        f"{_SHIM_FLAG} = True\n\n# Written with --allow-pickle: object arrays "
+                        "(pickled values) may be read and\n# written, as under legacy bcolz. "
+                        "Only for data you trust: unpickling runs code.\n", 1)
+
 
 _SHIM_DIST = f"bcolz-{LEGACY_API_VERSION}+bcolzx.dist-info"
 _DIST_FILES = ("METADATA", "INSTALLER", "top_level.txt", "RECORD")
@@ -556,7 +586,7 @@ def _foreign_bcolz(target: str) -> list[str]:
 
 
 def install_shim(target: str | os.PathLike[str] | None = None,
-                 metadata: bool = True) -> list[str]:
+                 metadata: bool = True, allow_pickle: bool = False) -> list[str]:
     """Write the ``bcolz`` shim package into `target`.
 
     The package is one ``bcolz/__init__.py`` that calls :func:`install`, so
@@ -574,6 +604,10 @@ def install_shim(target: str | os.PathLike[str] | None = None,
         its site-packages).
     metadata : bool
         Also write the ``.dist-info`` directory.
+    allow_pickle : bool
+        The shim calls ``install(allow_pickle=True)``: every program that
+        imports ``bcolz`` through it may read and write object arrays
+        (pickles), as under legacy bcolz.  Default False.
 
     Returns
     -------
@@ -593,7 +627,12 @@ def install_shim(target: str | os.PathLike[str] | None = None,
         If `target` does not exist.
     OSError
         If a file cannot be written.
+    TypeError
+        If `allow_pickle` is not a bool (checked before anything is written).
     """
+    from bcolzx.params import check_allow_pickle
+
+    init_data = _shim_init(check_allow_pickle(allow_pickle)).encode("utf-8")
     target = os.path.abspath(os.fspath(target) if target is not None else _default_target())
     if not os.path.isdir(target):
         raise FileNotFoundError(f"target directory {target} does not exist")
@@ -616,7 +655,6 @@ def install_shim(target: str | os.PathLike[str] | None = None,
         pkg = os.path.join(target, "bcolz")
         os.makedirs(pkg, exist_ok=True)
         relinit = "bcolz/__init__.py"
-    init_data = _SHIM_INIT.encode("utf-8")
     init_path = os.path.join(pkg, "__init__.py")
     _atomic_write(init_path, init_data)
     written.insert(0, init_path)
@@ -881,7 +919,7 @@ def selftest(verbose: bool = False, heavy: bool = False) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m bcolzx.compat install-shim|uninstall-shim [--target DIR]``.
+    """``python -m bcolzx.compat install-shim [--allow-pickle]|uninstall-shim [--target DIR]``.
 
     Parameters
     ----------
@@ -911,10 +949,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name == "install-shim":
             cmd.add_argument("--no-metadata", action="store_true",
                              help="do not write the bcolz .dist-info")
+            cmd.add_argument("--allow-pickle", action="store_true",
+                             help="let programs importing bcolz read and write object arrays "
+                                  "(pickled values, as legacy bcolz did; unpickling runs "
+                                  "code: only for data you trust)")
     args = parser.parse_args(argv)
     if args.command == "install-shim":
         try:
-            written = install_shim(args.target, metadata=not args.no_metadata)
+            written = install_shim(args.target, metadata=not args.no_metadata,
+                                   allow_pickle=args.allow_pickle)
         except (FileExistsError, FileNotFoundError) as exc:
             print(f"install-shim: {exc}", file=sys.stderr)
             return 1

@@ -33,11 +33,11 @@ from bcolzx._format.seal import Seal, new_uid
 from bcolzx._recovery import even_columns
 from bcolzx._format import jsonfile, layout
 from bcolzx._query import blocks as _blocks
-from bcolzx._query.expr import Expression, compile_expression
+from bcolzx._query.expr import Expression, check_operands, compile_expression
 from bcolzx._query.zonemap import may_match
 from bcolzx._storage import snapshot, writer
 from bcolzx._storage.lock import WriterLock
-from bcolzx.carray import carray
+from bcolzx.carray import _is_sequence, as_objects, carray
 from bcolzx.errors import CorruptDataError, DatasetNotFoundError, ReadOnlyError
 from bcolzx.params import cparams as _cparams
 from bcolzx.params import defaults
@@ -226,11 +226,16 @@ class ctable:  # noqa: N801 - legacy name
         ``rootdir``, ``mode`` ('r', 'a' or 'w'; default 'a'), ``auto_flush``
         (flush after every change; default True on disk, as legacy),
         ``lock_timeout`` (seconds to wait for a table another writer holds, as
-        for :class:`carray`), and for new columns ``cparams``, ``dflt``,
-        ``expectedlen``, ``chunklen``.
+        for :class:`carray`), ``allow_pickle`` (object-dtype columns, whose
+        values are pickled: see :class:`carray`; default
+        ``bcolzx.defaults.allow_pickle``), and for new columns ``cparams``,
+        ``dflt``, ``expectedlen``, ``chunklen``.
 
     Raises
     ------
+    PickleNotAllowedError
+        When creating object columns, or reading or writing their values,
+        without ``allow_pickle``.
     LockedError
         (an ``IOError``) when creating or replacing a table another writer
         holds; later, at the first change, when another writer holds it.
@@ -267,6 +272,7 @@ class ctable:  # noqa: N801 - legacy name
         self._rootdir = os.fspath(rootdir) if rootdir is not None else None
         self._mode = mode
         self._lock_timeout = defaults.resolve_lock_timeout(kwargs.pop("lock_timeout", None))
+        self._allow_pickle = defaults.resolve_allow_pickle(kwargs.pop("allow_pickle", None))
         self._lock = None  # the table's write lock (_storage/writer.py), on disk
         # How __rootdirs__ and __attrs__ are sealed (docs/format/README.md §2c):
         # new tables are; an opened table keeps what its __rootdirs__ says.
@@ -378,25 +384,31 @@ class ctable:  # noqa: N801 - legacy name
             future.result()
         return {name: col for name, col, _ in made}
 
-    def _new_column(self, name: str, data, kwargs: dict, flush: bool = True) -> carray:
+    def _new_column(self, name: str, data, kwargs: dict, flush: bool = True,
+                    allow_pickle=None) -> carray:
         """A new column holding `data` (flushed unless `flush` is False)."""
-        col, data = self._empty_column(name, data, kwargs)
+        col, data = self._empty_column(name, data, kwargs, allow_pickle)
         col.append(data)
         if flush and col.rootdir is not None:
             col.flush()
         return col
 
-    def _empty_column(self, name: str, data, kwargs: dict) -> tuple:
+    def _empty_column(self, name: str, data, kwargs: dict, allow_pickle=None) -> tuple:
         """A new empty column for `data`, and `data` as it is to be appended."""
         rootdir = self._coldir(name)
         if isinstance(data, carray):
             kw = {"cparams": data.cparams, "chunklen": data.chunklen, "dflt": data.dflt,
                   **kwargs}
+            if data.dtype == object and not data._engine.store.native and \
+                    "chunklen" not in kwargs:
+                del kw["chunklen"]  # a legacy object column's one row per chunk
         else:
             data = np.asarray(data)
             kw = {"expectedlen": len(data) if data.ndim else 1, **kwargs}
+        allow = self._allow_pickle if allow_pickle is None else allow_pickle
         col = carray(np.empty((0, *data.shape[1:]), data.dtype), rootdir=rootdir, mode="w",
-                     lock_timeout=self._lock_timeout, _v1=self._legacy(), **kw)
+                     lock_timeout=self._lock_timeout, allow_pickle=allow, _v1=self._legacy(),
+                     **kw)
         return col, data
 
     def _open(self) -> None:
@@ -412,7 +424,8 @@ class ctable:  # noqa: N801 - legacy name
         # A writer commits the columns one by one: open them until they agree.
         opened = snapshot.agreeing_columns(
             lambda: {name: carray(rootdir=self._coldir(name), mode=self._mode,
-                                  lock_timeout=self._lock_timeout) for name in names},
+                                  lock_timeout=self._lock_timeout,
+                                  allow_pickle=self._allow_pickle) for name in names},
             self._rootdir, wait=not (self._lock is not None and self._lock.held))
         even_columns(opened, self._mode)  # a crash between two columns' commits
         self._cols = cols(list(opened), list(opened.values()), table=self)
@@ -517,8 +530,10 @@ class ctable:  # noqa: N801 - legacy name
             use = names if set(names) <= set(fields) else fields
             rows = [np.atleast_1d(rows[n]) if rows.ndim == 0 else rows[n] for n in use]
         elif isinstance(rows, tuple) and len(rows) == len(names) and \
-                all(np.ndim(v) == 0 for v in rows):
-            rows = [np.array([v]) for v in rows]
+                all(np.ndim(v) == 0 or self._cols[n].dtype == object
+                    for n, v in zip(names, rows)):
+            rows = [as_objects([v]) if self._cols[n].dtype == object else np.array([v])
+                    for n, v in zip(names, rows)]
         elif not isinstance(rows, (list, tuple)):
             raise TypeError("append needs a list of columns, a structured array, a record "
                             f"or a ctable, not {type(rows).__name__}")
@@ -527,6 +542,14 @@ class ctable:  # noqa: N801 - legacy name
         out = []
         for name, value in zip(names, rows):
             col = self._cols[name]
+            if col.dtype == object:  # one object per row; a non-sequence is one object
+                if _is_sequence(value):
+                    out.append(as_objects(value))
+                else:
+                    one = np.empty((), dtype=object)
+                    one[()] = value
+                    out.append(one)
+                continue
             arr = value[:] if isinstance(value, carray) else value
             try:
                 arr = np.asarray(arr, dtype=col.dtype)
@@ -631,7 +654,10 @@ class ctable:  # noqa: N801 - legacy name
             For an on-disk carray and an on-disk table: move its directory
             into the table instead of copying it.
         **kwargs
-            ``cparams``, ``dflt``, ``expectedlen``, ``chunklen`` for the copy.
+            ``cparams``, ``dflt``, ``expectedlen``, ``chunklen`` for the copy;
+            ``allow_pickle`` for an object column (default: the table's).
+            A new column of a legacy bcolz (v1) table is v1 too; an object
+            one then stores one pickle per chunk file, as legacy bcolz did.
 
         Raises
         ------
@@ -639,8 +665,11 @@ class ctable:  # noqa: N801 - legacy name
             For a length mismatch, a bad or existing name, or a bad `pos`.
         ReadOnlyError
             In mode 'r'.
+        PickleNotAllowedError
+            For an object column without ``allow_pickle``.
         """
         self._check_writable()
+        allow_pickle = defaults.resolve_allow_pickle(kwargs.pop("allow_pickle", None))
         kwargs = _split_kwargs(kwargs)
         name = f"f{len(self._cols)}" if name is None else _check_name(name)
         if name in self._cols:
@@ -658,11 +687,13 @@ class ctable:  # noqa: N801 - legacy name
             data.flush()
             dest = self._coldir(name)
             os.replace(data.rootdir, dest)
-            col = carray(rootdir=dest, mode=self._mode, lock_timeout=self._lock_timeout)
+            col = carray(rootdir=dest, mode=self._mode, lock_timeout=self._lock_timeout,
+                         allow_pickle=self._allow_pickle if allow_pickle is None else
+                         allow_pickle)
         elif self._rootdir is None and isinstance(data, carray) and not kwargs:
             col = data
         else:
-            col = self._new_column(name, data, kwargs)
+            col = self._new_column(name, data, kwargs, allow_pickle=allow_pickle)
         self._cols.insert(name, pos, col)
         self._write_rootdirs()
         if self.auto_flush:
@@ -782,7 +813,7 @@ class ctable:  # noqa: N801 - legacy name
         kwargs.setdefault("cparams", _cparams())
         # Passing parameters makes the constructor copy carray columns.
         out = ctable([self._cols[n] for n in self.names], names=self.names,
-                     **{"expectedlen": len(self), **kwargs})
+                     **{"expectedlen": len(self), "allow_pickle": self._allow_pickle, **kwargs})
         for key, value in self._attrs.getall().items():
             out._attrs[key] = value
         return out
@@ -847,7 +878,8 @@ class ctable:  # noqa: N801 - legacy name
         if isinstance(key, list) and key and all(isinstance(k, str) for k in key):
             for name in key:
                 self._cols[name]  # noqa: B018 - KeyError for an unknown name
-            return ctable([self._cols[k] for k in key], names=key)
+            return ctable([self._cols[k] for k in key], names=key,
+                          allow_pickle=self._allow_pickle)
         if isinstance(key, tuple):
             raise IndexError("a ctable is one-dimensional: index it with one key")
         if isinstance(key, (list, np.ndarray, carray)):
@@ -932,6 +964,7 @@ class ctable:  # noqa: N801 - legacy name
         and scalars, names looked up in `scope` when they are not columns."""
         expr = compile_expression(expression)
         columns = {n: self._cols[n] for n in expr.names if n in self._cols}
+        check_operands(columns)
         others = resolve_names([n for n in expr.names if n not in columns], scope)
         more, scalars = split_operands(others)
         for name, value in more.items():
@@ -1160,7 +1193,7 @@ class ctable:  # noqa: N801 - legacy name
         result = np.concatenate(parts) if parts else np.empty(0, self._dtype_of(names))
         if flavor == "numpy":
             return result
-        return ctable(result)
+        return ctable(result, allow_pickle=self._allow_pickle)
 
     def eval(self, expression: str, **kwargs):
         """Evaluate `expression` over the columns (see :func:`bcolzx.eval`).
@@ -1475,7 +1508,12 @@ class ctable:  # noqa: N801 - legacy name
         # process never becomes a second writer); in memory: carry the data.
         if self._rootdir is not None:
             self.flush()
+            if self._allow_pickle is not None:  # the switch travels with the copy
+                return (_reopen, (self._rootdir, "r", self._allow_pickle))
             return (_reopen, (self._rootdir, "r"))
+        if any(c.dtype == object for c in self._cols.values()):
+            # The values travel unpickled by the receiver's own pickle.loads: its consent.
+            return (_rebuild, (self[:], True))
         return (ctable, (self[:],))
 
     def __sizeof__(self) -> int:
@@ -1491,8 +1529,14 @@ class ctable:  # noqa: N801 - legacy name
         lines.append(str(self))
         return "\n".join(lines)
 
+    def _pickles_refused(self) -> bool:
+        """Whether an object column's values may not be read now."""
+        return any(c._pickles_refused() for c in self._cols.values())
+
     def __str__(self) -> str:
         n = len(self)
+        if self._pickles_refused():  # printing must not raise nor unpickle
+            return f"[{n} rows; object columns are pickled, not read: allow_pickle is off]"
         if n <= 20:
             return str(self[:])
         return f"{str(self[:10])[:-1]} ... {str(self[n - 10:])[1:]}"
@@ -1522,8 +1566,12 @@ def _as_rows(value, dtype: np.dtype):
         raise ValueError(f"cannot convert {value!r} to rows of {dtype}: {exc}") from None
 
 
-def _reopen(rootdir: str, mode: str) -> ctable:
-    return ctable(rootdir=rootdir, mode=mode)
+def _reopen(rootdir: str, mode: str, allow_pickle: bool | None = None) -> ctable:
+    return ctable(rootdir=rootdir, mode=mode, allow_pickle=allow_pickle)
+
+
+def _rebuild(rows: np.ndarray, allow_pickle: bool | None = None) -> ctable:
+    return ctable(rows, allow_pickle=allow_pickle)
 
 
 def _row_maker(names: list[str], out_flavor):

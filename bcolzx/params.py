@@ -134,6 +134,42 @@ def check_lock_timeout(value: Any) -> float:
     return value
 
 
+#: The environment variable that sets the initial ``defaults.allow_pickle``.
+ALLOW_PICKLE_ENV = "BCOLZX_ALLOW_PICKLE"
+_ENV_TRUE = ("1", "true", "yes", "on")
+_ENV_FALSE = ("", "0", "false", "no", "off")
+
+
+def check_allow_pickle(value: Any) -> bool:
+    """Validate an ``allow_pickle`` switch: True or False (NumPy bools accepted).
+
+    Raises
+    ------
+    TypeError
+        If `value` is not a bool.
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"allow_pickle must be True or False, not {value!r}")
+    return bool(value)
+
+
+def _allow_pickle_from_env() -> bool:
+    """``defaults.allow_pickle`` as :data:`ALLOW_PICKLE_ENV` sets it (False when unset).
+
+    Raises
+    ------
+    ValueError
+        If the variable holds something else than 1/0, true/false, yes/no, on/off.
+    """
+    raw = os.environ.get(ALLOW_PICKLE_ENV, "").strip().lower()
+    if raw in _ENV_TRUE:
+        return True
+    if raw in _ENV_FALSE:
+        return False
+    raise ValueError(f"{ALLOW_PICKLE_ENV}={os.environ[ALLOW_PICKLE_ENV]!r}: use 1 (allow) or 0 "
+                     "(refuse, the default)")
+
+
 #: The most threads a compressor or decompressor takes (bcolzx._ext.codec).
 MAX_NTHREADS = 1024
 
@@ -393,6 +429,13 @@ class Defaults:
         :class:`~bcolzx.LockedError` (the default of the ``lock_timeout``
         argument of carray, ctable and open): 0 (initially) fails at once,
         ``math.inf`` waits for ever.
+    allow_pickle : bool
+        Whether object-dtype data (stored with :mod:`pickle`) may be pickled
+        and unpickled when a call does not say (``allow_pickle=None``).
+        False unless the environment variable ``BCOLZX_ALLOW_PICKLE`` is
+        ``1`` when first read: unpickling runs whatever code the data names,
+        so, as ``numpy.load``, bcolzx refuses by default and raises
+        :class:`~bcolzx.PickleNotAllowedError` (docs/migration.md).
 
     Raises
     ------
@@ -416,6 +459,7 @@ class Defaults:
         self._out_flavor = "bcolz"
         self._nthreads: int | None = None  # decided on first read
         self._lock_timeout = 0.0
+        self._allow_pickle: bool | None = None  # from the environment on first read
 
     def check_choices(self, name: str, value: Any) -> None:
         """Raise ValueError unless `value` is an accepted value of default `name`.
@@ -544,10 +588,35 @@ class Defaults:
         """
         return self._lock_timeout if value is None else check_lock_timeout(value)
 
+    @property
+    def allow_pickle(self) -> bool:
+        """Whether object-dtype data may be pickled and unpickled (default False)."""
+        if self._allow_pickle is None:
+            self._allow_pickle = _allow_pickle_from_env()
+        return self._allow_pickle
+
+    @allow_pickle.setter
+    def allow_pickle(self, value: bool) -> None:
+        try:
+            self._allow_pickle = check_allow_pickle(value)
+        except TypeError as exc:
+            raise ValueError(str(exc)) from None
+
+    def resolve_allow_pickle(self, value: Any) -> bool | None:
+        """`value` validated (None stays None: follow this default when it matters).
+
+        Raises
+        ------
+        TypeError
+            If `value` is neither None nor a bool.
+        """
+        return None if value is None else check_allow_pickle(value)
+
     def __repr__(self) -> str:
         return (
             f"Defaults(cparams={self.cparams!r}, vm={self.vm!r}, "
-            f"out_flavor={self.out_flavor!r}, nthreads={self.nthreads!r})"
+            f"out_flavor={self.out_flavor!r}, nthreads={self.nthreads!r}, "
+            f"allow_pickle={self.allow_pickle!r})"
         )
 
 
@@ -560,12 +629,13 @@ def defaults_ctx(
     cparams: Mapping[str, Any] | cparams | None = None,
     vm: str | None = None,
     out_flavor: str | None = None,
+    allow_pickle: bool | None = None,
 ) -> Iterator[None]:
     """Run a block with some defaults changed, restoring all of them after.
 
-    All of ``defaults.cparams``, ``vm`` and ``out_flavor`` are restored on
-    exit, also when the block raises and also when it changed them itself
-    (e.g. with :meth:`cparams.setdefaults`).
+    All of ``defaults.cparams``, ``vm``, ``out_flavor`` and ``allow_pickle``
+    are restored on exit, also when the block raises and also when it
+    changed them itself (e.g. with :meth:`cparams.setdefaults`).
 
     Parameters
     ----------
@@ -575,6 +645,9 @@ def defaults_ctx(
         Virtual machine to use.
     out_flavor : str, optional
         Output flavor to use.
+    allow_pickle : bool, optional
+        Whether object-dtype data may be pickled and unpickled in the block
+        (see ``Defaults.allow_pickle``).
 
     Yields
     ------
@@ -597,7 +670,10 @@ def defaults_ctx(
     saved_cparams = dict(defaults.cparams)
     saved_vm = defaults._vm
     saved_flavor = defaults.out_flavor
+    saved_pickle = defaults._allow_pickle
     try:
+        if allow_pickle is not None:
+            defaults.allow_pickle = allow_pickle
         if cparams is not None:
             defaults.cparams = cparams
         if vm is not None:
@@ -609,6 +685,7 @@ def defaults_ctx(
         defaults._cparams = saved_cparams
         defaults._vm = saved_vm
         defaults._out_flavor = saved_flavor
+        defaults._allow_pickle = saved_pickle
 
 
 # -- threads -------------------------------------------------------------------

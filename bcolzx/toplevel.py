@@ -64,6 +64,7 @@ import numpy as _np  # noqa: E402
 from bcolzx._format import layout as _layout  # noqa: E402
 from bcolzx.carray import carray as _carray  # noqa: E402
 from bcolzx.carray import iterblocks  # noqa: E402,F401
+from bcolzx.errors import PickleNotAllowedError as _PickleNotAllowedError  # noqa: E402
 from bcolzx.errors import UnsupportedFormatError as _UnsupportedFormatError  # noqa: E402
 
 __all__ += ["open", "zeros", "ones", "fill", "arange", "fromiter", "iterblocks", "walk"]
@@ -93,7 +94,8 @@ def fill(shape, dflt=None, dtype=float, **kwargs) -> _carray:
     dtype : numpy.dtype
         Default float64.
     **kwargs
-        As for :class:`carray` (cparams, chunklen, rootdir, mode, ...).
+        As for :class:`carray` (cparams, chunklen, rootdir, mode,
+        allow_pickle, ...).
 
     Returns
     -------
@@ -103,6 +105,9 @@ def fill(shape, dflt=None, dtype=float, **kwargs) -> _carray:
     ------
     ValueError
         For a negative shape or a value that is not of `dtype`.
+    PickleNotAllowedError
+        For object dtype without ``allow_pickle`` (the default ``dflt`` is
+        then None; NumPy's zeros and ones of object dtype are the ints 0 and 1).
 
     Examples
     --------
@@ -117,14 +122,15 @@ def fill(shape, dflt=None, dtype=float, **kwargs) -> _carray:
     if dtype.names and not rowshape:
         return _fill_ctable(n, dflt, dtype, kwargs)
     ca = _carray(_np.empty((0, *rowshape), dtype), dflt=dflt, **kwargs)
-    ca._engine.resize(n, ca.dflt)
+    ca._engine.resize(n, ca._fill_value())
     if ca.rootdir is not None:
         ca.flush()
     return ca
 
 
 def _table_kwargs(kwargs: dict) -> tuple[dict, dict]:
-    table = {k: kwargs.pop(k) for k in ("rootdir", "mode", "auto_flush") if k in kwargs}
+    table = {k: kwargs.pop(k) for k in ("rootdir", "mode", "auto_flush", "allow_pickle")
+             if k in kwargs}
     return table, kwargs
 
 
@@ -135,7 +141,8 @@ def _fill_ctable(n: int, dflt, dtype: _np.dtype, kwargs: dict):
     table, kwargs = _table_kwargs(kwargs)
     row = _np.zeros((), dtype) if dflt is None else _np.asarray(dflt, dtype)
     cols = [fill((n, *dtype[f].shape), row[f] if dflt is not None else None,
-                 dtype[f].base, **kwargs) for f in dtype.names]
+                 dtype[f].base, allow_pickle=table.get("allow_pickle"), **kwargs)
+            for f in dtype.names]
     return ctable(cols, names=list(dtype.names), **table, **kwargs)
 
 
@@ -146,6 +153,8 @@ def zeros(shape, dtype=float, **kwargs) -> _carray:
     ------
     ValueError
         For a negative shape.
+    PickleNotAllowedError
+        For object dtype without ``allow_pickle``.
 
     Examples
     --------
@@ -153,6 +162,8 @@ def zeros(shape, dtype=float, **kwargs) -> _carray:
     >>> bcolzx.zeros(3, dtype="i4")[:]
     array([0, 0, 0], dtype=int32)
     """
+    if _np.dtype(dtype) == object:
+        return fill(shape, 0, dtype, **kwargs)  # as NumPy's zeros: the int 0
     return fill(shape, None, dtype, **kwargs)
 
 
@@ -163,6 +174,8 @@ def ones(shape, dtype=float, **kwargs) -> _carray:
     ------
     ValueError
         For a negative shape.
+    PickleNotAllowedError
+        For object dtype without ``allow_pickle``.
 
     Examples
     --------
@@ -177,11 +190,15 @@ def arange(start=None, stop=None, step=None, dtype=None, **kwargs) -> _carray:
     """A carray of evenly spaced values, built block by block (legacy ``bcolz.arange``).
 
     Called as ``arange(stop)``, ``arange(start, stop)`` or ``arange(start, stop, step)``.
+    Keyword arguments are those of :class:`carray` (``allow_pickle`` for
+    ``dtype=object``, whose values are Python ints or floats).
 
     Raises
     ------
     ValueError
         If `step` is zero.
+    PickleNotAllowedError
+        For object dtype without ``allow_pickle``.
 
     Examples
     --------
@@ -211,7 +228,8 @@ def arange(start=None, stop=None, step=None, dtype=None, **kwargs) -> _carray:
     ints = all(isinstance(x, (int, _np.integer)) for x in (start, stop, step))
     for i in range(0, n, blen):
         steps = i + _np.arange(min(blen, n - i), dtype=_np.int64 if ints else _np.float64)
-        ca._engine.append((start + steps * step).astype(dtype))
+        block = (start + steps * step).astype(dtype)
+        ca._engine.append(ca._rows(block) if ca._objects else block)
     if ca.rootdir is not None:
         ca.flush()
     return ca
@@ -230,7 +248,8 @@ def fromiter(iterable, dtype, count, **kwargs) -> _carray:
         How many to take at most (an iterable that ends sooner gives fewer, as
         in legacy bcolz); -1 for all.
     **kwargs
-        As for :class:`carray`.
+        As for :class:`carray` (``allow_pickle`` for ``dtype=object``: each
+        value is one row).
 
     Returns
     -------
@@ -241,6 +260,9 @@ def fromiter(iterable, dtype, count, **kwargs) -> _carray:
     ValueError
         If `count` values would not fit a dataset, or a value does not
         convert to `dtype`; a `rootdir` the call created is removed.
+    PickleNotAllowedError
+        For object dtype (or an object field) without ``allow_pickle``;
+        nothing is created.
 
     Examples
     --------
@@ -284,7 +306,13 @@ def _iter_blocks(iterable, dtype: _np.dtype, count: int, blen: int):
     taken = 0
     while count < 0 or taken < count:
         want = blen if count < 0 else min(blen, count - taken)
-        block = _np.fromiter(_itertools.islice(it, want), dtype=dtype)
+        if dtype == object:  # one value per row, whatever it holds
+            values = list(_itertools.islice(it, want))
+            block = _np.empty(len(values), dtype=object)
+            for i, value in enumerate(values):
+                block[i] = value
+        else:
+            block = _np.fromiter(_itertools.islice(it, want), dtype=dtype)
         if len(block):
             yield block
             taken += len(block)
@@ -317,7 +345,8 @@ def _kind(path: str) -> str | None:
     return None
 
 
-def open(rootdir, mode: str = "a", *, lock_timeout=None):  # noqa: A001 - legacy name
+def open(rootdir, mode: str = "a", *, lock_timeout=None,  # noqa: A001 - legacy name
+         allow_pickle=None):
     """Open a persistent carray or ctable (legacy ``bcolz.open``).
 
     Parameters
@@ -330,6 +359,11 @@ def open(rootdir, mode: str = "a", *, lock_timeout=None):  # noqa: A001 - legacy
     lock_timeout : float, optional
         Seconds to wait, at the first change, for a dataset another writer
         holds (default ``bcolzx.defaults.lock_timeout``; see :class:`carray`).
+    allow_pickle : bool, optional
+        Allow reading and writing the values of object-dtype data (carray
+        or ctable columns), which are pickled; default
+        ``bcolzx.defaults.allow_pickle``.  Opening needs no switch: nothing
+        is unpickled until values are read.
 
     Returns
     -------
@@ -344,6 +378,9 @@ def open(rootdir, mode: str = "a", *, lock_timeout=None):  # noqa: A001 - legacy
         For a ctable in mode 'w'.
     LockedError
         In mode 'w', if another writer holds the dataset (nothing is changed).
+    PickleNotAllowedError
+        In mode 'w', for object dtype without `allow_pickle` (nothing is
+        changed); reading values of an object dataset later raises it too.
 
     Examples
     --------
@@ -363,16 +400,18 @@ def open(rootdir, mode: str = "a", *, lock_timeout=None):  # noqa: A001 - legacy
         if mode == "w":  # as legacy bcolz: a table is replaced by new columns only
             raise ValueError(f"{rootdir} is a ctable: opening it in mode 'w' would empty it; "
                              "create a new one with ctable(columns, rootdir=..., mode='w')")
-        return ctable(rootdir=rootdir, mode=mode, lock_timeout=lock_timeout)
+        return ctable(rootdir=rootdir, mode=mode, lock_timeout=lock_timeout,
+                      allow_pickle=allow_pickle)
     if mode == "w":
         old = _carray(rootdir=rootdir, mode="r")
         return _carray(_np.empty((0, *old.shape[1:]), old.dtype), cparams=old.cparams,
                        dflt=old.dflt, chunklen=old.chunklen, rootdir=rootdir, mode="w",
-                       lock_timeout=lock_timeout)
-    return _carray(rootdir=rootdir, mode=mode, lock_timeout=lock_timeout)
+                       lock_timeout=lock_timeout, allow_pickle=allow_pickle)
+    return _carray(rootdir=rootdir, mode=mode, lock_timeout=lock_timeout,
+                   allow_pickle=allow_pickle)
 
 
-def walk(dir, classname=None, mode="a"):  # noqa: A002 - legacy name
+def walk(dir, classname=None, mode="a", *, allow_pickle=None):  # noqa: A002 - legacy name
     """Yield the carrays (and ctables) found under `dir` (legacy ``bcolz.walk``).
 
     Parameters
@@ -383,6 +422,11 @@ def walk(dir, classname=None, mode="a"):  # noqa: A002 - legacy name
         Only that kind (None: both).
     mode : str
         Mode to open them with.
+    allow_pickle : bool, optional
+        Yield object-dtype datasets (and ctables with object columns) too,
+        able to read their pickled values; default
+        ``bcolzx.defaults.allow_pickle``.  Without it they are skipped with
+        a warning, as datasets that cannot be read.
 
     Yields
     ------
@@ -391,7 +435,8 @@ def walk(dir, classname=None, mode="a"):  # noqa: A002 - legacy name
     Warns
     -----
     RuntimeWarning
-        For a dataset bcolzx cannot read (it is skipped; damaged ones raise).
+        For a dataset bcolzx cannot read (it is skipped; damaged ones raise),
+        or an object dataset without `allow_pickle`.
 
     Raises
     ------
@@ -413,19 +458,22 @@ def walk(dir, classname=None, mode="a"):  # noqa: A002 - legacy name
             plain.append(node)
             continue
         try:
-            obj = open(node, mode=mode)
-        except _UnsupportedFormatError as exc:  # e.g. a format this build cannot read
+            obj = open(node, mode=mode, allow_pickle=allow_pickle)
+            if obj._pickles_refused():  # values pickled, and no consent to read them
+                raise _PickleNotAllowedError("reading an object-dtype dataset", node)
+        except _UnsupportedFormatError as exc:  # a codec or format bcolzx lacks, pickles
             _warnings.warn(f"walk skips {node}: {exc}", RuntimeWarning, stacklevel=2)
             continue
         if len(obj) and classname in (None, kind):  # legacy skips empty containers
             yield obj
     for node in plain:
-        yield from walk(node, classname, mode)
+        yield from walk(node, classname, mode, allow_pickle=allow_pickle)
 
 
 # --- eval ---------------------------------------------------------------------------
 
 from bcolzx._query import blocks as _qblocks  # noqa: E402
+from bcolzx._query.expr import check_operands as _check_operands  # noqa: E402
 from bcolzx._query.expr import compile_expression as _compile  # noqa: E402
 from bcolzx.errors import ExpressionError as _ExpressionError  # noqa: E402
 from bcolzx.params import defaults as _defaults  # noqa: E402
@@ -502,6 +550,7 @@ def eval(expression, vm=None, out_flavor=None, user_dict=None, blen=None, **kwar
 def _evaluate(expr, columns, scalars, vm=None, out_flavor=None, blen=None, length=None,
               **kwargs):
     """Evaluate a compiled expression; the result as `out_flavor` asks."""
+    _check_operands(columns)
     vm = _defaults.vm if vm is None else vm
     if vm not in _VMS:
         raise ValueError(f"vm must be one of {_VMS}, not {vm!r}")

@@ -76,7 +76,7 @@ import numpy as np
 from bcolzx.errors import ExpressionError, UndefinedNameError
 
 __all__ = ["FUNCTIONS", "MAX_DEPTH", "MAX_LENGTH", "MODULES", "REDUCTIONS", "VMS", "Expression",
-           "Reduction", "compile_expression"]
+           "Reduction", "check_operands", "compile_expression"]
 
 #: Longest accepted expression, in characters.
 MAX_LENGTH = 10_000
@@ -1326,3 +1326,28 @@ def _compile(text: str) -> Expression:
     _collect_names(tree, seen)
     # Folding may drop names (where(True, a, b)); keep source order of the rest.
     return Expression(text, tuple(n for n in names if n in seen), tree)
+
+
+def check_operands(columns: Mapping[str, Any]) -> None:
+    """Refuse operands an expression cannot compute on: columns of Python objects.
+
+    Called before any block is read, so an object column (pickled) is never
+    unpickled for a query.
+
+    Parameters
+    ----------
+    columns : mapping
+        The expression's array operands, by name.
+
+    Raises
+    ------
+    ExpressionError
+        If one of them has object dtype (or a structured dtype with objects).
+    """
+    for name, column in columns.items():
+        dtype = getattr(column, "dtype", None)
+        if dtype is not None and np.dtype(dtype).hasobject:
+            raise ExpressionError(
+                f"{name!r} holds Python objects (dtype {dtype}): expressions compute on numbers, "
+                "booleans, strings and dates only; select rows with a condition on other "
+                "columns and read the object column with the rows it returns")

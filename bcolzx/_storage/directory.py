@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from math import ceil, prod
+from math import ceil
 
 from bcolzx._format import journal, layout
 from bcolzx._format.jsonfile import fsync_dir, write_json
@@ -44,13 +44,15 @@ class DirectoryStore(ChunkStore):
         self.rootdir = os.fspath(rootdir)
         self.storage = storage
         self.rowshape = tuple(sizes.shape[1:])
-        rowbytes = storage.dtype.itemsize * prod(self.rowshape)
+        # Sizes count bytes, or rows for variable-length items (format §2d).
+        rowbytes = storage.row_unit(self.rowshape)
         self.chunk_bytes = storage.chunklen * rowbytes
         if not 0 < self.chunk_bytes < 2**31 - 64:
             raise CorruptDataError(f"chunks of {self.chunk_bytes} bytes are not supported "
                                    "(1 byte to 2 GiB)", path=self.rootdir)
+        typesize = 1 if storage.vlen else storage.dtype.itemsize
         self.geometry = Geometry(storage.chunks_per_superchunk, self.chunk_bytes,
-                                 storage.dtype.itemsize, layout.CHECKSUMS[storage.checksum])
+                                 typesize, layout.CHECKSUMS[storage.checksum])
         self.length = length = sizes.shape[0]
         self.nchunks = ceil(length / storage.chunklen)
         self._last_size = (length - (self.nchunks - 1) * storage.chunklen) * rowbytes \
@@ -199,7 +201,10 @@ class DirectoryStore(ChunkStore):
 
     # -- the append journal (docs/format/README.md §3b) ----------------------------
 
-    journaling = True
+    @property
+    def journaling(self) -> bool:  # type: ignore[override]
+        """Fixed-size rows only: variable-length items are committed, never journaled."""
+        return not self.storage.vlen
 
     def _journal_path(self) -> str:
         return layout.meta_path(self.rootdir, layout.JOURNAL_FILE)

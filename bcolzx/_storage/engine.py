@@ -114,12 +114,21 @@ class ChunkedArray:
     ------
     ValueError
         If the chunk geometry is unusable.
+    TypeError
+        For a store of variable-length items (object dtype).
     CorruptDataError
         If the stored leftover chunk cannot be read back.
     """
 
+    #: Whether this engine reads variable-length items (only VlenArray does:
+    #: decoding their chunks as fixed-size items would read pickles as pointers).
+    _vlen_items = False
+
     def __init__(self, store: ChunkStore, nthreads: int = 1):
         st = store.storage
+        if (st.vlen is not None or st.dtype.hasobject) and not self._vlen_items:
+            raise TypeError(f"{type(self).__name__} stores fixed-size items, not {st.dtype} "
+                            "(variable-length items need bcolzx._storage.engine_for)")
         self._store = store
         # Full chunks an append completed may still be on their way to the
         # store from pool threads (:meth:`_hand_off`): every access to the
@@ -134,8 +143,10 @@ class ChunkedArray:
         self.rowshape = tuple(int(x) for x in store.rowshape)
         length = store.length
         self.chunklen = st.chunklen
-        self.itemsize = self.dtype.itemsize
-        self.rowbytes = self.itemsize * prod(self.rowshape)
+        # Variable-length items (VlenArray) count one unit per row: their
+        # chunks and indexes size them in rows (docs/format/README.md §2d).
+        self.itemsize = 1 if st.vlen else self.dtype.itemsize
+        self.rowbytes = st.row_unit(self.rowshape)
         self._items_per_row = prod(self.rowshape)
         self.chunk_bytes = self.chunklen * self.rowbytes
         if self.chunk_bytes > codec.MAX_BUFFERSIZE or self.rowbytes == 0:
@@ -321,7 +332,7 @@ class ChunkedArray:
         from bcolzx._storage.overlay import OverlayStore
 
         store = OverlayStore(self.store, self.nfull)  # .store: chunks in flight stored
-        new = ChunkedArray(store, self.nthreads)
+        new = type(self)(store, self.nthreads)
         new._leftover[: self.nleft] = self._leftover[: self.nleft]
         new.nleft = self.nleft
         return new
@@ -396,11 +407,7 @@ class ChunkedArray:
                 cache.move_to_end(chunk)
                 return entry
         entry = self.store.get_one(chunk)
-        if not isinstance(entry, Special):
-            nbytes = self._nbytes_of(entry, chunk)
-            if nbytes != self.chunk_bytes:
-                raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected "
-                                       f"{self.chunk_bytes}", **self._where(chunk))
+        self._check_full(entry, chunk)
         if self.store.rootdir is None:  # in memory: the store is its own cache
             return entry
         with self._cache_lock:
@@ -413,6 +420,14 @@ class ChunkedArray:
                     if not isinstance(old, Special):
                         self._cache_bytes -= len(old)
         return entry
+
+    def _check_full(self, entry, chunk: int) -> None:
+        """Raise CorruptDataError unless `entry` decodes to a full chunk's bytes."""
+        if not isinstance(entry, Special):
+            nbytes = self._nbytes_of(entry, chunk)
+            if nbytes != self.chunk_bytes:
+                raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected "
+                                       f"{self.chunk_bytes}", **self._where(chunk))
 
     def _uncache(self, chunk: int) -> None:
         with self._cache_lock:

@@ -234,7 +234,8 @@ def _plan(x, rootdir: str, options: dict) -> tuple[_Target, int, list]:
         raise ValueError("the array has unknown chunk sizes; call x.compute_chunk_sizes() "
                          "first")
     if np.dtype(x.dtype).hasobject:
-        raise TypeError(f"dtype {x.dtype} holds Python objects; bcolzx stores fixed-size items")
+        raise TypeError(f"dtype {x.dtype} holds Python objects, which from_dask does not store "
+                        "(bcolzx.carray(..., allow_pickle=True) does)")
     length, rowshape = int(x.shape[0]), tuple(int(d) for d in x.shape[1:])
     target = _create(rootdir, np.dtype(x.dtype), rowshape, length, options,
                      tuple(int(b) for b in x.chunks[0]))

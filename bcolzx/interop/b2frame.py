@@ -86,6 +86,7 @@ from bcolzx.interop._common import (
     new_carray,
     nrows_of,
     prod,
+    refuse_objects,
     remove_quietly,
     reporter,
 )
@@ -300,6 +301,7 @@ def to_b2frame(ca: carray, path, layout: str = "auto", mode: str = "w", *,
     >>> bcolzx.from_b2frame(path)[:]
     array([0., 1., 2., 3., 4., 5., 6., 7., 8., 9.])
     """
+    refuse_objects(ca, "a Blosc2 frame")
     blosc2 = _import_blosc2()
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")

@@ -51,7 +51,7 @@ import numpy as np
 
 from bcolzx._format import layout
 from bcolzx._format.meta import Sizes, Storage
-from bcolzx.interop._common import import_optional
+from bcolzx.interop._common import import_optional, refuse_objects
 from bcolzx.interop._dask_write import from_dask
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -317,6 +317,7 @@ def to_dask_array(ca: carray, chunks: int | None = None) -> dask.array.Array:
     >>> x.chunks, int(x.sum().compute())
     (((4, 4, 2),), 45)
     """
+    refuse_objects(ca, "a Dask array read by bcolzx's tasks")
     da = _import("dask.array", "carray.to_dask()")
     rowbytes = ca.atomsize
     rows = _aligned_rows(ca.chunklen, rowbytes, _superchunk_chunks(ca),
@@ -609,6 +610,7 @@ def to_dask_dataframe(ct: ctable, columns=None, index=None, sorted: bool | None 
             if isinstance(columns, str) else list(columns)
         for name in names:
             ct.cols[name]  # noqa: B018 - KeyError for an unknown column
+    refuse_objects(ct, "a Dask dataframe read by bcolzx's tasks", [*index_cols, *names])
     used = list(dict.fromkeys([*index_cols, *ct.names]))
     token = tokenize(ct)
     spec = TableSpec(tuple(names), tuple(index_cols), spec_attrs,

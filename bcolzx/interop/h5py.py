@@ -69,6 +69,7 @@ from bcolzx.interop._common import (
     json_attrs,
     new_carray,
     python_value,
+    refuse_objects,
     reporter,
 )
 
@@ -239,6 +240,7 @@ def to_hdf5(ca: carray, filepath, nodepath: str = "/carray", mode: str = "w", cp
     >>> back[:].tolist(), back.dflt.tolist()
     ([[0, 1], [2, 3], [4, 5]], -1)
     """
+    refuse_objects(ca, "HDF5")
     h5py = _import_h5py()
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
@@ -316,7 +318,7 @@ def _dataset_dtype(dset, filepath: str) -> tuple[np.dtype, np.dtype]:
     stored = _plain(dset.dtype)
     if stored.hasobject:
         raise TypeError(f"node {dset.name!r} holds variable-length or reference data "
-                        f"({stored}); bcolzx stores fixed-size items")
+                        f"({stored}), which bcolzx does not import")
     recorded = dset.attrs.get(DTYPE_ATTR)
     if recorded is None:
         return stored, stored

@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bcolzx.interop._common import python_value as _python_value
-from bcolzx.interop._common import discard_on_error, finish, reporter
+from bcolzx.interop._common import discard_on_error, finish, refuse_objects, reporter
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from bcolzx.ctable import ctable
@@ -269,6 +269,7 @@ def to_hdf5(ct: ctable, filepath, nodepath: str = "/ctable", mode: str = "w", cp
     ...     from_hdf5(os.path.join(tmp, "t.h5"), "/data/t")["s"][:]
     array(['a', 'b', 'c'], dtype='<U1')
     """
+    refuse_objects(ct, "HDF5 (PyTables)")
     tables = _import_tables()
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")

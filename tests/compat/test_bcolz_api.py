@@ -377,9 +377,12 @@ def test_carray_empty(bcolz):
 
 
 def test_carray_object_dtype_refused(bcolz):
-    # Removed: legacy stored object arrays (pickled); bcolzx stores fixed-size items.
-    with pytest.raises(TypeError):
+    # Changed: legacy stored object arrays (pickled) without asking; bcolzx needs
+    # allow_pickle (a TypeError without it, as before object dtype was supported).
+    with pytest.raises(TypeError, match="allow_pickle"):
         bcolz.carray(np.array([{}, []], dtype=object))
+    c = bcolz.carray(np.array([{}, []], dtype=object), allow_pickle=True)
+    assert c[0] == {} and c[1] == []
 
 
 def test_carray_properties(bcolz):
@@ -1290,6 +1293,11 @@ def test_open_legacy_ctable(bcolz):
     assert hashlib.sha256(t[:].tobytes()).hexdigest() == ds["rows_sha256"]
 
 
-def test_legacy_object_carray_is_refused(bcolz):
-    with pytest.raises(ValueError):  # UnsupportedFormatError
-        bcolz.open(str(LEGACY / "ca_object_optional"), mode="r")
+def test_legacy_object_carray_values_are_refused_without_the_switch(bcolz):
+    # Changed: it opens (legacy bcolz read it); its pickled values need allow_pickle.
+    c = bcolz.open(str(LEGACY / "ca_object_optional"), mode="r")
+    assert len(c) == 5 and c.dtype == object
+    with pytest.raises(ValueError):  # PickleNotAllowedError, an UnsupportedFormatError
+        c[:]
+    with bcolz.defaults_ctx(allow_pickle=True):
+        assert c[3] == {"five": 5}

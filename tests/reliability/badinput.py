@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 import bcolzx
-from bcolzx.errors import ExpressionError, ReadOnlyError
+from bcolzx.errors import ExpressionError, PickleNotAllowedError, ReadOnlyError
 
 
 class Env:
@@ -62,8 +62,16 @@ def _cases() -> list[Case]:
     case("dtype/shape", "c[0:3] = [1, 2]", ValueError,
          "cannot put values of shape (2,) into 3 rows")(
         lambda e: e.c.__setitem__(slice(0, 3), [1, 2]))
-    case("dtype/shape", "carray(np.array([object()]))", TypeError, "object dtype is not supported")(
+    case("dtype/shape", "carray(np.array([object()]))", PickleNotAllowedError,
+         "pass allow_pickle=True or set bcolzx.defaults.allow_pickle = True")(
         lambda e: bcolzx.carray(np.array([object()], dtype=object), rootdir=e.new("o")))
+    case("dtype/shape", "carray(np.zeros(2, 'i4,O'), allow_pickle=True)", TypeError,
+         "holds Python objects inside a structured or sub-array dtype")(
+        lambda e: bcolzx.carray(np.zeros(2, "i4,O"), allow_pickle=True, rootdir=e.new("so")))
+    case("dtype/shape", "carray([{}], dtype=object, dflt=[1], allow_pickle=True)", ValueError,
+         "the default of an object carray must be None, a bool, an int")(
+        lambda e: bcolzx.carray([{}], dtype=object, dflt=[1], allow_pickle=True,
+                                rootdir=e.new("od")))
     case("dtype/shape", "carray([1], dtype='int99')", TypeError,
          "data type 'int99' not understood")(
         lambda e: bcolzx.carray([1], dtype="int99", rootdir=e.new("d")))
@@ -84,8 +92,8 @@ def _cases() -> list[Case]:
     case("dtype/shape", "ctable([np.arange(3), np.arange(4)])", ValueError,
          "columns have different lengths [3, 4]")(
         lambda e: bcolzx.ctable([np.arange(3), np.arange(4)], rootdir=e.new("dl")))
-    case("dtype/shape", "ctable([a, np.array([object()] * 3)])", TypeError,
-         "object dtype is not supported")(
+    case("dtype/shape", "ctable([a, np.array([object()] * 3)])", PickleNotAllowedError,
+         "pass allow_pickle=True or set bcolzx.defaults.allow_pickle = True")(
         lambda e: bcolzx.ctable([np.arange(3), np.array([object()] * 3)], rootdir=e.new("ob")))
     # -- indexes -----------------------------------------------------------------
     case("index", "c[20]  # 10 rows", IndexError,
