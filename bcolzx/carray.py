@@ -390,6 +390,17 @@ class carray:
     # -- properties ----------------------------------------------------------------
 
     @property
+    def engine(self):
+        """The low-level handle: this carray's :class:`bcolzx._storage.ChunkedArray`.
+
+        As h5py's ``Dataset.id``: the one object through which bcolzx's other
+        modules (queries, interop, verify, compact) reach the rows and chunks
+        of a carray.  Its documented methods (docs/architecture.md) are the
+        interface; its private attributes are not.
+        """
+        return self._engine
+
+    @property
     def attrs(self) -> _attrs.attrs:
         """User attributes (persisted in ``__attrs__`` on disk)."""
         return self._attrs

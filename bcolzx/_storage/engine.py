@@ -25,7 +25,7 @@ from bcolzx._format import zonemap
 from bcolzx._query.zonemap import bounds_of
 from bcolzx._format.meta import Sizes
 from bcolzx._format.superchunk import SPECIAL_CBYTES
-from bcolzx._storage import parallel
+from bcolzx import _threads as parallel
 from bcolzx._storage import writer
 from bcolzx._storage.base import ChunkStore, Special
 from bcolzx.errors import CorruptDataError, ReadOnlyError, UnsupportedFormatError

@@ -1,11 +1,20 @@
-"""One process-wide pool of worker threads for chunk-parallel work.
+"""The one pool of worker threads every layer of bcolzx uses, and per-thread resources.
 
-Compression and decompression (in C) and NumPy reductions all release the GIL, so a few
-Python threads that each decode a chunk into a buffer of their own and reduce
-it keep every core busy with the chunk still in cache.  The pool is created
-on first use, grows to the largest thread count asked for, and is forgotten
-in a forked child (its threads do not exist there; a new pool starts on the
-child's first use).
+Compression and decompression (in C), checksums, NumPy reductions and
+expression evaluation all release the GIL, so a few Python threads that each
+work on a chunk of their own keep every core busy with the chunk still in
+cache.  There is one pool for the whole process (C-Blosc2's own threads
+aside): the engine's chunk-parallel encoding and hand-off, reads of many
+chunks, reductions and the blocks of a query all run on it, sized by
+``bcolzx.set_nthreads`` / ``defaults.nthreads``.  It is created on first use,
+grows to the largest thread count asked for, and is forgotten in a forked
+child (its threads do not exist there; a new pool starts on the child's first
+use).  Work submitted from one of its own threads runs inline
+(:func:`map_ordered`): a task never waits for the pool it occupies.
+
+Also here: the one writer thread that stores compressed chunks while others
+compress (:func:`writer`), and what each thread keeps for itself: a scratch
+buffer, a decompression context, compressors, and recycled chunk buffers.
 """
 
 from __future__ import annotations
@@ -25,16 +34,40 @@ _writer: ThreadPoolExecutor | None = None
 _local = threading.local()
 
 
+def _mark_worker() -> None:
+    _local.worker = True
+
+
 def pool(nthreads: int) -> ThreadPoolExecutor:
     """The shared executor, with at least `nthreads` workers."""
     global _pool, _size
     with _lock:
         if _pool is None or _size < nthreads:
             old = _pool
-            _pool, _size = ThreadPoolExecutor(nthreads, thread_name_prefix="bcolzx"), nthreads
+            _pool, _size = ThreadPoolExecutor(nthreads, thread_name_prefix="bcolzx",
+                                              initializer=_mark_worker), nthreads
             if old is not None:
                 old.shutdown(wait=False)
         return _pool
+
+
+def in_worker() -> bool:
+    """Whether the calling thread is one of the pool's (or the writer's)."""
+    return getattr(_local, "worker", False)
+
+
+def map_ordered(fn, items, nthreads: int):
+    """``fn(item)`` for each of `items`, in order, on up to `nthreads` pool threads.
+
+    Runs inline, one item after the other, with one thread, one item, or
+    when called from a pool thread (a task must never wait for the pool it
+    occupies).  Returns an iterator; the results come in the order of
+    `items`.
+    """
+    items = list(items)
+    if nthreads < 2 or len(items) < 2 or in_worker():
+        return map(fn, items)
+    return pool(nthreads).map(fn, items)
 
 
 def writer() -> ThreadPoolExecutor:
@@ -42,7 +75,8 @@ def writer() -> ThreadPoolExecutor:
     global _writer
     with _lock:
         if _writer is None:
-            _writer = ThreadPoolExecutor(1, thread_name_prefix="bcolzx-writer")
+            _writer = ThreadPoolExecutor(1, thread_name_prefix="bcolzx-writer",
+                                         initializer=_mark_worker)
         return _writer
 
 
@@ -108,6 +142,7 @@ def compressor(like: codec.Compressor) -> codec.Compressor:
 def _forget_after_fork() -> None:
     global _pool, _size, _lock, _writer
     _pool, _size, _lock, _writer = None, 0, threading.Lock(), None
+    _local.__dict__.pop("worker", None)
 
 
 if hasattr(os, "register_at_fork"):
