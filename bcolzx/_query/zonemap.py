@@ -4,7 +4,7 @@ A block's *bounds* for a column are ``(min, max)`` or ``(min, max, has_nan)``:
 
 * ``min`` and ``max`` bound every value of the column in the block that is
   not NaN (or NaT); give them as NumPy scalars of the column's dtype (what
-  :func:`bounds_of` and ``ndarray.min`` return), since the dtype decides how
+  :func:`bcolzx._format.zonemap.bounds_of` and ``ndarray.min`` return), since the dtype decides how
   the expression computes.  ``min > max``, or a NaN ``min`` or ``max``, means
   the block holds no non-NaN value;
 * ``has_nan`` (default False) says the block may hold NaN (NaT for
@@ -30,14 +30,18 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from bcolzx._format.zonemap import KINDS as _ORDERED
+from bcolzx._format.zonemap import bounds_of
 from bcolzx._query import kinds
 from bcolzx._query.expr import Expression
 from bcolzx._query.tree import Binary, Call, Compare, Const, Logical, Name, Node, Unary
 from bcolzx.errors import ExpressionError
 
+# bounds_of is defined with the zone map's format; re-exported here until
+# bcolzx._storage.engine imports it from there.
 __all__ = ["bounds_of", "may_match"]
 
-_ORDERED = "biufMm"  # dtype kinds whose min/max mean something here
+# _ORDERED: the dtype kinds whose min/max mean something (those with a zone map).
 _ARITHMETIC = "iuf"
 
 
@@ -69,51 +73,6 @@ class _Range(NamedTuple):
 
 
 _Abstract = _Truth | _Range | None  # None: nothing known
-
-
-def bounds_of(values: np.ndarray) -> tuple[Any, Any, bool]:
-    """The ``(min, max, has_nan)`` bounds of an array, in the form :func:`may_match` takes.
-
-    Parameters
-    ----------
-    values : numpy.ndarray
-        A non-empty array of booleans, numbers, datetime64 or timedelta64.
-
-    Returns
-    -------
-    tuple
-        ``(min, max, has_nan)``: NumPy scalars of the array's dtype over its
-        non-NaN values (NaN when there are none), and whether it holds NaN or NaT.
-
-    Raises
-    ------
-    ValueError
-        If `values` is empty.
-    TypeError
-        If its dtype has no order (strings, structured, object).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> bounds_of(np.array([3.0, np.nan, 1.0]))
-    (np.float64(1.0), np.float64(3.0), True)
-    """
-    values = np.asarray(values)
-    if values.size == 0:
-        raise ValueError("an empty array has no bounds")
-    if values.dtype.kind not in _ORDERED:
-        raise TypeError(f"bounds of {values.dtype} values are not supported")
-    if values.dtype.kind in "fc":
-        missing = np.isnan(values)
-    elif values.dtype.kind in "Mm":
-        missing = np.isnat(values)
-    else:
-        return values.min(), values.max(), False
-    present = values[~missing]
-    if present.size == 0:
-        nan = np.array(np.nan if values.dtype.kind in "fc" else "NaT", values.dtype)[()]
-        return nan, nan, True
-    return present.min(), present.max(), bool(missing.any())
 
 
 def may_match(expr: Expression, bounds: Mapping[str, tuple],

@@ -101,7 +101,8 @@ def test_skipped_blocks_are_neither_read_nor_yielded(columns):
 
 
 def test_skip_block_with_zone_maps(columns):
-    from bcolzx._query.zonemap import bounds_of, may_match
+    from bcolzx._format.zonemap import bounds_of
+    from bcolzx._query.zonemap import may_match
 
     e = compile_expression("(a >= 420) & (a < 470)")
     a = columns["a"]

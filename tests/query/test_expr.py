@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+from bcolzx._format import zonemap as format_zonemap_module
 from bcolzx._query import blocks as blocks_module
 from bcolzx._query import expr as expr_module
 from bcolzx._query import pyvm as pyvm_module
@@ -45,7 +46,8 @@ def test_importing_the_engine_does_not_import_numexpr():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=parent, env=env)
 
 
-@pytest.mark.parametrize("module", [expr_module, zonemap_module, blocks_module, pyvm_module])
+@pytest.mark.parametrize("module", [expr_module, zonemap_module, blocks_module, pyvm_module,
+                                    format_zonemap_module])
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, verbose=False)
     assert result.attempted > 0 and result.failed == 0
