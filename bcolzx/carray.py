@@ -969,7 +969,7 @@ class carray:
         """
         from bcolzx.toplevel import _evaluate
         from bcolzx._query.expr import compile_expression
-        from bcolzx.vars import caller_scope, resolve_names, split_operands
+        from bcolzx._query.scope import caller_scope, resolve_names, split_operands
 
         expr = compile_expression(expression)
         columns, scalars = split_operands(resolve_names(expr.names, caller_scope(None, depth)))

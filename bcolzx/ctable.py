@@ -41,7 +41,7 @@ from bcolzx.carray import _is_sequence, as_objects, carray
 from bcolzx.errors import CorruptDataError, DatasetNotFoundError, ReadOnlyError
 from bcolzx.params import cparams as _cparams
 from bcolzx.params import defaults
-from bcolzx.vars import caller_scope, resolve_names, split_operands
+from bcolzx._query.scope import caller_scope, resolve_names, split_operands
 
 __all__ = ["ctable", "cols"]
 

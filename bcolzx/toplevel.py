@@ -477,9 +477,9 @@ from bcolzx._query.expr import check_operands as _check_operands  # noqa: E402
 from bcolzx._query.expr import compile_expression as _compile  # noqa: E402
 from bcolzx.errors import ExpressionError as _ExpressionError  # noqa: E402
 from bcolzx.params import defaults as _defaults  # noqa: E402
-from bcolzx.vars import caller_scope as _caller_scope  # noqa: E402
-from bcolzx.vars import resolve_names as _resolve  # noqa: E402
-from bcolzx.vars import split_operands as _split  # noqa: E402
+from bcolzx._query.scope import caller_scope as _caller_scope  # noqa: E402
+from bcolzx._query.scope import resolve_names as _resolve  # noqa: E402
+from bcolzx._query.scope import split_operands as _split  # noqa: E402
 
 __all__ += ["eval"]
 

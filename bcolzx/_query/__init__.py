@@ -17,7 +17,9 @@ One concern per module, each importing only those above it in this list:
 * :mod:`~bcolzx._query.zonemap`: whether a block can match, from its
   columns' bounds;
 * :mod:`~bcolzx._query.blocks`: evaluation over columns, block by block, on
-  a thread pool.
+  a thread pool;
+* :mod:`~bcolzx._query.scope`: where the names of an expression get their
+  values (needs no other module).
 
 The package imports nothing on its own: ``import bcolzx._query.zonemap``
 loads that module and those it needs, no more.

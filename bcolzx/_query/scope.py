@@ -1,9 +1,10 @@
-"""Where the names of an expression get their values (legacy bcolz rules).
+"""Where the names of an expression get their values: the user's dict, then the caller's scope.
 
-A name is looked up in the ``user_dict`` given to the query, then in the
-caller's local variables, then in its globals.  Array-like values (NumPy
-arrays, carrays, anything with a length and a dtype) become columns read
-block by block; the others are scalars broadcast against the blocks.
+As in legacy bcolz, a name is looked up in the ``user_dict`` given to the
+query, then in the caller's local variables, then in its globals.
+Array-like values (NumPy arrays, carrays, anything with a length and a
+dtype) become columns read block by block; the others are scalars broadcast
+against the blocks.
 """
 
 from __future__ import annotations
