@@ -967,18 +967,10 @@ class carray:
         indexed this carray (`depth` levels up: ``__getitem__`` and
         ``_get_rows`` are three, ``__setitem__`` two).
         """
-        from bcolzx.toplevel import _evaluate
-        from bcolzx._query.expr import compile_expression
-        from bcolzx._query.scope import caller_scope, resolve_names, split_operands
+        from bcolzx._query.evaluate import mask
+        from bcolzx._query.scope import caller_scope
 
-        expr = compile_expression(expression)
-        columns, scalars = split_operands(resolve_names(expr.names, caller_scope(None, depth)))
-        mask = _evaluate(expr, columns, scalars, out_flavor="numpy",
-                         length=len(self) if not columns else None)
-        if mask.dtype != np.bool_ or mask.shape != (len(self),):
-            raise IndexError(f"the expression {expression!r} must give {len(self)} booleans, "
-                             f"not {mask.dtype} of shape {mask.shape}")
-        return mask
+        return mask(expression, caller_scope(None, depth), len(self))
 
     def _positions(self, key) -> np.ndarray:
         """Integer row positions selected by a slice, a mask or an index array/list.

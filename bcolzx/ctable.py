@@ -33,6 +33,7 @@ from bcolzx._format.seal import Seal, new_uid
 from bcolzx._recovery import even_columns
 from bcolzx._format import jsonfile, layout
 from bcolzx._query import blocks as _blocks
+from bcolzx._query.evaluate import evaluate
 from bcolzx._query.expr import Expression, check_operands, compile_expression
 from bcolzx._query.zonemap import may_match
 from bcolzx._storage import snapshot, writer
@@ -1214,15 +1215,13 @@ class ctable:  # noqa: N801 - legacy name
         ExpressionError, ValueError
             As :func:`bcolzx.eval`.
         """
-        from bcolzx.toplevel import _evaluate
-
         scope = kwargs.pop("_scope", None)
         if scope is None:
             scope = caller_scope(kwargs.pop("user_dict", None))
         else:
             kwargs.pop("user_dict", None)
         expr, columns, scalars = self._scope(expression, scope)
-        return _evaluate(expr, columns, scalars, length=len(self), **kwargs)
+        return evaluate(expr, columns, scalars, new_carray=carray, length=len(self), **kwargs)
 
     # -- interop -------------------------------------------------------------------
 

@@ -472,19 +472,13 @@ def walk(dir, classname=None, mode="a", *, allow_pickle=None):  # noqa: A002 - l
 
 # --- eval ---------------------------------------------------------------------------
 
-from bcolzx._query import blocks as _qblocks  # noqa: E402
-from bcolzx._query.expr import check_operands as _check_operands  # noqa: E402
+from bcolzx._query import evaluate as _evaluate  # noqa: E402
 from bcolzx._query.expr import compile_expression as _compile  # noqa: E402
-from bcolzx.errors import ExpressionError as _ExpressionError  # noqa: E402
-from bcolzx.params import defaults as _defaults  # noqa: E402
 from bcolzx._query.scope import caller_scope as _caller_scope  # noqa: E402
 from bcolzx._query.scope import resolve_names as _resolve  # noqa: E402
 from bcolzx._query.scope import split_operands as _split  # noqa: E402
 
 __all__ += ["eval"]
-
-_VMS = ("python", "numexpr", "dask")
-_FLAVORS = ("bcolz", "carray", "numpy")
 
 
 def eval(expression, vm=None, out_flavor=None, user_dict=None, blen=None, **kwargs):  # noqa: A001
@@ -544,79 +538,5 @@ def eval(expression, vm=None, out_flavor=None, user_dict=None, blen=None, **kwar
     expr = _compile(expression)
     values = _resolve(expr.names, _caller_scope(user_dict))
     columns, scalars = _split(values)
-    return _evaluate(expr, columns, scalars, vm=vm, out_flavor=out_flavor, blen=blen, **kwargs)
-
-
-def _evaluate(expr, columns, scalars, vm=None, out_flavor=None, blen=None, length=None,
-              **kwargs):
-    """Evaluate a compiled expression; the result as `out_flavor` asks."""
-    _check_operands(columns)
-    vm = _defaults.vm if vm is None else vm
-    if vm not in _VMS:
-        raise ValueError(f"vm must be one of {_VMS}, not {vm!r}")
-    engine, requested = _qblocks, vm
-    if vm == "dask":  # each block a Dask task (bcolzx.interop.dask)
-        from bcolzx.interop import dask as engine
-
-        vm = engine.local_vm()
-    flavor = _defaults.out_flavor if out_flavor is None else out_flavor
-    if flavor not in _FLAVORS:
-        raise ValueError(f"out_flavor must be one of {_FLAVORS}, not {flavor!r}")
-    if expr.reduction is not None and columns:
-        return _reduce(expr, columns, scalars, vm, requested, engine, flavor, blen, kwargs)
-    if not columns and length is None:  # scalars only: a scalar, as legacy bcolz
-        return _np.asarray(expr.evaluate(scalars, vm))[()]
-    if not columns or flavor == "numpy":
-        if flavor == "numpy":
-            if not columns:
-                return _np.broadcast_to(expr.evaluate(scalars, vm), (length,)).copy()
-            return engine.evaluate(expr, columns, scalars, blen=blen, vm=vm)
-        result = _np.broadcast_to(expr.evaluate(scalars, vm), (length,))
-        return _carray(result, **kwargs)
-    dtypes = {**{n: c.dtype for n, c in columns.items()},
-              **{n: _np.asarray(v).dtype for n, v in scalars.items()}}
-    n = len(next(iter(columns.values())))
-    shape = _np.broadcast_shapes(*[tuple(c.shape[1:]) for c in columns.values()])
-    kwargs.setdefault("expectedlen", n)
-    out = _carray(_np.empty((0, *shape), expr.dtype(dtypes)), **kwargs)
-    for _, block in engine.evaluate_blocks(expr, columns, scalars, blen=blen, vm=vm):
-        out._engine.append(out._rows(block))
-    if out.rootdir is not None:
-        out.flush()
-    return out
-
-
-def _reduce(expr, columns, scalars, vm, requested, engine, flavor, blen, kwargs):
-    """An outermost ``sum``/``prod``, reduced block by block.
-
-    Over every item or the first axis, the blocks' partial results are
-    combined (one value, or one row); over a later axis each block gives
-    its own rows, collected as `flavor` asks.
-    """
-    red = expr.reduction
-    rowshape = _np.broadcast_shapes(*[tuple(c.shape[1:]) for c in columns.values()])
-    ndim = 1 + len(rowshape)
-    axis = red.axis_for(requested)  # the machine asked for decides what a bare sum() means
-    if axis is not None:
-        if not -ndim <= axis < ndim:
-            raise _ExpressionError(f"{red.op}(): axis {axis} is out of bounds for the "
-                                   f"{ndim} dimensions of {expr.inner.text!r}")
-        axis %= ndim
-    blocks = engine.evaluate_blocks(expr.inner, columns, scalars, blen=blen, vm=vm)
-    if axis is None or axis == 0:
-        total = None
-        for _, block in blocks:
-            part = red.apply(block, axis)
-            total = part if total is None else (total + part if red.op == "sum"
-                                                else total * part)
-        if total is None:  # no rows: the identity of the reduction
-            dtypes = {**{n: c.dtype for n, c in columns.items()},
-                      **{n: _np.asarray(v).dtype for n, v in scalars.items()}}
-            total = red.apply(_np.empty((0, *rowshape), expr.inner.dtype(dtypes)), axis)
-        return total[()] if axis is None else total
-    parts = [red.apply(block, axis) for _, block in blocks]
-    dtypes = {**{n: c.dtype for n, c in columns.items()},
-              **{n: _np.asarray(v).dtype for n, v in scalars.items()}}
-    shape = rowshape[: axis - 1] + rowshape[axis:]
-    result = _np.concatenate(parts) if parts else _np.empty((0, *shape), expr.dtype(dtypes))
-    return result if flavor == "numpy" else _carray(result, **kwargs)
+    return _evaluate.evaluate(expr, columns, scalars, new_carray=_carray, vm=vm,
+                              out_flavor=out_flavor, blen=blen, **kwargs)

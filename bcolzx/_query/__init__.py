@@ -19,7 +19,10 @@ One concern per module, each importing only those above it in this list:
 * :mod:`~bcolzx._query.blocks`: evaluation over columns, block by block, on
   a thread pool;
 * :mod:`~bcolzx._query.scope`: where the names of an expression get their
-  values (needs no other module).
+  values (needs no other module);
+* :mod:`~bcolzx._query.evaluate`: an expression over whole operands, as
+  ``bcolzx.eval`` computes it (flavors, reductions, string keys' masks), and
+  the ``vm='dask'`` engine, loaded on first use.
 
 The package imports nothing on its own: ``import bcolzx._query.zonemap``
 loads that module and those it needs, no more.
