@@ -9,10 +9,11 @@ it keeps the legacy layout, so clients that open it piecewise keep working::
         <name>/          one complete carray directory per column
 
 Queries (:meth:`ctable.where`, :meth:`~ctable.whereblocks`,
-:meth:`~ctable.fetchwhere`, :meth:`~ctable.eval`) evaluate an expression
-block by block with :mod:`bcolzx._query`, reading only the columns the
-expression and ``outcols`` name, and skipping blocks whose per-chunk
-min/max (the columns' zone maps) prove they cannot match.
+:meth:`~ctable.fetchwhere`, :meth:`~ctable.eval`) are planned by
+:mod:`bcolzx._query.planner` over the table's columns: evaluated block by
+block, reading only the columns the expression and ``outcols`` name, and
+skipping blocks whose per-chunk min/max (the columns' zone maps) prove they
+cannot match.
 """
 
 from __future__ import annotations
@@ -32,17 +33,15 @@ from bcolzx import attrs as _attrs
 from bcolzx._format.seal import Seal, new_uid
 from bcolzx._recovery import even_columns
 from bcolzx._format import jsonfile, layout
-from bcolzx._query import blocks as _blocks
+from bcolzx._query import planner
 from bcolzx._query.evaluate import evaluate
-from bcolzx._query.expr import Expression, check_operands, compile_expression
-from bcolzx._query.zonemap import may_match
 from bcolzx._storage import snapshot, writer
 from bcolzx._storage.lock import WriterLock
 from bcolzx.carray import _is_sequence, as_objects, carray
 from bcolzx.errors import CorruptDataError, DatasetNotFoundError, ReadOnlyError
 from bcolzx.params import cparams as _cparams
 from bcolzx.params import defaults
-from bcolzx._query.scope import caller_scope, resolve_names, split_operands
+from bcolzx._query.scope import caller_scope
 
 __all__ = ["ctable", "cols"]
 
@@ -960,122 +959,11 @@ class ctable:  # noqa: N801 - legacy name
 
     # -- queries -----------------------------------------------------------------
 
-    def _scope(self, expression: str, scope) -> tuple[Expression, dict, dict]:
-        """Compile `expression`; its columns (the table's and array variables)
-        and scalars, names looked up in `scope` when they are not columns."""
-        expr = compile_expression(expression)
-        columns = {n: self._cols[n] for n in expr.names if n in self._cols}
-        check_operands(columns)
-        others = resolve_names([n for n in expr.names if n not in columns], scope)
-        more, scalars = split_operands(others)
-        for name, value in more.items():
-            if len(value) != len(self):
-                raise ValueError(f"variable {name!r} has {len(value)} rows, the table "
-                                 f"{len(self)}")
-        columns.update(more)
-        return expr, columns, scalars
-
-    def _vm(self, vm) -> str:
-        vm = defaults.vm if vm is None else vm
-        if vm not in ("python", "numexpr", "dask"):
-            raise ValueError(f"vm must be 'python', 'numexpr' or 'dask', not {vm!r}")
-        return vm
-
-    def _matches(self, expression, scope, vm) -> Iterator[tuple[int, np.ndarray, tuple | None]]:
-        """``(block_start, positions, block)`` of the rows where `expression` holds;
-        `block` is None or ``(block_start, {column: the block's rows})`` for the
-        table's columns the expression read."""
-        if not isinstance(expression, str):
-            mask = expression[:] if isinstance(expression, carray) else np.asarray(expression)
-            if mask.dtype != np.bool_ or mask.shape != (len(self),):
-                raise ValueError("the query must be a string expression or a boolean array "
-                                 f"of length {len(self)}")
-            yield 0, np.flatnonzero(mask), None
-            return
-        expr, columns, scalars = self._scope(expression, scope)
-        vm, engine = self._vm(vm), _blocks
-        if vm == "dask":  # each block a Dask task (bcolzx.interop.dask)
-            from bcolzx.interop import dask as engine
-
-            vm = engine.local_vm()
-        if not columns:
-            value = expr.evaluate(scalars, vm)
-            if value.shape != () or value.dtype != np.bool_:
-                raise ValueError(f"{expression!r} is not a boolean condition on the columns")
-            if bool(value):
-                yield 0, np.arange(len(self)), None
-            return
-        skip = self._zone_skipper(expr, columns, scalars)
-        local = engine is _blocks  # Dask tasks keep the blocks they read
-        blocks = engine.evaluate_blocks(expr, columns, scalars, vm=vm, skip_block=skip,
-                                        **({"with_columns": True} if local else {}))
-        for lo, mask, *read in blocks:
-            if mask.dtype != np.bool_:
-                raise ValueError(f"{expression!r} gives {mask.dtype} values, not a boolean "
-                                 "condition")
-            hits = np.flatnonzero(mask)
-            if len(hits):
-                # Only the table's own columns may stand in for a later read.
-                have = {n: v for n, v in read[0].items()
-                        if n in self._cols and self._cols[n] is columns[n]} if read else {}
-                yield lo, hits + lo, (lo, have)
-
-    def _zone_skipper(self, expr: Expression, columns: dict, scalars: dict):
-        """A ``skip_block`` for evaluate_blocks from the columns' chunk statistics."""
-        if not all(isinstance(c, carray) for c in columns.values()):
-            return None
-        stats = {n: c._engine.chunk_stats() for n, c in columns.items()}
-        chunklens = {c.chunklen for c in columns.values()}
-        if len(chunklens) != 1 or any(s is None for s in stats.values()):
-            return None
-        (cl,) = chunklens
-        nchunks = min(len(st) for st in stats.values())
-        maybe = np.ones(nchunks, dtype=bool)
-
-        def can_match(a: int, b: int) -> bool:
-            bounds = {name: (np.fmin.reduce(st["min"][a:b]), np.fmax.reduce(st["max"][a:b]),
-                             bool(st["nan"][a:b].any())) for name, st in stats.items()}
-            return may_match(expr, bounds, scalars)
-
-        def narrow(a: int, b: int) -> None:
-            """Clear `maybe` for the chunks of [a, b) that cannot match: whole
-            ranges first, so a selective query needs few checks."""
-            if not can_match(a, b):
-                maybe[a:b] = False
-            elif b - a > 4:
-                mid = (a + b) // 2
-                narrow(a, mid)
-                narrow(mid, b)
-            elif b - a > 1:
-                for c in range(a, b):
-                    maybe[c] = can_match(c, c + 1)
-
-        if nchunks:
-            narrow(0, nchunks)
-
-        def skip(lo: int, hi: int) -> bool:
-            first, last = lo // cl, (hi - 1) // cl
-            return last < nchunks and not maybe[first:last + 1].any()
-        return skip
-
     def _query(self, expression, outcols, limit, skip, scope, vm) -> Iterator[np.ndarray]:
-        """Structured arrays of the matching rows, block by block, with limit and skip."""
+        """Structured arrays of the rows the planner selects, block by block."""
         names = self._outcols(outcols)
-        yielded, left = 0, int(skip)
-        for lo, pos, block in self._matches(expression, scope, vm):
-            if left:
-                drop = min(left, len(pos))
-                pos, left = pos[drop:], left - drop
-            if limit is not None:
-                pos = pos[: max(0, limit - yielded)]
-            if not len(pos):
-                if limit is not None and yielded >= limit:
-                    return
-                continue
+        for pos, block in planner.select(expression, self._cols, scope, vm, limit, skip):
             yield self._read(names, int(pos[0]), int(pos[-1]) + 1, pos, block)
-            yielded += len(pos)
-            if limit is not None and yielded >= limit:
-                return
 
     def where(self, expression, outcols=None, limit: int | None = None, skip: int = 0,
               out_flavor=namedtuple, user_dict: dict | None = None, vm: str | None = None,
@@ -1220,7 +1108,7 @@ class ctable:  # noqa: N801 - legacy name
             scope = caller_scope(kwargs.pop("user_dict", None))
         else:
             kwargs.pop("user_dict", None)
-        expr, columns, scalars = self._scope(expression, scope)
+        expr, columns, scalars = planner.operands(expression, self._cols, scope)
         return evaluate(expr, columns, scalars, new_carray=carray, length=len(self), **kwargs)
 
     # -- interop -------------------------------------------------------------------

@@ -22,7 +22,9 @@ One concern per module, each importing only those above it in this list:
   values (needs no other module);
 * :mod:`~bcolzx._query.evaluate`: an expression over whole operands, as
   ``bcolzx.eval`` computes it (flavors, reductions, string keys' masks), and
-  the ``vm='dask'`` engine, loaded on first use.
+  the ``vm='dask'`` engine, loaded on first use;
+* :mod:`~bcolzx._query.planner`: a table's queries (a condition's operands,
+  zone-map skipping, the matching rows with skip and limit).
 
 The package imports nothing on its own: ``import bcolzx._query.zonemap``
 loads that module and those it needs, no more.

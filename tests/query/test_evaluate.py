@@ -91,7 +91,8 @@ def test_no_module_of_the_query_layer_imports_the_dask_engine():
 
 
 def test_importing_the_query_layer_imports_no_dask():
-    code = "import sys, bcolzx._query.evaluate; assert 'dask' not in sys.modules"
+    code = ("import sys, bcolzx._query.evaluate, bcolzx._query.planner; "
+            "assert 'dask' not in sys.modules")
     parent = os.path.dirname(os.path.dirname(os.path.abspath(bcolzx.__file__)))
     env = dict(os.environ, PYTHONPATH=parent)
     subprocess.run([sys.executable, "-c", code], check=True, cwd=parent, env=env)

@@ -36,7 +36,8 @@ def test_unknown_vm_is_a_value_error():
 
 def test_importing_the_engine_does_not_import_numexpr():
     code = ("import sys, bcolzx._query, bcolzx._query.expr, bcolzx._query.blocks, "
-            "bcolzx._query.zonemap, bcolzx._query.numexpr_vm, bcolzx._query.evaluate; "
+            "bcolzx._query.zonemap, bcolzx._query.numexpr_vm, bcolzx._query.evaluate, "
+            "bcolzx._query.planner; "
             "assert 'numexpr' not in sys.modules")
     # Run where the bcolzx under test is found first (not an unbuilt source tree).
     import bcolzx
