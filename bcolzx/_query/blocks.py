@@ -1,4 +1,4 @@
-"""Evaluate an expression over columns, block by block, on a thread pool.
+"""Evaluate an expression over columns, block by block, on the shared thread pool.
 
 A *column* is anything with ``__len__``, ``dtype``, ``shape`` and slicing
 ``column[a:b]`` that returns a NumPy array: a :class:`bcolzx.carray`, a NumPy
@@ -6,9 +6,12 @@ array, a memory map.  Only the columns the expression names are read, one
 block of rows at a time, so memory stays flat whatever the column length.
 
 Blocks are read on the calling thread (columns need not be thread-safe) and
-evaluated on a :class:`concurrent.futures.ThreadPoolExecutor`; NumPy ufuncs
-and numexpr release the GIL, so evaluations overlap each other and the reads
-of the next blocks.  At most ``2 * nthreads`` blocks are in flight.
+evaluated on bcolzx's one pool of worker threads (:mod:`bcolzx._threads`);
+NumPy ufuncs and numexpr release the GIL, so evaluations overlap each other
+and the reads of the next blocks.  At most ``2 * nthreads`` blocks are in
+flight.  A query evaluated from one of the pool's own threads (a task that
+queries) evaluates its blocks inline: a task never waits for the pool it
+occupies.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ import math
 import operator
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
 
+from bcolzx import _threads
 from bcolzx._query.expr import Expression, compile_expression
-from bcolzx.errors import ExpressionError, UndefinedNameError
+from bcolzx.errors import UndefinedNameError
 
 __all__ = ["BLOCK_BYTES", "evaluate", "evaluate_blocks"]
 
@@ -123,8 +127,9 @@ def evaluate_blocks(
     vm : {'python', 'numexpr'}
         The virtual machine (see :mod:`bcolzx._query.expr`).
     nthreads : int, optional
-        Threads evaluating blocks (default: ``bcolzx.defaults.nthreads``); 1
-        evaluates on the calling thread, without a pool.
+        Threads of the shared pool evaluating blocks (default:
+        ``bcolzx.defaults.nthreads``); 1 evaluates on the calling thread, as
+        does a call from one of the pool's threads.
     skip_block : callable, optional
         ``skip_block(block_start, block_stop)`` returning True skips that
         block: it is neither read nor evaluated nor yielded.
@@ -219,21 +224,25 @@ class _Reader:
 
 def _pooled(read: _Reader, ranges: list[tuple[int, int]], nthreads: int
             ) -> Iterator[tuple[int, np.ndarray]]:
+    """Blocks read here, evaluated on the shared pool, yielded in order."""
+    if _threads.in_worker():  # decided where the blocks are consumed
+        yield from (read.evaluate(a, b) for a, b in ranges)
+        return
+    pool = _threads.pool(nthreads)
     pending: deque[tuple[int, dict, Future]] = deque()
-    with ThreadPoolExecutor(nthreads, thread_name_prefix="bcolzx-eval") as pool:
-        try:
-            for a, b in ranges:
-                namespace = read.read(a, b)
-                pending.append((a, namespace, pool.submit(read.compute, namespace)))
-                if len(pending) >= _IN_FLIGHT * nthreads:
-                    first, namespace, future = pending.popleft()
-                    yield read.result(first, namespace, future.result())
-            while pending:
+    try:
+        for a, b in ranges:
+            namespace = read.read(a, b)
+            pending.append((a, namespace, pool.submit(read.compute, namespace)))
+            if len(pending) >= _IN_FLIGHT * nthreads:
                 first, namespace, future = pending.popleft()
                 yield read.result(first, namespace, future.result())
-        finally:  # the consumer stopped early, or a block failed
-            for _, _, future in pending:
-                future.cancel()
+        while pending:
+            first, namespace, future = pending.popleft()
+            yield read.result(first, namespace, future.result())
+    finally:  # the consumer stopped early, or a block failed: drop what has not started
+        for _, _, future in pending:
+            future.cancel()
 
 
 def evaluate(
