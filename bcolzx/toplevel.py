@@ -1,10 +1,40 @@
-"""Top-level functions of the bcolzx namespace (legacy bcolz names)."""
+"""The top-level functions of the bcolzx namespace, with legacy ``bcolz.toplevel``'s names.
+
+Constructors with NumPy's names (:func:`fill`, :func:`zeros`, :func:`ones`,
+:func:`arange`, :func:`fromiter`), built chunk by chunk; :func:`open` and
+:func:`walk` for datasets on disk; :func:`eval` (its evaluation is
+:mod:`bcolzx._query.evaluate`'s); and the C-Blosc2 library bcolzx runs with.
+"""
 
 from __future__ import annotations
 
-from bcolzx._ext import codec as _codec
+import contextlib as _contextlib
+import glob as _glob
+import itertools as _itertools
+import math as _math
+import os as _os
+import shutil as _shutil
+import warnings as _warnings
 
-__all__ = ["blosc_version", "blosc_compressor_list"]
+import numpy as _np
+
+from bcolzx._ext import codec as _codec
+from bcolzx._format import layout as _layout
+from bcolzx._query import evaluate as _evaluate
+from bcolzx._query.expr import compile_expression as _compile
+from bcolzx._query.scope import caller_scope as _caller_scope
+from bcolzx._query.scope import resolve_names as _resolve
+from bcolzx._query.scope import split_operands as _split
+from bcolzx.carray import carray as _carray
+from bcolzx.carray import iterblocks
+from bcolzx.ctable import ctable as _ctable
+from bcolzx.errors import PickleNotAllowedError as _PickleNotAllowedError
+from bcolzx.errors import UnsupportedFormatError as _UnsupportedFormatError
+
+# Imports are aliased with a leading underscore: the module's public names
+# are the functions below (and iterblocks), as in legacy bcolz.toplevel.
+__all__ = ["arange", "blosc_compressor_list", "blosc_version", "eval", "fill", "fromiter",
+           "iterblocks", "ones", "open", "walk", "zeros"]
 
 
 def blosc_version() -> tuple[str, str]:
@@ -50,24 +80,6 @@ def blosc_compressor_list() -> list[str]:
 
 
 # --- constructors and directory helpers (bcolz 1.2 names and signatures) ----------
-
-import contextlib as _contextlib
-import glob as _glob  # noqa: E402
-import itertools as _itertools  # noqa: E402
-import math as _math  # noqa: E402
-import os as _os  # noqa: E402
-import shutil as _shutil  # noqa: E402
-import warnings as _warnings  # noqa: E402
-
-import numpy as _np  # noqa: E402
-
-from bcolzx._format import layout as _layout  # noqa: E402
-from bcolzx.carray import carray as _carray  # noqa: E402
-from bcolzx.carray import iterblocks  # noqa: E402,F401
-from bcolzx.errors import PickleNotAllowedError as _PickleNotAllowedError  # noqa: E402
-from bcolzx.errors import UnsupportedFormatError as _UnsupportedFormatError  # noqa: E402
-
-__all__ += ["open", "zeros", "ones", "fill", "arange", "fromiter", "iterblocks", "walk"]
 
 
 def _shape_len(shape) -> tuple[int, tuple]:
@@ -136,14 +148,12 @@ def _table_kwargs(kwargs: dict) -> tuple[dict, dict]:
 
 def _fill_ctable(n: int, dflt, dtype: _np.dtype, kwargs: dict):
     """A ctable of `n` rows of a structured `dtype`, one column per field."""
-    from bcolzx.ctable import ctable
-
     table, kwargs = _table_kwargs(kwargs)
     row = _np.zeros((), dtype) if dflt is None else _np.asarray(dflt, dtype)
     cols = [fill((n, *dtype[f].shape), row[f] if dflt is not None else None,
                  dtype[f].base, allow_pickle=table.get("allow_pickle"), **kwargs)
             for f in dtype.names]
-    return ctable(cols, names=list(dtype.names), **table, **kwargs)
+    return _ctable(cols, names=list(dtype.names), **table, **kwargs)
 
 
 def zeros(shape, dtype=float, **kwargs) -> _carray:
@@ -322,13 +332,11 @@ def _iter_blocks(iterable, dtype: _np.dtype, count: int, blen: int):
 
 def _fromiter_ctable(iterable, dtype: _np.dtype, count: int, kwargs: dict):
     """fromiter for a structured dtype: a ctable filled block by block."""
-    from bcolzx.ctable import ctable
-
     table, kwargs = _table_kwargs(kwargs)
     auto_flush = table.pop("auto_flush", table.get("rootdir") is not None)
     empty = [_np.empty((0, *dtype[f].shape), dtype[f].base) for f in dtype.names]
     # One flush at the end, not one per block; then the caller's setting.
-    ct = ctable(empty, names=list(dtype.names), auto_flush=False, **table, **kwargs)
+    ct = _ctable(empty, names=list(dtype.names), auto_flush=False, **table, **kwargs)
     for block in _iter_blocks(iterable, dtype, count, next(iter(ct.cols.values())).chunklen):
         ct.append(block)
     if ct.rootdir is not None:
@@ -345,7 +353,7 @@ def _kind(path: str) -> str | None:
     return None
 
 
-def open(rootdir, mode: str = "a", *, lock_timeout=None,  # noqa: A001 - legacy name
+def open(rootdir, mode: str = "a", *, lock_timeout=None,  # legacy name, shadows the builtin
          allow_pickle=None):
     """Open a persistent carray or ctable (legacy ``bcolz.open``).
 
@@ -395,13 +403,11 @@ def open(rootdir, mode: str = "a", *, lock_timeout=None,  # noqa: A001 - legacy 
     if kind is None:
         raise FileNotFoundError(f"no bcolzx carray or ctable at {rootdir}")
     if kind == "ctable":
-        from bcolzx.ctable import ctable
-
         if mode == "w":  # as legacy bcolz: a table is replaced by new columns only
             raise ValueError(f"{rootdir} is a ctable: opening it in mode 'w' would empty it; "
                              "create a new one with ctable(columns, rootdir=..., mode='w')")
-        return ctable(rootdir=rootdir, mode=mode, lock_timeout=lock_timeout,
-                      allow_pickle=allow_pickle)
+        return _ctable(rootdir=rootdir, mode=mode, lock_timeout=lock_timeout,
+                       allow_pickle=allow_pickle)
     if mode == "w":
         old = _carray(rootdir=rootdir, mode="r")
         return _carray(_np.empty((0, *old.shape[1:]), old.dtype), cparams=old.cparams,
@@ -411,7 +417,7 @@ def open(rootdir, mode: str = "a", *, lock_timeout=None,  # noqa: A001 - legacy 
                    allow_pickle=allow_pickle)
 
 
-def walk(dir, classname=None, mode="a", *, allow_pickle=None):  # noqa: A002 - legacy name
+def walk(dir, classname=None, mode="a", *, allow_pickle=None):  # legacy names
     """Yield the carrays (and ctables) found under `dir` (legacy ``bcolz.walk``).
 
     Parameters
@@ -472,16 +478,8 @@ def walk(dir, classname=None, mode="a", *, allow_pickle=None):  # noqa: A002 - l
 
 # --- eval ---------------------------------------------------------------------------
 
-from bcolzx._query import evaluate as _evaluate  # noqa: E402
-from bcolzx._query.expr import compile_expression as _compile  # noqa: E402
-from bcolzx._query.scope import caller_scope as _caller_scope  # noqa: E402
-from bcolzx._query.scope import resolve_names as _resolve  # noqa: E402
-from bcolzx._query.scope import split_operands as _split  # noqa: E402
 
-__all__ += ["eval"]
-
-
-def eval(expression, vm=None, out_flavor=None, user_dict=None, blen=None, **kwargs):  # noqa: A001
+def eval(expression, vm=None, out_flavor=None, user_dict=None, blen=None, **kwargs):  # legacy name
     """Evaluate an expression over carrays, arrays and scalars, block by block (legacy
     ``bcolz.eval``).
 
