@@ -34,7 +34,7 @@ from bcolzx._format.seal import Seal, new_uid
 from bcolzx._recovery import even_columns
 from bcolzx._format import jsonfile, layout
 from bcolzx._query import planner
-from bcolzx._query.evaluate import evaluate
+from bcolzx._query.evaluate import evaluate, resolve_flavor
 from bcolzx._storage import snapshot, writer
 from bcolzx._storage.lock import WriterLock
 from bcolzx.carray import _is_sequence, as_objects, carray
@@ -1073,9 +1073,7 @@ class ctable:  # noqa: N801 - legacy name
         ExpressionError, ValueError
             As :meth:`where`; ValueError for an unknown `out_flavor`.
         """
-        flavor = defaults.out_flavor if out_flavor is None else out_flavor
-        if flavor not in ("bcolz", "carray", "numpy"):
-            raise ValueError(f"out_flavor must be 'bcolz', 'carray' or 'numpy', not {flavor!r}")
+        flavor = resolve_flavor(out_flavor)
         names = self._outcols(outcols)
         scope = caller_scope(user_dict) if _scope is None else _scope
         parts = list(self._query(expression, names, limit, skip, scope, vm))

@@ -91,7 +91,13 @@ def dask_engine() -> ModuleType:
 
 def engine_for(vm: str) -> tuple[ModuleType, str]:
     """What evaluates blocks for `vm` (a member of :data:`VMS`), and the
-    machine it evaluates each block with."""
+    machine it evaluates each block with.
+
+    Raises
+    ------
+    ImportError
+        For 'dask' without Dask installed.
+    """
     if vm == "dask":  # each block a Dask task
         engine = dask_engine()
         return engine, engine.local_vm()

@@ -80,6 +80,10 @@ def kind_of(dtype: np.dtype) -> np.dtype | None:
     -------
     numpy.dtype or None
         One of :data:`KINDS`, or None (uint64, longdouble, datetime64, strings...).
+
+    Raises
+    ------
+    None
     """
     code, size = dtype.kind, dtype.itemsize
     if code == "b":
@@ -96,12 +100,25 @@ def kind_of(dtype: np.dtype) -> np.dtype | None:
 
 
 def common_kind(*dtypes: np.dtype) -> np.dtype:
-    """The highest of some kinds (all of them members of :data:`KINDS`)."""
+    """The highest of some kinds (all of them members of :data:`KINDS`).
+
+    Raises
+    ------
+    ValueError
+        If one of `dtypes` is not a kind.
+    """
     return KINDS[max(KINDS.index(d) for d in dtypes)]
 
 
 def literal_kind(value: Any) -> np.dtype:
-    """The kind numexpr gives a Python literal: int32 when an int fits, else int64."""
+    """The kind numexpr gives a Python literal: int32 when an int fits, else int64.
+
+    Strings and bytes keep NumPy's dtype for them.
+
+    Raises
+    ------
+    None
+    """
     if isinstance(value, bool):
         return BOOL
     if isinstance(value, int):
@@ -123,7 +140,13 @@ class Literal(NamedTuple):
     value: Any
 
     def typed(self) -> np.ndarray:
-        """The constant as a 0-d array of its numexpr kind."""
+        """The constant as a 0-d array of its numexpr kind.
+
+        Raises
+        ------
+        OverflowError
+            For an integer beyond int64 (parsing refuses those first).
+        """
         return np.asarray(self.value, dtype=literal_kind(self.value))
 
 
@@ -131,12 +154,22 @@ Operand = np.ndarray | Literal
 
 
 def array_of(x: Operand) -> np.ndarray:
-    """`x` as an array: a literal typed by numexpr's literal rules."""
+    """`x` as an array: a literal typed by numexpr's literal rules.
+
+    Raises
+    ------
+    None
+    """
     return x.typed() if isinstance(x, Literal) else x
 
 
 def weak(x: Operand) -> Any:
-    """`x` for NumPy's own arithmetic: a literal as a (weakly typed) Python scalar."""
+    """`x` for NumPy's own arithmetic: a literal as a (weakly typed) Python scalar.
+
+    Raises
+    ------
+    None
+    """
     return x.value if isinstance(x, Literal) else x
 
 
@@ -149,7 +182,14 @@ def _kinds(*operands: Operand) -> tuple[np.ndarray, ...] | None:
 
 
 def cast(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """`a` in `dtype`, not copied when it already is."""
+    """`a` in `dtype`, not copied when it already is.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If NumPy cannot convert `a` (the kinds are numeric: never for a
+        number or boolean array).
+    """
     return a.astype(dtype, copy=False)
 
 

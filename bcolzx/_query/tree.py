@@ -46,7 +46,16 @@ REDUCTIONS: tuple[str, ...] = ("sum", "prod")
 #: is looked up or imported.
 MODULES: tuple[str, ...] = ("np", "numpy", "da")
 
-# -- the tree --------------------------------------------------------------------
+#: The binary operators by name, and how they are written.
+BINARY_SYMBOLS: Mapping[str, str] = {
+    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+    "pow": "**", "and": "&", "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>",
+}
+#: The comparisons by name, and how they are written.
+COMPARE_SYMBOLS: Mapping[str, str] = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==",
+                                      "ne": "!="}
+
+# -- the nodes -------------------------------------------------------------------
 
 
 class Name(NamedTuple):
@@ -117,13 +126,24 @@ class Reduction(NamedTuple):
     qualified: bool
 
     def axis_for(self, vm: str) -> int | None:
-        """The axis reduced on `vm` (None: every item)."""
+        """The axis reduced on `vm` (None: every item).
+
+        Raises
+        ------
+        None
+        """
         if self.axis is not None or self.qualified or vm == "numexpr":
             return self.axis
         return 0
 
     def apply(self, value: np.ndarray, axis: int | None) -> np.ndarray:
-        """Reduce `value` (a NumPy array) over `axis`."""
+        """Reduce `value` (a NumPy array) over `axis`.
+
+        Raises
+        ------
+        ExpressionError
+            If `value` has no such axis.
+        """
         func = np.sum if self.op == "sum" else np.prod
         if np.ndim(value) == 0:
             axis = None
@@ -132,12 +152,3 @@ class Reduction(NamedTuple):
         except np.exceptions.AxisError as exc:
             raise ExpressionError(f"{self.op}(): {exc}") from None
 
-
-#: The binary operators by name, and how they are written.
-BINARY_SYMBOLS: Mapping[str, str] = {
-    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
-    "pow": "**", "and": "&", "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>",
-}
-#: The comparisons by name, and how they are written.
-COMPARE_SYMBOLS: Mapping[str, str] = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==",
-                                      "ne": "!="}
