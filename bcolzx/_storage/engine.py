@@ -1,9 +1,14 @@
-"""Rows over chunks: the leftover, chunk encoding, reads and writes by row range.
+"""Rows over chunks: an array's state, and its write path (append, write, resize, flush).
 
 :class:`ChunkedArray` is the one code path between the public containers and
 a :class:`~bcolzx._storage.base.ChunkStore`.  Full chunks live in the store;
 the partial last chunk (the *leftover*) lives in memory and is stored as a
-short chunk on :meth:`flush`.
+short chunk on :meth:`flush`.  The read path is its base,
+:class:`~bcolzx._storage.reader.ChunkReader`; chunks are compressed by an
+:class:`~bcolzx._storage.encoding.Encoder`, cached by a
+:class:`~bcolzx._storage.chunkcache.ChunkCache`, bounded by a
+:class:`~bcolzx._storage.zones.ZoneMap`, and handed to pool threads within
+the budget of :mod:`bcolzx._storage.flight`.
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ from bcolzx._storage import flight, writer
 from bcolzx._storage.base import ChunkStore, Special
 from bcolzx._storage.chunkcache import ChunkCache
 from bcolzx._storage.encoding import Encoder, encode_in_pool
+from bcolzx._storage.reader import ChunkReader
 from bcolzx._storage.zones import ZoneMap, bounds
-from bcolzx.errors import CorruptDataError, ReadOnlyError, UnsupportedFormatError
+from bcolzx.errors import ReadOnlyError
 
 #: Uncompressed bytes of the chunks a large append encodes before storing them
 #: (on disk: one group is written while the next is compressed).
@@ -36,7 +42,7 @@ PUT_BYTES = 16 << 20
 JOURNAL_BYTES = 4 << 20
 
 
-class ChunkedArray:
+class ChunkedArray(ChunkReader):
     """A growable 1-D sequence of rows (each ``rowshape`` items of ``dtype``) in chunks.
 
     Parameters
@@ -295,46 +301,7 @@ class ChunkedArray:
     def _sizes(self) -> Sizes:
         return Sizes((len(self), *self.rowshape), self.nbytes, self.store.cbytes)
 
-    def _where(self, chunk: int) -> dict:
-        return {"path": self.store.rootdir, "chunk": chunk}
-
     # -- the chunk cache ---------------------------------------------------------
-
-    def _entry(self, chunk: int):
-        """The verified stored entry of `chunk`, through the cache of compressed chunks."""
-        entry = self._cache.get(chunk)
-        if entry is not None:
-            return entry
-        entry = self.store.get_one(chunk)
-        self._check_full(entry, chunk)
-        if self.store.rootdir is not None:  # in memory: the store is its own cache
-            self._cache.put(chunk, entry)
-        return entry
-
-    def _check_full(self, entry, chunk: int) -> None:
-        """Raise CorruptDataError unless `entry` decodes to a full chunk's bytes."""
-        if not isinstance(entry, Special):
-            self._decoded_size(entry, chunk, self.chunk_bytes)
-
-    def _decoded_size(self, entry, chunk: int, low: int, high: int | None = None) -> int:
-        """The uncompressed bytes of stored chunk `entry`, from its header: whole
-        rows, from `low` to `high` (default: exactly `low`).
-
-        The one check of a chunk's size against the metadata, before anything
-        is decoded (C-Blosc2 would otherwise fill an output buffer partly).
-
-        Raises
-        ------
-        CorruptDataError
-            Naming this dataset and `chunk`.
-        """
-        nbytes = self._nbytes_of(entry, chunk)
-        high = low if high is None else high
-        if not low <= nbytes <= high or nbytes % self.rowbytes:
-            want = low if low == high else f"{low} to {high}"
-            raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected {want}",
-                                   **self._where(chunk))
-        return nbytes
 
     def _uncache(self, chunk: int) -> None:
         self._cache.drop(chunk)
@@ -368,18 +335,6 @@ class ChunkedArray:
     def _note(self, chunk: int, rows: np.ndarray, computed: tuple | None = None) -> None:
         """Record the bounds of `rows` (or `computed`), now stored as `chunk`."""
         self._zones.note(chunk, rows, self._stored_chunks(), computed)
-
-    def chunk_stats(self) -> np.ndarray | None:
-        """Bounds of the full chunks: a record array with ``min``, ``max`` (of the
-        non-NaN values) and ``nan`` per chunk, or None when unknown.
-
-        Raises
-        ------
-        CorruptDataError
-            If the stored zone map is damaged.
-        """
-        self.settle()
-        return self._zones.stats(self.nfull, self._stored_chunks())
 
     # -- chunk encoding --------------------------------------------------------
 
@@ -416,66 +371,6 @@ class ChunkedArray:
             self._note(self.nfull, part, computed)
             self.nfull += 1
         return items
-
-    def _decode_into(self, entry, out: np.ndarray, chunk: int, stored_rows: int) -> None:
-        """Decode a stored chunk of `stored_rows` rows; its first ``len(out)`` rows go to `out`."""
-        if isinstance(entry, Special):
-            codec.fill_special(out, entry.kind, self.itemsize, entry.value)
-            return
-        self._decoded_size(entry, chunk, stored_rows * self.rowbytes)
-        try:
-            if len(out) == stored_rows:
-                self._dec.decompress(entry, out)
-            else:
-                tmp = np.empty((stored_rows, *self.rowshape), dtype=self.dtype)
-                self._dec.decompress(entry, tmp)
-                out[...] = tmp[: len(out)]
-        except CorruptDataError as exc:
-            raise self._located(exc, chunk) from None
-
-    def _nbytes_of(self, entry, chunk: int) -> int:
-        """Uncompressed bytes of a stored chunk, from its header."""
-        try:
-            return codec.chunk_sizes(entry)[0]
-        except CorruptDataError as exc:
-            raise self._located(exc, chunk) from None
-
-    def _located(self, exc: CorruptDataError, chunk: int) -> CorruptDataError:
-        """`exc` naming this dataset and `chunk` (C-Blosc2's errors name neither)."""
-        if exc.path is not None:
-            return exc
-        return type(exc)(str(exc), **self._where(chunk), code=exc.code)
-
-    def _decode_part(self, entry, out: np.ndarray, chunk: int, first: int) -> None:
-        """Rows ``first .. first+len(out)-1`` of a full stored chunk (an entry from
-        :meth:`_entry`, whose size is checked), decompressing only the blocks
-        that hold them."""
-        if isinstance(entry, Special) or self.itemsize > 255:
-            tmp = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
-            self._decode_into(entry, tmp, chunk, self.chunklen)
-            out[...] = tmp[first:first + len(out)]
-            return
-        self._getitem(entry, chunk, first, out)
-
-    def _getitem(self, entry, chunk: int, first: int, out: np.ndarray) -> None:
-        """Rows from `first` of a compressed chunk into `out`, by C-Blosc getitem."""
-        per_row = self._items_per_row
-        try:
-            if self.store.native:
-                self._dec.getitem(entry, first * per_row, len(out) * per_row,
-                                  out.reshape(-1).view(np.uint8))
-                return
-            # Legacy chunks have their own typesize (1 for 'S', 4 for 'U').
-            ts = codec.chunk_info(entry)["typesize"]  # raises located, below
-            b0, nb = first * self.rowbytes, len(out) * self.rowbytes
-            if b0 % ts or nb % ts:
-                tmp = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
-                self._decode_into(entry, tmp, chunk, self.chunklen)
-                out[...] = tmp[first:first + len(out)]
-                return
-            self._dec.getitem(entry, b0 // ts, nb // ts, out.reshape(-1).view(np.uint8))
-        except CorruptDataError as exc:
-            raise self._located(exc, chunk) from None
 
     def _replay_journal(self) -> None:
         """Add the rows the store's append journal holds past its commit (they
@@ -831,181 +726,6 @@ class ChunkedArray:
         self._leftover_stored = False
         if self.nleft:  # the chunk holds more rows than kept: its prefix is the leftover
             self._load_leftover()
-
-    # -- reading ---------------------------------------------------------------
-
-    def read(self, start: int, stop: int, out: np.ndarray | None = None) -> np.ndarray:
-        """Rows ``start .. stop-1`` into `out` (a new array by default).
-
-        Whole chunks are decompressed straight into `out`, runs of them in
-        parallel; only the chunks that hold the rows are read.
-
-        Raises
-        ------
-        IndexError
-            If the range is not inside the array.
-        CorruptDataError, ChecksumError
-            If a chunk is damaged.
-        """
-        if not 0 <= start <= stop <= len(self):
-            raise IndexError(f"rows {start}..{stop} outside 0..{len(self)}")
-        if out is None:
-            out = np.empty((stop - start, *self.rowshape), dtype=self.dtype)
-        cl, stored_end = self.chunklen, self.nfull * self.chunklen
-        if start < stored_end:
-            c0, c1 = start // cl, (min(stop, stored_end) + cl - 1) // cl
-            # One chunk (small reads): through the chunk cache; more: one read per file.
-            entries = [self._entry(c0)] if c1 - c0 == 1 else self.store.get(c0, c1)
-            run, run_at = [], 0
-            for c, entry in zip(range(c0, c1), entries):
-                a, b = max(start, c * cl), min(stop, (c + 1) * cl)
-                dest = out[a - start:b - start]
-                if b - a == cl and not isinstance(entry, Special):
-                    self._check_full(entry, c)
-                    if not run:
-                        run_at = a - start
-                    run.append(entry)
-                    continue
-                self._flush_run(run, out, run_at, c)
-                run = []
-                if b - a == cl:
-                    self._decode_into(entry, dest, c, cl)
-                else:
-                    self._decode_part(entry, dest, c, a - c * cl)
-            self._flush_run(run, out, run_at, c1)
-        if stop > stored_end:
-            lo = max(start, stored_end)
-            out[lo - start:] = self._leftover[lo - stored_end:stop - stored_end]
-        return out
-
-    def _flush_run(self, run: list, out: np.ndarray, at: int, next_chunk: int) -> None:
-        if not run:
-            return
-        region = out[at:at + len(run) * self.chunklen]
-        try:
-            self._dec.decompress_many(run, region)
-        except CorruptDataError as exc:
-            first = next_chunk - len(run)
-            raise CorruptDataError(str(exc), **self._where(
-                first + exc.chunk if exc.chunk is not None else None)) from None
-
-    def map_chunks(self, fn, batch: int = 64) -> list:
-        """``fn(rows)`` on every chunk's rows, in order (the leftover last).
-
-        Full chunks are decoded on ``nthreads`` threads, each into a scratch
-        buffer of its own that `fn` reduces while it is still in cache: the
-        whole array is never materialised.  `rows` is valid only during the
-        call (`fn` must not keep it).
-
-        Returns
-        -------
-        list
-            The results of `fn`, one per chunk, in chunk order.
-
-        Raises
-        ------
-        CorruptDataError, ChecksumError
-            If a chunk is damaged (naming its file and position).
-        """
-        shape = (self.chunklen, *self.rowshape)
-
-        def one(job):
-            c, entry = job
-            rows = _threads.buffer(self.chunk_bytes).view(self.dtype).reshape(shape)
-            if isinstance(entry, Special):
-                codec.fill_special(rows, entry.kind, self.itemsize, entry.value)
-                return fn(rows)
-            self._check_full(entry, c)
-            try:
-                _threads.decompressor().decompress(entry, rows)
-            except CorruptDataError as exc:
-                raise self._located(exc, c) from None
-            return fn(rows)
-
-        results = []
-        for c0 in range(0, self.nfull, batch):
-            c1 = min(self.nfull, c0 + batch)
-            results.extend(_threads.map_ordered(one, zip(range(c0, c1), self.store.get(c0, c1)),
-                                                self.nthreads))
-        if self.nleft:
-            results.append(fn(self._leftover[:self.nleft]))
-        return results
-
-    def read_row(self, i: int) -> np.ndarray:
-        """Row `i` (a 0-d or ``rowshape`` array), decompressing only its block.
-
-        Raises
-        ------
-        IndexError
-            If `i` is not a row.
-        CorruptDataError, ChecksumError
-            If its chunk is damaged.
-        """
-        if not 0 <= i < len(self):
-            raise IndexError(f"row {i} outside 0..{len(self)}")
-        c, r = divmod(i, self.chunklen)
-        if c >= self.nfull:
-            return self._leftover[r].copy()
-        entry = self._entry(c)
-        out = np.empty((1, *self.rowshape), dtype=self.dtype)
-        if isinstance(entry, Special) or self.itemsize > 255:
-            self._decode_part(entry, out, c, r)
-        else:
-            self._getitem(entry, c, r, out)
-        return out[0]
-
-    def verify(self, progress=None) -> list[CorruptDataError]:
-        """Check every stored chunk without trusting any cache.
-
-        Each chunk is read as stored (so its checksum is checked), its size
-        compared with the metadata, decoded in full, and its values compared
-        with the zone map's bounds (a zone map narrower than the data would
-        make queries miss rows).
-
-        `progress`, when given, is called after each chunk with the
-        uncompressed bytes of its rows.
-
-        Returns
-        -------
-        list of CorruptDataError or UnsupportedFormatError
-            The problems found, each naming its file and chunk; empty when
-            the data is sound (a damaged chunk header may name a codec that
-            does not exist: UnsupportedFormatError).  Damage never raises
-            from here.
-        """
-        problems: list[CorruptDataError] = []
-        stats = None
-        try:
-            stats = self.chunk_stats()
-        except CorruptDataError as exc:
-            problems.append(exc)
-        buf = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
-        stored = self.nfull + (1 if self.nleft and self._leftover_stored else 0)
-        for c in range(stored):
-            rows = self.chunklen if c < self.nfull else self.nleft
-            try:
-                entry = self.store.get_one(c)
-                if isinstance(entry, Special):
-                    codec.fill_special(buf[:rows], entry.kind, self.itemsize, entry.value)
-                else:
-                    # A last chunk may hold more rows than the metadata counts
-                    # (a crash between its write and meta/sizes): readers cut it.
-                    nbytes = self._decoded_size(entry, c, rows * self.rowbytes, self.chunk_bytes)
-                    self._decode_into(entry, buf[:nbytes // self.rowbytes], c,
-                                      nbytes // self.rowbytes)
-                if stats is not None and c < len(stats) and rows:
-                    lo, hi, nan = bounds(buf[:rows])
-                    zlo, zhi, znan = stats[c]
-                    if (nan and not znan) or (lo == lo and not (zlo <= lo and hi <= zhi)):
-                        raise CorruptDataError(
-                            f"zone map bounds ({zlo}, {zhi}, nan={znan}) do not cover the "
-                            f"chunk's values ({lo}, {hi}, nan={nan})", **self._where(c))
-            except (CorruptDataError, UnsupportedFormatError) as exc:
-                # A damaged chunk header can name a codec that does not exist.
-                problems.append(exc)
-            if progress is not None:
-                progress(rows * self.rowbytes)
-        return problems
 
     def close(self, flush: bool = True) -> None:
         """Flush (unless told not to) and release the store; the array is then closed.
