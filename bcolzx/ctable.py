@@ -30,11 +30,11 @@ import numpy as np
 
 from bcolzx import attrs as _attrs
 from bcolzx._format.seal import Seal, new_uid
-from bcolzx._recovery import even_columns
 from bcolzx._format import jsonfile, layout
 from bcolzx._query import blocks as _blocks
 from bcolzx._query.expr import Expression, check_operands, compile_expression
 from bcolzx._query.zonemap import may_match
+from bcolzx import _table
 from bcolzx._storage import snapshot, writer
 from bcolzx._storage.lock import WriterLock
 from bcolzx.carray import _is_sequence, as_objects, carray
@@ -282,7 +282,7 @@ class ctable:  # noqa: N801 - legacy name
             if mode != "r":  # taken at the first change
                 self._lock = WriterLock(self._rootdir, self._lock_timeout)
             self._open()
-            writer.bind_table(self)
+            _table.bind_table(self)
             return
         if mode == "r":
             raise ReadOnlyError("cannot create a ctable in mode 'r'")
@@ -299,7 +299,7 @@ class ctable:  # noqa: N801 - legacy name
             # The lock first: a table another writer holds is never replaced.
             self._lock = writer.prepare_dir(self._rootdir, replace=(mode == "w"),
                                             timeout=self._lock_timeout)
-            writer.bind_table(self)
+            _table.bind_table(self)
         try:
             self._attrs = _attrs.attrs(self._rootdir, mode, _new=True, _seal=self._seal)
             self._cols = cols(table=self)
@@ -427,7 +427,7 @@ class ctable:  # noqa: N801 - legacy name
                                   lock_timeout=self._lock_timeout,
                                   allow_pickle=self._allow_pickle) for name in names},
             self._rootdir, wait=not (self._lock is not None and self._lock.held))
-        even_columns(opened, self._mode)  # a crash between two columns' commits
+        _table.even_columns(opened, self._mode)  # a crash between two columns' commits
         self._cols = cols(list(opened), list(opened.values()), table=self)
         self._attrs = _attrs.attrs(self._rootdir, self._mode, _seal=self._seal)
 
@@ -517,7 +517,7 @@ class ctable:  # noqa: N801 - legacy name
     def _check_writable(self) -> None:
         if self._mode == "r":
             raise ReadOnlyError("the ctable is opened read-only (mode 'r')")
-        writer.take_table(self)  # the table's and the columns' locks, at the first change
+        _table.take_table(self)  # the table's and the columns' locks, at the first change
 
     def _rows_of(self, rows) -> list[np.ndarray]:
         """`rows` (any form append accepts) as one array per column, validated."""
@@ -566,7 +566,7 @@ class ctable:  # noqa: N801 - legacy name
                 raise ValueError(f"column {name!r} has {len(arr)} rows, the others {n}")
         return out
 
-    @writer.table_guarded
+    @_table.table_guarded
     def append(self, rows) -> None:
         """Append rows to every column.
 
@@ -595,7 +595,7 @@ class ctable:  # noqa: N801 - legacy name
             for col in self._cols.values():
                 col._engine.flush_appends()
 
-    @writer.table_guarded
+    @_table.table_guarded
     def trim(self, nitems: int) -> None:
         """Remove the last `nitems` rows (a negative `nitems` enlarges by
         ``-nitems`` rows of each column's ``dflt``, as legacy bcolz).
@@ -619,7 +619,7 @@ class ctable:  # noqa: N801 - legacy name
         if self.auto_flush:
             self.flush()
 
-    @writer.table_guarded
+    @_table.table_guarded
     def resize(self, nitems: int) -> None:
         """Grow (with each column's ``dflt``) or shrink to `nitems` rows.
 
@@ -750,7 +750,7 @@ class ctable:  # noqa: N801 - legacy name
         """
         self._flush(journal=True)
 
-    @writer.table_guarded
+    @_table.table_guarded
     def _flush(self, journal: bool) -> None:
         """Commit the columns; the journals' rows too with `journal` (else only when
         this table holds the lock: closing a table read in mode 'a' commits nothing)."""
@@ -893,7 +893,7 @@ class ctable:  # noqa: N801 - legacy name
                          "slice, a column name, a list of names, an array of positions or "
                          "booleans, or a condition string")
 
-    @writer.table_guarded
+    @_table.table_guarded
     def __setitem__(self, key, value) -> None:
         self._check_writable()
         if isinstance(key, str):
@@ -1497,7 +1497,7 @@ class ctable:  # noqa: N801 - legacy name
             If the flush fails (the locks are given up all the same).
         """
         if self._rootdir is not None:
-            writer.release_table(self)
+            _table.release_table(self)
 
     def __array__(self, dtype=None, copy=None):
         out = self[:]

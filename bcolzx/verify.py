@@ -10,7 +10,7 @@ from bcolzx._format import jsonfile, layout
 from bcolzx._format import legacy as _legacy
 from bcolzx._format.meta import read_sizes
 from bcolzx._format.spare import spare_copy_note
-from bcolzx._recovery import torn_lengths
+from bcolzx._table import torn_lengths
 from bcolzx.errors import BcolzxError
 
 __all__ = ["Problem", "Report", "verify"]

@@ -705,7 +705,7 @@ class ChunkedArray(ChunkReader):
         """Show only the first `length` rows of a read-only array, writing nothing.
 
         For a ctable column that a crash left longer than its table
-        (:mod:`bcolzx._recovery`); a writable array is trimmed instead.
+        (:mod:`bcolzx._table`); a writable array is trimmed instead.
 
         Raises
         ------
