@@ -22,7 +22,6 @@ import os
 import shutil
 import weakref
 from collections import namedtuple
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -34,7 +33,7 @@ from bcolzx._format import jsonfile, layout
 from bcolzx._query import blocks as _blocks
 from bcolzx._query.expr import Expression, check_operands, compile_expression
 from bcolzx._query.zonemap import may_match
-from bcolzx import _table
+from bcolzx import _table, _threads
 from bcolzx._storage import snapshot, writer
 from bcolzx._storage.lock import WriterLock
 from bcolzx.carray import _is_sequence, as_objects, carray
@@ -378,10 +377,7 @@ class ctable:  # noqa: N801 - legacy name
             return {name: self._new_column(name, data, kwargs, flush=False)
                     for name, data in todo}
         made = [(name, *self._empty_column(name, data, kwargs)) for name, data in todo]
-        with ThreadPoolExecutor(workers) as pool:  # leaving it waits for every column
-            futures = [pool.submit(col.append, data) for _, col, data in made]
-        for future in futures:
-            future.result()
+        _threads.run_all(lambda job: job[1].append(job[2]), made, workers)
         return {name: col for name, col, _ in made}
 
     def _new_column(self, name: str, data, kwargs: dict, flush: bool = True,
@@ -758,13 +754,11 @@ class ctable:  # noqa: N801 - legacy name
         if len(on_disk) < 2:  # in memory a flush stores nothing worth overlapping
             for col in self._cols.values():
                 if col.mode != "r":
-                    col._engine.flush(journal=journal)
+                    col.engine.flush(journal=journal)
             return
-        with ThreadPoolExecutor(min(len(on_disk), 8)) as pool:  # the columns' fsyncs overlap
-            futures = [pool.submit(c._engine.flush, journal=journal) for c in on_disk
-                       if c.mode != "r"]
-            for future in futures:
-                future.result()
+        # The columns' fsyncs overlap (each flush is mostly waiting for the disk).
+        _threads.run_all(lambda c: c.engine.flush(journal=journal),
+                         [c for c in on_disk if c.mode != "r"], min(len(on_disk), 8))
 
     def compact(self) -> int:
         """Flush, then reclaim the space rewrites left in every column's files.
