@@ -15,6 +15,8 @@ own and computing the zone-map bounds while the chunk is in its cache.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from bcolzx import _threads
@@ -24,9 +26,31 @@ from bcolzx._format.superchunk import SPECIAL_CBYTES
 from bcolzx._storage.base import Special
 from bcolzx._storage.zones import bounds
 
-__all__ = ["Encoder", "special", "encode_chunk", "encode_in_pool"]
+__all__ = ["Encoder", "special", "quantize", "encode_chunk", "encode_in_pool"]
 
 _SPECIAL_IN_INDEX = (codec.SPECIAL_ZERO, codec.SPECIAL_NAN)
+
+
+def quantize(data: np.ndarray, significant_digits: int) -> np.ndarray:
+    """Round floats to a power-of-two scale keeping `significant_digits` decimals.
+
+    The same transformation as legacy bcolz's ``quantize`` cparam: data become
+    ``around(scale * data) / scale`` with ``scale = 2**bits`` and ``bits`` the
+    number of bits that hold `significant_digits` decimal digits; the mantissa
+    bits below then are zeros, which compress.
+
+    Raises
+    ------
+    TypeError
+        If `data` is not floating point.
+    """
+    if data.dtype.kind != "f":
+        raise TypeError("quantize is meant only for floating point data")
+    if not significant_digits:
+        return data
+    bits = math.ceil(math.log2(10.0 ** significant_digits))
+    scale = 2.0 ** bits
+    return np.around(scale * data) / scale
 
 
 def special(rows: np.ndarray, itemsize: int) -> Special | None:
