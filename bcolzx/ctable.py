@@ -361,7 +361,7 @@ class ctable:  # noqa: N801 - legacy name
         """Whether this table's directory is legacy bcolz's (v1): its new
         columns must be v1 too, for legacy bcolz to keep opening it."""
         return self._rootdir is not None and any(
-            not c._engine.store.native for c in self._cols.values())
+            not c.engine.store.native for c in self._cols.values())
 
     def _new_columns(self, todo: list, kwargs: dict) -> dict:
         """New unflushed columns ``{name: carray}`` from ``(name, data)`` pairs.
@@ -395,7 +395,7 @@ class ctable:  # noqa: N801 - legacy name
         if isinstance(data, carray):
             kw = {"cparams": data.cparams, "chunklen": data.chunklen, "dflt": data.dflt,
                   **kwargs}
-            if data.dtype == object and not data._engine.store.native and \
+            if data.dtype == object and not data.engine.store.native and \
                     "chunklen" not in kwargs:
                 del kw["chunklen"]  # a legacy object column's one row per chunk
         else:
@@ -589,7 +589,7 @@ class ctable:  # noqa: N801 - legacy name
             # columns' append journals, docs/format/README.md §3b); flush()
             # and close() make the rows durable against power loss too.
             for col in self._cols.values():
-                col._engine.flush_appends()
+                col.engine.flush_appends()
 
     @_table.table_guarded
     def trim(self, nitems: int) -> None:
@@ -679,7 +679,7 @@ class ctable:  # noqa: N801 - legacy name
         if self._cols and (len(data) if data.ndim else 1) != len(self):
             raise ValueError(f"the new column has {len(data)} rows, the table {len(self)}")
         if move and isinstance(data, carray) and data.rootdir and self._rootdir and \
-                data._engine.store.native != self._legacy():
+                data.engine.store.native != self._legacy():
             data.flush()
             dest = self._coldir(name)
             os.replace(data.rootdir, dest)
@@ -726,7 +726,7 @@ class ctable:  # noqa: N801 - legacy name
         self._write_rootdirs()
         if col.rootdir is not None and self._rootdir is not None and \
                 os.path.dirname(os.path.abspath(col.rootdir)) == os.path.abspath(self._rootdir):
-            col._engine.close(flush=keep)
+            col.engine.close(flush=keep)
             if not keep:
                 shutil.rmtree(col.rootdir)
         if self.auto_flush:
@@ -1017,7 +1017,7 @@ class ctable:  # noqa: N801 - legacy name
         """A ``skip_block`` for evaluate_blocks from the columns' chunk statistics."""
         if not all(isinstance(c, carray) for c in columns.values()):
             return None
-        stats = {n: c._engine.chunk_stats() for n, c in columns.items()}
+        stats = {n: c.engine.chunk_stats() for n, c in columns.items()}
         chunklens = {c.chunklen for c in columns.values()}
         if len(chunklens) != 1 or any(s is None for s in stats.values()):
             return None

@@ -107,7 +107,7 @@ def _verify_carray(path: str, report: Report, progress=None) -> int | None:
     except (BcolzxError, OSError, ValueError) as exc:
         report.problems.append(_problem(exc, path))
         return None
-    eng = c._engine
+    eng = c.engine
     if report.format == "unknown":
         report.format = "bcolzx" if eng.store.native else "legacy-v1"
     report.chunks += eng.nfull + (1 if eng.nleft else 0)
