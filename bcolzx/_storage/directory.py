@@ -98,8 +98,9 @@ class DirectoryStore(ChunkStore):
         return cls(rootdir, storage, sizes, readonly=False)
 
     @classmethod
-    def open(cls, rootdir: str, readonly: bool = False) -> "DirectoryStore":
-        """Open an existing dataset directory.
+    def open(cls, rootdir: str, readonly: bool = False, storage: Storage | None = None
+             ) -> "DirectoryStore":
+        """Open an existing dataset directory (its `storage` metadata when already read).
 
         Raises
         ------
@@ -109,9 +110,10 @@ class DirectoryStore(ChunkStore):
             If its metadata is damaged or of another format.
         """
         rootdir = os.fspath(rootdir)
-        if not os.path.isdir(rootdir):
-            raise FileNotFoundError(f"no dataset directory at {rootdir}")
-        storage = read_storage(rootdir)
+        if storage is None:
+            if not os.path.isdir(rootdir):
+                raise FileNotFoundError(f"no dataset directory at {rootdir}")
+            storage = read_storage(rootdir)
         return cls(rootdir, storage, read_sizes(rootdir, storage), readonly)
 
     @property

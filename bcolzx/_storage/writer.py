@@ -28,9 +28,7 @@ import shutil
 import weakref
 
 from bcolzx._format import jsonfile, layout
-from bcolzx._format import legacy as _legacy
-from bcolzx._storage.directory import DirectoryStore
-from bcolzx._storage.legacy import LegacyStore
+from bcolzx._storage.opening import open_store
 from bcolzx._storage.lock import LOCK_FILE, WriterLock
 from bcolzx.errors import (
     BcolzxError,
@@ -57,9 +55,6 @@ def bind(engine) -> None:
         lock.idle = _engine_idle(weakref.ref(engine))
 
 
-def _open_store(rootdir: str, readonly: bool):
-    opener = LegacyStore if _legacy.is_legacy(rootdir) else DirectoryStore
-    return opener.open(rootdir, readonly=readonly)
 
 
 def reload(engine) -> None:
@@ -75,7 +70,7 @@ def reload(engine) -> None:
     """
     engine._abandon()  # its changes are dropped, the background chunk too
     old = engine._store
-    fresh = _open_store(old.rootdir, old.readonly)
+    fresh = open_store(old.rootdir, old.readonly)
     st, fst = old.storage, fresh.storage
     if (type(fresh), fst.dtype, fst.chunklen, tuple(fresh.rowshape)) != \
             (type(old), st.dtype, st.chunklen, tuple(old.rowshape)):
