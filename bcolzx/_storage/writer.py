@@ -86,7 +86,8 @@ def reload(engine) -> None:
 
 
 def take(engine) -> None:
-    """Give the engine its dataset's write lock, then re-read the dataset.
+    """Give the engine its dataset's write lock, then re-read the dataset if
+    another writer changed it since the engine read it.
 
     Raises
     ------
@@ -105,7 +106,8 @@ def take(engine) -> None:
             + "; open the dataset again in this process")
     lock.acquire()
     try:
-        reload(engine)
+        if not engine._store.unchanged():  # another writer changed it meanwhile
+            reload(engine)
     except BaseException:
         lock.release()
         raise
