@@ -38,7 +38,7 @@ from bcolzx._query.tree import Binary, Call, Compare, Const, Logical, Name, Node
 from bcolzx.errors import ExpressionError
 
 # bounds_of is defined with the zone map's format; re-exported here until
-# bcolzx._storage.engine imports it from there.
+# bcolzx._storage.zones imports it from there.
 __all__ = ["bounds_of", "may_match"]
 
 # _ORDERED: the dtype kinds whose min/max mean something (those with a zone map).

@@ -23,5 +23,5 @@ def test_bounds_of():
 
 
 def test_query_zonemap_still_exports_bounds_of():
-    # bcolzx._storage.engine imports it from there until it imports _format's.
+    # bcolzx._storage.zones imports it from there until it imports _format's.
     assert _query_zonemap.bounds_of is _format_zonemap.bounds_of
