@@ -534,7 +534,9 @@ def test_selftest_reports_a_failing_check(monkeypatch, capsys):
     def broken():
         raise AssertionError("deliberately broken")
 
-    monkeypatch.setattr(compat, "_checks", lambda tmp, heavy: [("broken check", broken)])
+    # The module, not the function of the same name that bcolzx.compat exports.
+    selftest_module = importlib.import_module("bcolzx.compat.selftest")
+    monkeypatch.setattr(selftest_module, "_checks", lambda tmp, heavy: [("broken check", broken)])
     assert bcolzx.test(verbose=True) is False
     out = capsys.readouterr().out
     assert "FAIL  broken check: AssertionError: deliberately broken" in out
