@@ -33,13 +33,13 @@ from bcolzx.errors import (
 from bcolzx import attrs
 from bcolzx.carray import carray
 from bcolzx.ctable import ctable
-from bcolzx.params import (
+from bcolzx.params import cparams, filters
+# The instance: as legacy bcolz, ``bcolzx.defaults`` is the Defaults object, not the module.
+from bcolzx.defaults import (
     blosc_set_nthreads,
-    cparams,
     defaults,
     defaults_ctx,
     detect_number_of_cores,
-    filters,
     print_versions,
     set_nthreads,
 )

@@ -26,7 +26,7 @@ from bcolzx._storage.legacy import LegacyStore
 from bcolzx._storage.lock import WriterLock
 from bcolzx.errors import ReadOnlyError
 from bcolzx.params import cparams as _cparams
-from bcolzx.params import defaults
+from bcolzx.defaults import defaults
 
 __all__ = ["carray"]
 

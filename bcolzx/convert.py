@@ -48,7 +48,7 @@ from bcolzx.carray import iterblocks
 from bcolzx._storage import writer
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
 from bcolzx.params import cparams as _cparams
-from bcolzx.params import defaults
+from bcolzx.defaults import defaults
 from bcolzx.toplevel import open as _open
 
 __all__ = ["convert"]

@@ -40,7 +40,7 @@ from bcolzx._storage.lock import WriterLock
 from bcolzx.carray import _is_sequence, as_objects, carray
 from bcolzx.errors import CorruptDataError, DatasetNotFoundError, ReadOnlyError
 from bcolzx.params import cparams as _cparams
-from bcolzx.params import defaults
+from bcolzx.defaults import defaults
 from bcolzx.vars import caller_scope, resolve_names, split_operands
 
 __all__ = ["ctable", "cols"]

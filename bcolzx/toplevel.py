@@ -476,7 +476,7 @@ from bcolzx._query import blocks as _qblocks  # noqa: E402
 from bcolzx._query.expr import check_operands as _check_operands  # noqa: E402
 from bcolzx._query.expr import compile_expression as _compile  # noqa: E402
 from bcolzx.errors import ExpressionError as _ExpressionError  # noqa: E402
-from bcolzx.params import defaults as _defaults  # noqa: E402
+from bcolzx.defaults import defaults as _defaults  # noqa: E402
 from bcolzx.vars import caller_scope as _caller_scope  # noqa: E402
 from bcolzx.vars import resolve_names as _resolve  # noqa: E402
 from bcolzx.vars import split_operands as _split  # noqa: E402

@@ -164,8 +164,8 @@ def _build_aliases() -> dict[str, types.ModuleType]:
     import numpy as np
 
     import bcolzx
-    from bcolzx import params
     from bcolzx._format import layout
+    from bcolzx.defaults import MIN_NUMEXPR_VERSION, Defaults, _numexpr_usable
     from bcolzx.ctable import cols
 
     from bcolzx.compat import legacy_names as helpers
@@ -197,7 +197,7 @@ def _build_aliases() -> dict[str, types.ModuleType]:
     defaults_mod = _alias_module("bcolz.defaults", "Legacy bcolz.defaults.", {
         "defaults": bcolzx.defaults,
         "defaults_ctx": bcolzx.defaults_ctx,
-        "Defaults": params.Defaults,
+        "Defaults": Defaults,
     })
     from bcolzx._query.expr import FUNCTIONS, REDUCTIONS
 
@@ -249,8 +249,8 @@ def _build_aliases() -> dict[str, types.ModuleType]:
         # time; an installed bcolz (and bcolzx) is no git checkout: None.
         "git_description": None,
         # Legacy module-level variables, found without importing anything.
-        "min_numexpr_version": params.MIN_NUMEXPR_VERSION,
-        "numexpr_here": params._numexpr_usable(),
+        "min_numexpr_version": MIN_NUMEXPR_VERSION,
+        "numexpr_here": _numexpr_usable(),
         "pandas_here": importlib.util.find_spec("pandas") is not None,
         "tables_here": importlib.util.find_spec("tables") is not None,
         "dask_here": importlib.util.find_spec("dask") is not None,  # vm='dask' works
@@ -355,7 +355,7 @@ def install(force: bool = False, allow_pickle: bool = False) -> types.ModuleType
     >>> bcolzx.compat.uninstall()
     >>> sys.modules.update(saved)
     """
-    from bcolzx.params import check_allow_pickle, defaults
+    from bcolzx.defaults import check_allow_pickle, defaults
 
     if check_allow_pickle(allow_pickle):
         defaults.allow_pickle = True

@@ -192,7 +192,7 @@ def install_shim(target: str | os.PathLike[str] | None = None,
     TypeError
         If `allow_pickle` is not a bool (checked before anything is written).
     """
-    from bcolzx.params import check_allow_pickle
+    from bcolzx.defaults import check_allow_pickle
 
     init_data = _shim_init(check_allow_pickle(allow_pickle)).encode("utf-8")
     target = os.path.abspath(os.fspath(target) if target is not None else _default_target())

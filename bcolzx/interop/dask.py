@@ -642,7 +642,7 @@ def to_dask_dataframe(ct: ctable, columns=None, index=None, sorted: bool | None 
 
 def local_vm() -> str:
     """The virtual machine each Dask task evaluates its block with: numexpr when usable."""
-    from bcolzx.params import _numexpr_usable
+    from bcolzx.defaults import _numexpr_usable
 
     return "numexpr" if _numexpr_usable() else "python"
 

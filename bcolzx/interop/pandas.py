@@ -263,7 +263,7 @@ def from_dataframe(df: pandas.DataFrame, **kwargs) -> ctable:
     """
     pd = _import_pandas()
     from bcolzx.ctable import ctable
-    from bcolzx.params import defaults
+    from bcolzx.defaults import defaults
 
     allow = kwargs.get("allow_pickle")
     pickled = defaults.allow_pickle if allow is None else bool(allow)

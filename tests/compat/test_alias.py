@@ -157,7 +157,7 @@ def test_version_is_the_legacy_api_level(clean_modules):
 def test_legacy_variables(clean_modules):
     bcolz = compat.install()
     assert bcolz.min_numexpr_version == "2.5.2"
-    assert bcolz.numexpr_here is bcolzx.params._numexpr_usable()
+    assert bcolz.numexpr_here is importlib.import_module("bcolzx.defaults")._numexpr_usable()
     assert bcolz.pandas_here is (importlib.util.find_spec("pandas") is not None)
     assert bcolz.tables_here is (importlib.util.find_spec("tables") is not None)
     assert bcolz.dask_here is (importlib.util.find_spec("dask") is not None)
