@@ -20,6 +20,8 @@ from math import prod
 import numpy as np
 
 from bcolzx._ext import codec
+from bcolzx._ext.special import (SPECIAL_NAN, SPECIAL_VALUE, SPECIAL_ZERO, fill_special,
+                                 special_value)
 from bcolzx._format import layout
 from bcolzx._format import zonemap
 from bcolzx._query.zonemap import bounds_of
@@ -30,7 +32,7 @@ from bcolzx._storage import writer
 from bcolzx._storage.base import ChunkStore, Special
 from bcolzx.errors import CorruptDataError, ReadOnlyError, UnsupportedFormatError
 
-_SPECIAL_IN_INDEX = (codec.SPECIAL_ZERO, codec.SPECIAL_NAN)
+_SPECIAL_IN_INDEX = (SPECIAL_ZERO, SPECIAL_NAN)
 #: Compressed bytes of verified stored chunks kept for small reads.  A chunk
 #: compresses to a few KiB to 1 MiB, so this keeps the most recently read
 #: 32 to thousands of chunks; random single items then cost one block.
@@ -603,7 +605,7 @@ class ChunkedArray:
     def _decode_into(self, entry, out: np.ndarray, chunk: int, stored_rows: int) -> None:
         """Decode a stored chunk of `stored_rows` rows; its first ``len(out)`` rows go to `out`."""
         if isinstance(entry, Special):
-            codec.fill_special(out, entry.kind, self.itemsize, entry.value)
+            fill_special(out, entry.kind, self.itemsize, entry.value)
             return
         nbytes = self._nbytes_of(entry, chunk)
         if nbytes != stored_rows * self.rowbytes:
@@ -681,7 +683,7 @@ class ChunkedArray:
         (entry,) = self.store.get(self.nfull, self.nfull + 1)
         out = self._leftover[: self.nleft]
         if isinstance(entry, Special):
-            codec.fill_special(out, entry.kind, self.itemsize, entry.value)
+            fill_special(out, entry.kind, self.itemsize, entry.value)
         else:
             # A crash after an index write but before meta/sizes can leave this
             # chunk holding more rows than the metadata counts: keep the prefix.
@@ -1106,7 +1108,7 @@ class ChunkedArray:
             c, entry = job
             rows = parallel.buffer(self.chunk_bytes).view(self.dtype).reshape(shape)
             if isinstance(entry, Special):
-                codec.fill_special(rows, entry.kind, self.itemsize, entry.value)
+                fill_special(rows, entry.kind, self.itemsize, entry.value)
                 return fn(rows)
             nbytes = self._nbytes_of(entry, c)
             if nbytes != self.chunk_bytes:
@@ -1182,7 +1184,7 @@ class ChunkedArray:
             try:
                 entry = self.store.get_one(c)
                 if isinstance(entry, Special):
-                    codec.fill_special(buf[:rows], entry.kind, self.itemsize, entry.value)
+                    fill_special(buf[:rows], entry.kind, self.itemsize, entry.value)
                 else:
                     nbytes = self._nbytes_of(entry, c)
                     # A last chunk may hold more rows than the metadata counts
@@ -1254,8 +1256,8 @@ def _widen(old, new, pick):
 
 def _special(rows: np.ndarray, itemsize: int) -> Special | None:
     """`rows` as a special entry when they are one constant the index can hold, else None."""
-    kind, value = codec.special_value(rows, itemsize)
-    if kind in _SPECIAL_IN_INDEX or (kind == codec.SPECIAL_VALUE and itemsize <= 8):
+    kind, value = special_value(rows, itemsize)
+    if kind in _SPECIAL_IN_INDEX or (kind == SPECIAL_VALUE and itemsize <= 8):
         return Special(kind, value)
     return None
 
