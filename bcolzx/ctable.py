@@ -1286,7 +1286,7 @@ class ctable:  # noqa: N801 - legacy name
 
     def tohdf5(self, filepath, nodepath: str = "/ctable", mode: str = "w", cparams=None,
                cname: str | None = None, *, progress=None) -> None:
-        """Write this table to a PyTables Table (see :func:`bcolzx.interop.hdf5.to_hdf5`).
+        """Write this table to a PyTables Table; see :func:`bcolzx.interop.pytables.to_hdf5`.
 
         Parameters
         ----------
@@ -1311,14 +1311,14 @@ class ctable:  # noqa: N801 - legacy name
         TypeError
             For a column dtype that HDF5 cannot hold.
         """
-        from bcolzx.interop.hdf5 import to_hdf5
+        from bcolzx.interop.pytables import to_hdf5
 
         to_hdf5(self, filepath, nodepath=nodepath, mode=mode, cparams=cparams, cname=cname,
                 progress=progress)
 
     @staticmethod
     def fromhdf5(filepath, nodepath: str = "/ctable", **kwargs) -> "ctable":
-        """A new ctable from a PyTables Table (see :func:`bcolzx.interop.hdf5.from_hdf5`).
+        """A new ctable from a PyTables Table; see :func:`bcolzx.interop.pytables.from_hdf5`.
 
         Parameters
         ----------
@@ -1340,7 +1340,7 @@ class ctable:  # noqa: N801 - legacy name
         TypeError
             If the node is not a Table.
         """
-        from bcolzx.interop.hdf5 import from_hdf5
+        from bcolzx.interop.pytables import from_hdf5
 
         return from_hdf5(filepath, nodepath=nodepath, **kwargs)
 

@@ -10,8 +10,8 @@ first asked for.  ``docs/interop.md`` is the guide.
     :func:`~bcolzx.interop.pandas.to_dataframe`,
     :func:`~bcolzx.interop.pandas.from_dataframe`
     (``ctable.todataframe`` and ``ctable.fromdataframe``).
-:mod:`bcolzx.interop.hdf5`
-    :func:`~bcolzx.interop.hdf5.to_hdf5`, :func:`~bcolzx.interop.hdf5.from_hdf5`
+:mod:`bcolzx.interop.pytables`
+    :func:`~bcolzx.interop.pytables.to_hdf5`, :func:`~bcolzx.interop.pytables.from_hdf5`
     (``ctable.tohdf5`` and ``ctable.fromhdf5``).
 :mod:`bcolzx.interop.h5py`
     :func:`~bcolzx.interop.h5py.to_hdf5`, :func:`~bcolzx.interop.h5py.from_hdf5`,

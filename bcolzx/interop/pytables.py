@@ -262,7 +262,7 @@ def to_hdf5(ct: ctable, filepath, nodepath: str = "/ctable", mode: str = "w", cp
     Examples
     --------
     >>> import numpy as np, bcolzx, os, tempfile
-    >>> from bcolzx.interop.hdf5 import to_hdf5, from_hdf5
+    >>> from bcolzx.interop.pytables import to_hdf5, from_hdf5
     >>> ct = bcolzx.ctable([np.arange(3), np.array(["a", "b", "c"])], names=["i", "s"])
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     to_hdf5(ct, os.path.join(tmp, "t.h5"), "/data/t")
