@@ -60,8 +60,7 @@ from bcolzx.convert import convert
 from bcolzx.compact import compact
 from bcolzx.verify import verify
 from bcolzx.interop.dask import from_dask, to_bcolzx
-from bcolzx.interop.arrow import from_arrow as fromarrow
-from bcolzx.interop.arrow import from_parquet as fromparquet
+from bcolzx.interop.arrow import from_arrow, from_parquet
 from bcolzx.interop.b2frame import from_b2frame
 from bcolzx.interop.h5py import fromhdf5
 from bcolzx.interop.zarr import from_zarr
@@ -126,8 +125,8 @@ __all__ = [
     "fromhdf5",
     "from_b2frame",
     "from_zarr",
-    "fromarrow",
-    "fromparquet",
+    "from_arrow",
+    "from_parquet",
     "NOSHUFFLE",
     "SHUFFLE",
     "BITSHUFFLE",

@@ -1344,7 +1344,7 @@ class ctable:  # noqa: N801 - legacy name
 
         return from_hdf5(filepath, nodepath=nodepath, **kwargs)
 
-    def toarrow(self, columns=None, batch_rows: int | None = None):
+    def to_arrow(self, columns=None, batch_rows: int | None = None):
         """This table as a pyarrow Table (see :func:`bcolzx.interop.arrow.to_arrow`).
 
         Parameters
@@ -1371,9 +1371,9 @@ class ctable:  # noqa: N801 - legacy name
 
         return to_arrow(self, columns=columns, batch_rows=batch_rows)
 
-    def toparquet(self, path, columns=None, compression: str | None = None,
-                  row_group_rows: int | None = None, mode: str = "w", *, progress=None,
-                  **writer_kwargs) -> None:
+    def to_parquet(self, path, columns=None, compression: str | None = None,
+                   row_group_rows: int | None = None, mode: str = "w", *, progress=None,
+                   **writer_kwargs) -> None:
         """Write this table to a Parquet file by record batches.
 
         See :func:`bcolzx.interop.arrow.to_parquet`.
@@ -1396,7 +1396,7 @@ class ctable:  # noqa: N801 - legacy name
                    **writer_kwargs)
 
     @staticmethod
-    def fromarrow(data, rootdir=None, **kwargs) -> "ctable":
+    def from_arrow(data, rootdir=None, **kwargs) -> "ctable":
         """A new ctable from Arrow data (see :func:`bcolzx.interop.arrow.from_arrow`).
 
         Parameters

@@ -4,7 +4,7 @@ Formats: NumPy ``.npy`` (streamed by :mod:`bcolzx.interop.npy`), Blosc2
 frames, Zarr v3, HDF5 and Parquet (through the library functions
 ``carray.to_b2frame``/``bcolzx.from_b2frame``, ``carray.to_zarr``/
 ``bcolzx.from_zarr``, ``carray.tohdf5``/``ctable.tohdf5``/
-``bcolzx.fromhdf5``, ``ctable.toparquet``/``bcolzx.fromparquet``).
+``bcolzx.fromhdf5``, ``ctable.to_parquet``/``bcolzx.from_parquet``).
 
 Each of these takes ``progress=``: the commands hand it their progress bar,
 which the exporters advance by the uncompressed bytes of each block written
@@ -56,7 +56,7 @@ FORMATS = {f.name: f for f in (
     Format("b2frame", (".b2frame", ".b2nd"), False, "to_b2frame", "from_b2frame"),
     Format("zarr", (".zarr",), True, "to_zarr", "from_zarr"),
     Format("hdf5", (".h5", ".hdf5"), False, "tohdf5", "fromhdf5"),
-    Format("parquet", (".parquet",), False, "toparquet", "fromparquet"),
+    Format("parquet", (".parquet",), False, "to_parquet", "from_parquet"),
 )}
 
 EXPORT_HELP = "write a carray or ctable to .npy, Blosc2 frame, Zarr, HDF5 or Parquet"

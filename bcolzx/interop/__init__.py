@@ -27,6 +27,7 @@ first asked for.  ``docs/interop.md`` is the guide.
 :mod:`bcolzx.interop.arrow`
     :func:`~bcolzx.interop.arrow.to_arrow`, :func:`~bcolzx.interop.arrow.to_reader`,
     :func:`~bcolzx.interop.arrow.to_parquet`, :func:`~bcolzx.interop.arrow.from_arrow`,
-    :func:`~bcolzx.interop.arrow.from_parquet` (``ctable.toarrow``,
-    ``ctable.toparquet``, ``bcolzx.fromarrow``, ``bcolzx.fromparquet``).
+    :func:`~bcolzx.interop.arrow.from_parquet` (``ctable.to_arrow``,
+    ``ctable.to_parquet``, ``ctable.from_arrow``, ``bcolzx.from_arrow``,
+    ``bcolzx.from_parquet``).
 """
