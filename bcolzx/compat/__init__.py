@@ -150,7 +150,8 @@ def _alias_module(name: str, doc: str, names: dict[str, Any],
 
     def __dir__() -> list[str]:  # noqa: N807 - PEP 562 hook
         lazy = _LAZY_MODULES if name == "bcolz" else ()
-        return sorted({*vars(module), *lazy})
+        public = getattr(fallback, "__all__", ())  # bcolzx's, some loaded on first use
+        return sorted({*vars(module), *lazy, *public})
 
     module.__getattr__ = __getattr__  # type: ignore[attr-defined]
     module.__dir__ = __dir__  # type: ignore[attr-defined]
@@ -230,7 +231,10 @@ def _build_aliases() -> dict[str, types.ModuleType]:
                                   {"Mock": Mock})
     carray_ext.chunk = helpers.chunk
 
-    names: dict[str, Any] = {name: getattr(bcolzx, name) for name in bcolzx.__all__}
+    # The format functions bcolzx loads on first use (from_zarr...) are left to the
+    # fallback, so that installing the alias imports no interop module.
+    names: dict[str, Any] = {name: vars(bcolzx)[name] for name in bcolzx.__all__
+                             if name in vars(bcolzx)}
     names.update({
         "__version__": LEGACY_API_VERSION,
         "__bcolzx_version__": bcolzx.__version__,
