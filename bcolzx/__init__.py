@@ -19,6 +19,21 @@ except ModuleNotFoundError as _exc:  # pragma: no cover - depends on how Python 
         "are not built. Run Python from another directory to use the installed bcolzx, or "
         "build in place with 'pip install --no-build-isolation -e .'."
     ) from None
+from bcolzx import attrs
+from bcolzx.carray import carray
+from bcolzx.compact import compact
+from bcolzx.convert import convert
+from bcolzx.ctable import ctable
+
+# The instance: as legacy bcolz, ``bcolzx.defaults`` is the Defaults object, not the module.
+from bcolzx.defaults import (
+    blosc_set_nthreads,
+    defaults,
+    defaults_ctx,
+    detect_number_of_cores,
+    print_versions,
+    set_nthreads,
+)
 from bcolzx.errors import (
     BcolzxError,
     BcolzxMemoryError,
@@ -34,19 +49,7 @@ from bcolzx.errors import (
     TruncatedDataError,
     UnsupportedFormatError,
 )
-from bcolzx import attrs
-from bcolzx.carray import carray
-from bcolzx.ctable import ctable
 from bcolzx.params import cparams, filters
-# The instance: as legacy bcolz, ``bcolzx.defaults`` is the Defaults object, not the module.
-from bcolzx.defaults import (
-    blosc_set_nthreads,
-    defaults,
-    defaults_ctx,
-    detect_number_of_cores,
-    print_versions,
-    set_nthreads,
-)
 from bcolzx.toplevel import (
     arange,
     blosc_compressor_list,
@@ -60,8 +63,6 @@ from bcolzx.toplevel import (
     walk,
     zeros,
 )
-from bcolzx.convert import convert
-from bcolzx.compact import compact
 from bcolzx.verify import verify
 
 if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time, __getattr__

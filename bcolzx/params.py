@@ -152,7 +152,7 @@ class cparams:  # noqa: N801 - legacy name
     0
     >>> cparams(blocksize=16384, bytedelta=False)
     cparams(clevel=5, shuffle=1, cname='lz4', quantize=0, blocksize=16384, bytedelta='off')
-    """
+    """  # noqa: E501 - the first line is the signature Sphinx shows, on one line
 
     __slots__ = ("_clevel", "_shuffle", "_cname", "_quantize", "_blocksize", "_bytedelta")
 

@@ -475,8 +475,8 @@ def walk(dir, classname=None, mode="a", *, allow_pickle=None):  # noqa: A002 - l
 from bcolzx._query import blocks as _qblocks  # noqa: E402
 from bcolzx._query.expr import check_operands as _check_operands  # noqa: E402
 from bcolzx._query.expr import compile_expression as _compile  # noqa: E402
-from bcolzx.errors import ExpressionError as _ExpressionError  # noqa: E402
 from bcolzx.defaults import defaults as _defaults  # noqa: E402
+from bcolzx.errors import ExpressionError as _ExpressionError  # noqa: E402
 from bcolzx.vars import caller_scope as _caller_scope  # noqa: E402
 from bcolzx.vars import resolve_names as _resolve  # noqa: E402
 from bcolzx.vars import split_operands as _split  # noqa: E402

@@ -32,8 +32,15 @@ import shutil
 from dataclasses import dataclass
 from typing import Callable
 
-from bcolzx.cli.common import (EXIT_OK, add_cparams_options, add_quiet, cparams_from, human,
-                               ratio_text, usage_error)
+from bcolzx.cli.common import (
+    EXIT_OK,
+    add_cparams_options,
+    add_quiet,
+    cparams_from,
+    human,
+    ratio_text,
+    usage_error,
+)
 from bcolzx.cli.describe import describe, disk_usage
 from bcolzx.cli.progress import bar
 from bcolzx.errors import UnsupportedFormatError

@@ -84,6 +84,10 @@ __all__ = [
     "import_legacy",
     "selftest",
     "main",
+    "SHIM_MARKER",
+    "SHIM_INSTALLER",
+    "SHIM_DIR",
+    "SHIM_PTH",
 ]
 
 #: The names :func:`install` puts in :data:`sys.modules`.
@@ -166,10 +170,9 @@ def _build_aliases() -> dict[str, types.ModuleType]:
 
     import bcolzx
     from bcolzx._format import layout
-    from bcolzx.defaults import MIN_NUMEXPR_VERSION, Defaults, _numexpr_usable
-    from bcolzx.ctable import cols
-
     from bcolzx.compat import legacy_names as helpers
+    from bcolzx.ctable import cols
+    from bcolzx.defaults import MIN_NUMEXPR_VERSION, Defaults, _numexpr_usable
 
     attrs_mod = _alias_module("bcolz.attrs", "Legacy bcolz.attrs: bcolzx.attrs.", {
         "attrs": bcolzx.attrs.attrs,

@@ -41,7 +41,7 @@ unicode = str
 basestring = str
 urlparse = urllib.parse
 reduce = functools.reduce
-exec_ = getattr(builtins, "exec")
+exec_ = builtins.exec
 
 
 check_output = subprocess.check_output
