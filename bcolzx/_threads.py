@@ -56,18 +56,66 @@ def in_worker() -> bool:
     return getattr(_local, "worker", False)
 
 
-def map_ordered(fn, items, nthreads: int):
-    """``fn(item)`` for each of `items`, in order, on up to `nthreads` pool threads.
+def _groups(items: list, n: int) -> list[list]:
+    """`items` cut in `n` contiguous groups (the first ones one longer)."""
+    return [items[len(items) * k // n:len(items) * (k + 1) // n] for k in range(n)]
 
-    Runs inline, one item after the other, with one thread, one item, or
-    when called from a pool thread (a task must never wait for the pool it
-    occupies).  Returns an iterator; the results come in the order of
-    `items`.
+
+def map_ordered(fn, items, nthreads: int):
+    """``fn(item)`` for each of `items`, in order, on at most `nthreads` pool threads.
+
+    The items are cut in `nthreads` contiguous groups, each run by one pool
+    thread one item after the other (so at most `nthreads` run at once,
+    whatever the pool's size).  Runs inline, one item after the other, with
+    one thread, one item, or when called from a pool thread (a task must
+    never wait for the pool it occupies).  Returns an iterator over the
+    results, in the order of `items`; the first exception is raised when its
+    result is reached.
     """
     items = list(items)
     if nthreads < 2 or len(items) < 2 or in_worker():
         return map(fn, items)
-    return pool(nthreads).map(fn, items)
+    groups = _groups(items, min(nthreads, len(items)))
+    futures = [pool(nthreads).submit(_run_group, fn, g) for g in groups]
+    return (r for f in futures for r in f.result())
+
+
+def _run_group(fn, group: list) -> list:
+    return [fn(item) for item in group]
+
+
+def run_all(fn, items, nthreads: int) -> list:
+    """``fn(item)`` for every one of `items` on at most `nthreads` pool threads;
+    every call finishes (or fails) before the first exception, in the order
+    of `items`, is raised.  Inline as :func:`map_ordered` says.
+
+    Returns
+    -------
+    list
+        The results, in the order of `items`.
+    """
+    items = list(items)
+    if nthreads < 2 or len(items) < 2 or in_worker():
+        outcomes = [_attempt(fn, item) for item in items]
+    else:
+        groups = _groups(items, min(nthreads, len(items)))
+        futures = [pool(nthreads).submit(_attempt_group, fn, g) for g in groups]
+        outcomes = [o for f in futures for o in f.result()]
+    for ok, value in outcomes:
+        if not ok:
+            raise value
+    return [value for _, value in outcomes]
+
+
+def _attempt(fn, item) -> tuple:
+    try:
+        return True, fn(item)
+    except BaseException as exc:  # noqa: BLE001 - raised by run_all, after every call
+        return False, exc
+
+
+def _attempt_group(fn, group: list) -> list:
+    return [_attempt(fn, item) for item in group]
 
 
 def writer() -> ThreadPoolExecutor:

@@ -17,12 +17,13 @@ import numpy as np
 
 from bcolzx import attrs as _attrs
 from bcolzx._format import layout
-from bcolzx._format import legacy
 from bcolzx._format import pickles
 from bcolzx._format.meta import CParams, Storage, check_item_kind, dflt_to_json
 from bcolzx._storage import DirectoryStore, MemoryStore, engine_for
 from bcolzx._storage import writer
+from bcolzx._storage.encoding import quantize
 from bcolzx._storage.legacy import LegacyStore
+from bcolzx._storage.opening import open_store, seal_of
 from bcolzx._storage.lock import WriterLock
 from bcolzx.errors import ReadOnlyError
 from bcolzx.params import cparams as _cparams
@@ -31,27 +32,6 @@ from bcolzx.defaults import defaults
 __all__ = ["carray"]
 
 _MODES = ("r", "a", "w")
-
-
-def quantize(data: np.ndarray, significant_digits: int) -> np.ndarray:
-    """Round floats to a power-of-two scale keeping `significant_digits` decimals.
-
-    The same transformation as legacy bcolz's ``quantize`` cparam: data become
-    ``around(scale * data) / scale`` with ``scale = 2**bits`` and ``bits`` the
-    number of bits that hold `significant_digits` decimal digits.
-
-    Raises
-    ------
-    TypeError
-        If `data` is not floating point.
-    """
-    if data.dtype.kind != "f":
-        raise TypeError("quantize is meant only for floating point data")
-    if not significant_digits:
-        return data
-    bits = math.ceil(math.log2(10.0 ** significant_digits))
-    scale = 2.0 ** bits
-    return np.around(scale * data) / scale
 
 
 def _is_sequence(value) -> bool:
@@ -258,8 +238,7 @@ class carray:
             self.flush()
 
     def _open(self, rootdir: str, mode: str) -> None:
-        opener = LegacyStore if legacy.is_legacy(rootdir) else DirectoryStore
-        store = opener.open(rootdir, readonly=(mode == "r"))
+        store = open_store(rootdir, readonly=(mode == "r"))  # meta/storage read once
         if mode != "r":  # taken at the first change (_storage/writer.py)
             store.lock = WriterLock(rootdir, self._lock_timeout)
         st = store.storage
@@ -267,7 +246,7 @@ class carray:
         self._cparams = _cparams(clevel=st.cparams.clevel, shuffle=st.cparams.shuffle,
                                  cname=st.cparams.cname, quantize=st.cparams.quantize,
                                  blocksize=st.blocksize, bytedelta=st.bytedelta)
-        self._attrs = _attrs.attrs(rootdir, mode)
+        self._attrs = _attrs.attrs(rootdir, mode, _seal=seal_of(store))
 
     # -- conversions -------------------------------------------------------------
 

@@ -346,7 +346,7 @@ def _write_carray(col: _Column, rootdir: str, progress=None) -> None:
     objects = src.dtype == object
     chunklen = col.chunklen
     if objects and chunklen is None:  # sized from the pickles (legacy: one per chunk)
-        sample = src._engine.read(0, min(n, 64))
+        sample = src.engine.read(0, min(n, 64))
         chunklen = layout.vlen_chunklen(sum(map(len, sample)) / len(sample) if n else None)
     out = _carray(np.empty((0, *src.shape[1:]), src.dtype), rootdir=rootdir, mode="w",
                   cparams=write_cp, chunklen=chunklen, dflt=src.dflt,
@@ -355,8 +355,8 @@ def _write_carray(col: _Column, rootdir: str, progress=None) -> None:
         if objects:  # the pickles as they are: nothing is unpickled
             blen = max(out.chunklen, 1024)
             for lo in range(0, n, blen):
-                items = src._engine.read(lo, min(n, lo + blen))
-                out._engine.append(items)
+                items = src.engine.read(lo, min(n, lo + blen))
+                out.engine.append(items)
                 if progress is not None:
                     progress(len(items) * layout.VLEN_ROW_NBYTES)
         else:
@@ -422,7 +422,7 @@ def _verify_objects(new: _carray, src: _carray, fail, progress=None) -> None:
     blen = max(new.chunklen, 1024)
     for lo in range(0, len(src), blen):
         hi = min(len(src), lo + blen)
-        got, want = new._engine.read(lo, hi), src._engine.read(lo, hi)
+        got, want = new.engine.read(lo, hi), src.engine.read(lo, hi)
         for i, (a, b) in enumerate(zip(got, want)):
             if a != b:
                 fail(f"row {lo + i} differs from the source's (pickles compared)")

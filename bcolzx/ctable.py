@@ -22,7 +22,6 @@ import os
 import shutil
 import weakref
 from collections import namedtuple
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -30,11 +29,11 @@ import numpy as np
 
 from bcolzx import attrs as _attrs
 from bcolzx._format.seal import Seal, new_uid
-from bcolzx._recovery import even_columns
 from bcolzx._format import jsonfile, layout
 from bcolzx._query import blocks as _blocks
 from bcolzx._query.expr import Expression, check_operands, compile_expression
 from bcolzx._query.zonemap import may_match
+from bcolzx import _table, _threads
 from bcolzx._storage import snapshot, writer
 from bcolzx._storage.lock import WriterLock
 from bcolzx.carray import _is_sequence, as_objects, carray
@@ -282,7 +281,7 @@ class ctable:  # noqa: N801 - legacy name
             if mode != "r":  # taken at the first change
                 self._lock = WriterLock(self._rootdir, self._lock_timeout)
             self._open()
-            writer.bind_table(self)
+            _table.bind_table(self)
             return
         if mode == "r":
             raise ReadOnlyError("cannot create a ctable in mode 'r'")
@@ -299,7 +298,7 @@ class ctable:  # noqa: N801 - legacy name
             # The lock first: a table another writer holds is never replaced.
             self._lock = writer.prepare_dir(self._rootdir, replace=(mode == "w"),
                                             timeout=self._lock_timeout)
-            writer.bind_table(self)
+            _table.bind_table(self)
         try:
             self._attrs = _attrs.attrs(self._rootdir, mode, _new=True, _seal=self._seal)
             self._cols = cols(table=self)
@@ -362,7 +361,7 @@ class ctable:  # noqa: N801 - legacy name
         """Whether this table's directory is legacy bcolz's (v1): its new
         columns must be v1 too, for legacy bcolz to keep opening it."""
         return self._rootdir is not None and any(
-            not c._engine.store.native for c in self._cols.values())
+            not c.engine.store.native for c in self._cols.values())
 
     def _new_columns(self, todo: list, kwargs: dict) -> dict:
         """New unflushed columns ``{name: carray}`` from ``(name, data)`` pairs.
@@ -378,10 +377,7 @@ class ctable:  # noqa: N801 - legacy name
             return {name: self._new_column(name, data, kwargs, flush=False)
                     for name, data in todo}
         made = [(name, *self._empty_column(name, data, kwargs)) for name, data in todo]
-        with ThreadPoolExecutor(workers) as pool:  # leaving it waits for every column
-            futures = [pool.submit(col.append, data) for _, col, data in made]
-        for future in futures:
-            future.result()
+        _threads.run_all(lambda job: job[1].append(job[2]), made, workers)
         return {name: col for name, col, _ in made}
 
     def _new_column(self, name: str, data, kwargs: dict, flush: bool = True,
@@ -399,7 +395,7 @@ class ctable:  # noqa: N801 - legacy name
         if isinstance(data, carray):
             kw = {"cparams": data.cparams, "chunklen": data.chunklen, "dflt": data.dflt,
                   **kwargs}
-            if data.dtype == object and not data._engine.store.native and \
+            if data.dtype == object and not data.engine.store.native and \
                     "chunklen" not in kwargs:
                 del kw["chunklen"]  # a legacy object column's one row per chunk
         else:
@@ -427,7 +423,7 @@ class ctable:  # noqa: N801 - legacy name
                                   lock_timeout=self._lock_timeout,
                                   allow_pickle=self._allow_pickle) for name in names},
             self._rootdir, wait=not (self._lock is not None and self._lock.held))
-        even_columns(opened, self._mode)  # a crash between two columns' commits
+        _table.even_columns(opened, self._mode)  # a crash between two columns' commits
         self._cols = cols(list(opened), list(opened.values()), table=self)
         self._attrs = _attrs.attrs(self._rootdir, self._mode, _seal=self._seal)
 
@@ -517,7 +513,7 @@ class ctable:  # noqa: N801 - legacy name
     def _check_writable(self) -> None:
         if self._mode == "r":
             raise ReadOnlyError("the ctable is opened read-only (mode 'r')")
-        writer.take_table(self)  # the table's and the columns' locks, at the first change
+        _table.take_table(self)  # the table's and the columns' locks, at the first change
 
     def _rows_of(self, rows) -> list[np.ndarray]:
         """`rows` (any form append accepts) as one array per column, validated."""
@@ -566,7 +562,7 @@ class ctable:  # noqa: N801 - legacy name
                 raise ValueError(f"column {name!r} has {len(arr)} rows, the others {n}")
         return out
 
-    @writer.table_guarded
+    @_table.table_guarded
     def append(self, rows) -> None:
         """Append rows to every column.
 
@@ -593,9 +589,9 @@ class ctable:  # noqa: N801 - legacy name
             # columns' append journals, docs/format/README.md §3b); flush()
             # and close() make the rows durable against power loss too.
             for col in self._cols.values():
-                col._engine.flush_appends()
+                col.engine.flush_appends()
 
-    @writer.table_guarded
+    @_table.table_guarded
     def trim(self, nitems: int) -> None:
         """Remove the last `nitems` rows (a negative `nitems` enlarges by
         ``-nitems`` rows of each column's ``dflt``, as legacy bcolz).
@@ -619,7 +615,7 @@ class ctable:  # noqa: N801 - legacy name
         if self.auto_flush:
             self.flush()
 
-    @writer.table_guarded
+    @_table.table_guarded
     def resize(self, nitems: int) -> None:
         """Grow (with each column's ``dflt``) or shrink to `nitems` rows.
 
@@ -683,7 +679,7 @@ class ctable:  # noqa: N801 - legacy name
         if self._cols and (len(data) if data.ndim else 1) != len(self):
             raise ValueError(f"the new column has {len(data)} rows, the table {len(self)}")
         if move and isinstance(data, carray) and data.rootdir and self._rootdir and \
-                data._engine.store.native != self._legacy():
+                data.engine.store.native != self._legacy():
             data.flush()
             dest = self._coldir(name)
             os.replace(data.rootdir, dest)
@@ -730,7 +726,7 @@ class ctable:  # noqa: N801 - legacy name
         self._write_rootdirs()
         if col.rootdir is not None and self._rootdir is not None and \
                 os.path.dirname(os.path.abspath(col.rootdir)) == os.path.abspath(self._rootdir):
-            col._engine.close(flush=keep)
+            col.engine.close(flush=keep)
             if not keep:
                 shutil.rmtree(col.rootdir)
         if self.auto_flush:
@@ -750,7 +746,7 @@ class ctable:  # noqa: N801 - legacy name
         """
         self._flush(journal=True)
 
-    @writer.table_guarded
+    @_table.table_guarded
     def _flush(self, journal: bool) -> None:
         """Commit the columns; the journals' rows too with `journal` (else only when
         this table holds the lock: closing a table read in mode 'a' commits nothing)."""
@@ -758,13 +754,11 @@ class ctable:  # noqa: N801 - legacy name
         if len(on_disk) < 2:  # in memory a flush stores nothing worth overlapping
             for col in self._cols.values():
                 if col.mode != "r":
-                    col._engine.flush(journal=journal)
+                    col.engine.flush(journal=journal)
             return
-        with ThreadPoolExecutor(min(len(on_disk), 8)) as pool:  # the columns' fsyncs overlap
-            futures = [pool.submit(c._engine.flush, journal=journal) for c in on_disk
-                       if c.mode != "r"]
-            for future in futures:
-                future.result()
+        # The columns' fsyncs overlap (each flush is mostly waiting for the disk).
+        _threads.run_all(lambda c: c.engine.flush(journal=journal),
+                         [c for c in on_disk if c.mode != "r"], min(len(on_disk), 8))
 
     def compact(self) -> int:
         """Flush, then reclaim the space rewrites left in every column's files.
@@ -893,7 +887,7 @@ class ctable:  # noqa: N801 - legacy name
                          "slice, a column name, a list of names, an array of positions or "
                          "booleans, or a condition string")
 
-    @writer.table_guarded
+    @_table.table_guarded
     def __setitem__(self, key, value) -> None:
         self._check_writable()
         if isinstance(key, str):
@@ -1023,7 +1017,7 @@ class ctable:  # noqa: N801 - legacy name
         """A ``skip_block`` for evaluate_blocks from the columns' chunk statistics."""
         if not all(isinstance(c, carray) for c in columns.values()):
             return None
-        stats = {n: c._engine.chunk_stats() for n, c in columns.items()}
+        stats = {n: c.engine.chunk_stats() for n, c in columns.items()}
         chunklens = {c.chunklen for c in columns.values()}
         if len(chunklens) != 1 or any(s is None for s in stats.values()):
             return None
@@ -1497,7 +1491,7 @@ class ctable:  # noqa: N801 - legacy name
             If the flush fails (the locks are given up all the same).
         """
         if self._rootdir is not None:
-            writer.release_table(self)
+            _table.release_table(self)
 
     def __array__(self, dtype=None, copy=None):
         out = self[:]

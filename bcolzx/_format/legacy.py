@@ -156,8 +156,9 @@ def sizes_from_json(obj: dict, path: str | None = None) -> Sizes:
     return Sizes.from_json(obj, path)
 
 
-def read(rootdir: str) -> tuple[Storage, Sizes]:
-    """The storage and sizes metadata of the v1 dataset at `rootdir`.
+def read(rootdir: str, storage_json: dict | None = None) -> tuple[Storage, Sizes]:
+    """The storage and sizes metadata of the v1 dataset at `rootdir` (its
+    ``meta/storage`` object when already read).
 
     Raises
     ------
@@ -168,7 +169,8 @@ def read(rootdir: str) -> tuple[Storage, Sizes]:
     """
     spath = layout.meta_path(rootdir, layout.STORAGE_FILE)
     zpath = layout.meta_path(rootdir, layout.SIZES_FILE)
-    return storage_from_json(read_json(spath), spath), sizes_from_json(read_json(zpath), zpath)
+    obj = read_json(spath) if storage_json is None else storage_json
+    return storage_from_json(obj, spath), sizes_from_json(read_json(zpath), zpath)
 
 
 def legacy_cbytes(chunks_cbytes: int, chunk_bytes: int) -> int:

@@ -397,6 +397,41 @@ class Sizes:
             raise CorruptDataError(f"invalid sizes metadata: {exc}", path=path) from None
 
 
+def read_storage_json(rootdir: str) -> tuple[dict, "_seal.Seal"]:
+    """``meta/storage`` as a JSON object, its seal checked (§2c), without
+    interpreting it: the one read of the file when a dataset is opened, in
+    either format (a legacy one has no ``"format"`` key and no seal).
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file is missing.
+    CorruptDataError
+        If it is not a JSON object or its seal does not match.
+    UnsupportedFormatError
+        If a seal that does not match is that of a newer format version.
+    """
+    path = layout.meta_path(rootdir, layout.STORAGE_FILE)
+    try:
+        return read_json_sealed(path)
+    except CorruptDataError as exc:
+        _newer_version(path, exc)
+        raise
+
+
+def storage_from_sealed(rootdir: str, obj: dict, seal) -> Storage:
+    """The :class:`Storage` of a bcolzx-format ``meta/storage`` read by
+    :func:`read_storage_json`.
+
+    Raises
+    ------
+    CorruptDataError, UnsupportedFormatError
+        As :meth:`Storage.from_json`.
+    """
+    path = layout.meta_path(rootdir, layout.STORAGE_FILE)
+    return Storage.from_json(obj, path).replace(uid=seal.uid, sealed=seal.sealed)
+
+
 def read_storage(rootdir: str) -> Storage:
     """Read and validate ``meta/storage`` (its seal included, §2c).
 
@@ -407,13 +442,8 @@ def read_storage(rootdir: str) -> Storage:
     CorruptDataError, UnsupportedFormatError
         As :meth:`Storage.from_json`, or for a seal that does not match.
     """
-    path = layout.meta_path(rootdir, layout.STORAGE_FILE)
-    try:
-        obj, seal = read_json_sealed(path)
-    except CorruptDataError as exc:
-        _newer_version(path, exc)
-        raise
-    return Storage.from_json(obj, path).replace(uid=seal.uid, sealed=seal.sealed)
+    obj, seal = read_storage_json(rootdir)
+    return storage_from_sealed(rootdir, obj, seal)
 
 
 def _newer_version(path: str, exc: CorruptDataError) -> None:

@@ -126,6 +126,11 @@ class ChunkStore(abc.ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} keeps no journal")
 
+    def unchanged(self) -> bool:
+        """Whether the dataset is still as this store last knew it (False when
+        the store cannot tell: it must then be read again)."""
+        return False
+
     def journal_bytes(self) -> int:
         """Bytes the journal holds (0 without one)."""
         return 0

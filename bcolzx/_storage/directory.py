@@ -66,6 +66,10 @@ class DirectoryStore(ChunkStore):
             sizes.to_json()), storage.uid)
         self._journal_fd: int | None = None
         self._journal_end = 0  # where the valid records end; 0: no valid journal
+        # The state this store last knew: its commit and its journal file, to
+        # tell whether another writer changed the dataset since (unchanged()).
+        self._known_sizes = sizes.to_json()
+        self._known_journal = self._journal_stat()
 
     # -- opening ---------------------------------------------------------------
 
@@ -98,8 +102,9 @@ class DirectoryStore(ChunkStore):
         return cls(rootdir, storage, sizes, readonly=False)
 
     @classmethod
-    def open(cls, rootdir: str, readonly: bool = False) -> "DirectoryStore":
-        """Open an existing dataset directory.
+    def open(cls, rootdir: str, readonly: bool = False, storage: Storage | None = None
+             ) -> "DirectoryStore":
+        """Open an existing dataset directory (its `storage` metadata when already read).
 
         Raises
         ------
@@ -109,9 +114,10 @@ class DirectoryStore(ChunkStore):
             If its metadata is damaged or of another format.
         """
         rootdir = os.fspath(rootdir)
-        if not os.path.isdir(rootdir):
-            raise FileNotFoundError(f"no dataset directory at {rootdir}")
-        storage = read_storage(rootdir)
+        if storage is None:
+            if not os.path.isdir(rootdir):
+                raise FileNotFoundError(f"no dataset directory at {rootdir}")
+            storage = read_storage(rootdir)
         return cls(rootdir, storage, read_sizes(rootdir, storage), readonly)
 
     @property
@@ -209,12 +215,22 @@ class DirectoryStore(ChunkStore):
     def _journal_path(self) -> str:
         return layout.meta_path(self.rootdir, layout.JOURNAL_FILE)
 
+    def _journal_stat(self) -> tuple | None:
+        try:
+            st = os.stat(self._journal_path())
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
     def journal_rows(self, max_rows: int) -> bytes:
         try:
             with open(self._journal_path(), "rb") as f:
+                st = os.fstat(f.fileno())
                 data = f.read()
         except FileNotFoundError:
+            self._known_journal = None
             return b""
+        self._known_journal = st.st_ino, len(data), st.st_mtime_ns
         rows, self._journal_end = journal.parse(data, self._journal_base, max_rows)
         return rows
 
@@ -251,6 +267,8 @@ class DirectoryStore(ChunkStore):
             raise OSError(f"short write to {self._journal_path()} ({written} of {len(data)} "
                           "bytes)")
         self._journal_end += len(data)
+        st = os.fstat(self._journal_fd)
+        self._known_journal = st.st_ino, st.st_size, st.st_mtime_ns
 
     def journal_bytes(self) -> int:
         return max(0, self._journal_end - journal.HEADER_SIZE)
@@ -268,6 +286,7 @@ class DirectoryStore(ChunkStore):
             except FileNotFoundError:
                 pass
             self._journal_end = 0
+        self._known_journal = None
 
     def _record(self, sizes: Sizes) -> None:
         """Write ``meta/sizes``: the commit point, naming each file's index generation."""
@@ -282,7 +301,18 @@ class DirectoryStore(ChunkStore):
         committed = replace(sizes, cbytes=self.cbytes, generations=tuple(gens))
         write_sizes(self.rootdir, committed, self.storage)
         self._generations = gens
+        self._known_sizes = committed.to_json()
         self._journal_clear(committed)
+
+    def unchanged(self) -> bool:
+        """Whether the dataset is still as this store last knew it: the same
+        commit (``meta/sizes``) and the same journal.  One small read and a stat."""
+        try:
+            sizes = read_sizes(self.rootdir, self.storage)
+        except (OSError, ValueError):
+            return False
+        return sizes.to_json() == self._known_sizes and \
+            self._journal_stat() == self._known_journal
 
     def commit(self, sizes: Sizes) -> None:
         self._check_writable()

@@ -113,8 +113,9 @@ class LegacyStore(ChunkStore):
         self._pending: set[str] = set()
 
     @classmethod
-    def open(cls, rootdir: str, readonly: bool = False) -> "LegacyStore":
-        """Open the v1 dataset at `rootdir`.
+    def open(cls, rootdir: str, readonly: bool = False, storage_json: dict | None = None
+             ) -> "LegacyStore":
+        """Open the v1 dataset at `rootdir` (its ``meta/storage`` object when already read).
 
         Raises
         ------
@@ -126,7 +127,7 @@ class LegacyStore(ChunkStore):
         rootdir = os.fspath(rootdir)
         if not os.path.isdir(os.path.join(rootdir, layout.DATA_DIR)):
             raise FileNotFoundError(f"no data directory in {rootdir}")
-        storage, sizes = v1.read(rootdir)
+        storage, sizes = v1.read(rootdir, storage_json)
         return cls(rootdir, storage, sizes, readonly)
 
     @classmethod

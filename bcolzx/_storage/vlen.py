@@ -84,7 +84,7 @@ class VlenArray(ChunkedArray):
             cp = st.cparams
             own = codec.Compressor(cp.cname, cp.clevel, cp.shuffle, 1, st.blocksize, nthreads,
                                    split=False)
-        self._comp, self._plain, self._delta = own, None, None
+        self._comp = own  # one pipeline: items are bytes (typesize 1), no byte-delta
         self._dec = codec.Decompressor(nthreads)
         self.nthreads = nthreads
 
@@ -174,8 +174,8 @@ class VlenArray(ChunkedArray):
             self._decoded = (chunk, buf, offsets)
         return buf, offsets
 
-    def _uncache_locked(self, chunk: int) -> None:
-        super()._uncache_locked(chunk)
+    def _uncache(self, chunk: int) -> None:
+        super()._uncache(chunk)
         with self._decoded_lock:
             if self._decoded is not None and self._decoded[0] == chunk:
                 self._decoded = None

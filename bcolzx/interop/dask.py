@@ -140,7 +140,7 @@ def tokenize(obj: carray | ctable) -> str:
     _committed(obj)
     if obj.rootdir is None:
         return _memory_token(obj)
-    store = obj._engine.store
+    store = obj.engine.store
     rootdir = os.path.abspath(obj.rootdir)
     return _digest("bcolzx.carray", rootdir, obj.shape, str(obj.dtype), store.cbytes,
                    getattr(store, "generations", None),
@@ -151,7 +151,7 @@ def tokenize(obj: carray | ctable) -> str:
 def _memory_token(ca: carray) -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(repr(("bcolzx.carray", ca.shape, str(ca.dtype), ca.chunklen)).encode())
-    for entry in ca._engine.store.get(0, ca.nchunks):
+    for entry in ca.engine.store.get(0, ca.nchunks):
         h.update(entry if isinstance(entry, (bytes, bytearray, memoryview))
                  else repr(entry).encode())
     h.update(np.ascontiguousarray(ca.leftover_array).view(np.uint8).tobytes())
@@ -242,7 +242,7 @@ def source_of(ca: carray) -> ArraySource:
     if ca.rootdir is None:
         raise ValueError("an in-memory carray has no files to read from")
     _committed(ca)
-    store = ca._engine.store
+    store = ca.engine.store
     rootdir = os.path.abspath(ca.rootdir)
     if not store.native:
         return ArraySource(rootdir, tokenize(ca))
@@ -263,7 +263,7 @@ def _aligned_rows(chunklen: int, rowbytes: int, per_superchunk: int | None,
 
 
 def _superchunk_chunks(ca: carray) -> int | None:
-    store = ca._engine.store
+    store = ca.engine.store
     return store.storage.chunks_per_superchunk if store.native else None
 
 

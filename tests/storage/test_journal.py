@@ -258,3 +258,40 @@ def test_sigkill_at_random_instants_keeps_every_saved_row(tmp_path, seed):
         cut = ChunkedArray(DirectoryStore.open(rootdir + ".cut", readonly=True))
         np.testing.assert_array_equal(cut.read(0, len(cut)), np.arange(len(cut), dtype="i8"))
         shutil.rmtree(rootdir + ".cut")
+
+
+def test_the_first_change_rereads_the_dataset_only_when_another_writer_changed_it(
+        tmp_path, monkeypatch):
+    from bcolzx._storage import writer
+
+    root = str(tmp_path / "c")
+    bcolzx.carray(np.arange(10), rootdir=root).close()
+    reloads = []
+    real = writer.reload
+    monkeypatch.setattr(writer, "reload", lambda eng: (reloads.append(1), real(eng)))
+    mine = bcolzx.open(root, mode="a")
+    mine.append([10])  # nobody changed it: the lock is taken, nothing re-read
+    mine.close()
+    assert reloads == []
+    a, b = bcolzx.open(root, mode="a"), bcolzx.open(root, mode="a")
+    a.append([11])
+    a.close()  # a commits: b's view is stale
+    b.append([12])
+    assert reloads == [1]
+    b.close()
+    np.testing.assert_array_equal(bcolzx.open(root, mode="r")[:], np.arange(13))
+    # Rows another writer left in the journal (it was killed) count as a change too.
+    t = tmp_path / "t"
+    bcolzx.ctable([np.arange(3)], names=["x"], rootdir=str(t)).close()
+    d = bcolzx.open(str(t), mode="a")
+    _child("""
+        import os, signal, sys, bcolzx
+        ct = bcolzx.open(sys.argv[1], mode="a")
+        ct.append((3,))  # journaled only
+        os.kill(os.getpid(), signal.SIGKILL)
+    """, t)
+    before = len(reloads)
+    d.append((4,))
+    assert len(reloads) > before
+    d.close()
+    np.testing.assert_array_equal(bcolzx.open(str(t), mode="r")["x"][:], np.arange(5))
