@@ -37,9 +37,9 @@ from bcolzx import _table, _threads
 from bcolzx._storage import snapshot, writer
 from bcolzx._storage.lock import WriterLock
 from bcolzx.carray import _is_sequence, as_objects, carray
+from bcolzx.defaults import defaults
 from bcolzx.errors import CorruptDataError, DatasetNotFoundError, ReadOnlyError
 from bcolzx.params import cparams as _cparams
-from bcolzx.defaults import defaults
 from bcolzx.vars import caller_scope, resolve_names, split_operands
 
 __all__ = ["ctable", "cols"]
