@@ -152,7 +152,7 @@ class attrs:  # noqa: N801 - legacy name
             os.path.join(self._rootdir, ATTRS_FILE) if self._rootdir is not None else None
         )
         self._seal = Seal()
-        if self._attrsfile is None:
+        if self._rootdir is None:  # in memory: no file
             return
         self._seal = _seal if _seal is not None else dataset_seal(self._rootdir)
         if _new:
@@ -162,6 +162,7 @@ class attrs:  # noqa: N801 - legacy name
             self._open()
 
     def _write(self, obj: dict[str, Any]) -> None:
+        assert self._attrsfile is not None
         write_json(self._attrsfile, obj, seal=self._seal.sealed, uid=self._seal.uid)
 
     def _open(self) -> None:

@@ -25,9 +25,9 @@ from bcolzx._storage.encoding import quantize
 from bcolzx._storage.legacy import LegacyStore
 from bcolzx._storage.opening import open_store, seal_of
 from bcolzx._storage.lock import WriterLock
+from bcolzx.defaults import defaults
 from bcolzx.errors import ReadOnlyError
 from bcolzx.params import cparams as _cparams
-from bcolzx.params import defaults
 
 __all__ = ["carray"]
 

@@ -39,16 +39,16 @@ import warnings
 
 import numpy as np
 
+from bcolzx._ext import codec as _codec
 from bcolzx._format import layout, legacy, pickles
 from bcolzx._format.jsonfile import fsync_dir, read_json, write_json
 from bcolzx._format.meta import read_storage, write_storage
-from bcolzx._ext import codec as _codec
+from bcolzx._storage import writer
 from bcolzx.carray import carray as _carray
 from bcolzx.carray import iterblocks
-from bcolzx._storage import writer
+from bcolzx.defaults import defaults
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
 from bcolzx.params import cparams as _cparams
-from bcolzx.params import defaults
 from bcolzx.toplevel import open as _open
 
 __all__ = ["convert"]
@@ -546,7 +546,8 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None,
         Compression parameters of the converted dataset.  Default: the
         source's ``clevel``, ``shuffle``, ``cname`` and ``quantize``, with
         bcolzx's defaults for ``blocksize`` and ``bytedelta`` (which legacy
-        bcolz does not have); a bcolzx-format source keeps all six.  A dict changes only the keys it names (e.g.
+        bcolz does not have); a bcolzx-format source keeps all six.  A dict
+        changes only the keys it names (e.g.
         ``{'cname': 'zstd'}`` keeps the source's quantize); a
         :class:`bcolzx.cparams` is used as it is, for every column.
     chunklen : int, optional

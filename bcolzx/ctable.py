@@ -37,9 +37,9 @@ from bcolzx import _table, _threads
 from bcolzx._storage import snapshot, writer
 from bcolzx._storage.lock import WriterLock
 from bcolzx.carray import _is_sequence, as_objects, carray
+from bcolzx.defaults import defaults
 from bcolzx.errors import CorruptDataError, DatasetNotFoundError, ReadOnlyError
 from bcolzx.params import cparams as _cparams
-from bcolzx.params import defaults
 from bcolzx._query.scope import caller_scope
 
 __all__ = ["ctable", "cols"]
@@ -1165,7 +1165,7 @@ class ctable:  # noqa: N801 - legacy name
 
     def tohdf5(self, filepath, nodepath: str = "/ctable", mode: str = "w", cparams=None,
                cname: str | None = None, *, progress=None) -> None:
-        """Write this table to a PyTables Table (see :func:`bcolzx.interop.hdf5.to_hdf5`).
+        """Write this table to a PyTables Table; see :func:`bcolzx.interop.pytables.to_hdf5`.
 
         Parameters
         ----------
@@ -1190,14 +1190,14 @@ class ctable:  # noqa: N801 - legacy name
         TypeError
             For a column dtype that HDF5 cannot hold.
         """
-        from bcolzx.interop.hdf5 import to_hdf5
+        from bcolzx.interop.pytables import to_hdf5
 
         to_hdf5(self, filepath, nodepath=nodepath, mode=mode, cparams=cparams, cname=cname,
                 progress=progress)
 
     @staticmethod
     def fromhdf5(filepath, nodepath: str = "/ctable", **kwargs) -> "ctable":
-        """A new ctable from a PyTables Table (see :func:`bcolzx.interop.hdf5.from_hdf5`).
+        """A new ctable from a PyTables Table; see :func:`bcolzx.interop.pytables.from_hdf5`.
 
         Parameters
         ----------
@@ -1219,11 +1219,11 @@ class ctable:  # noqa: N801 - legacy name
         TypeError
             If the node is not a Table.
         """
-        from bcolzx.interop.hdf5 import from_hdf5
+        from bcolzx.interop.pytables import from_hdf5
 
         return from_hdf5(filepath, nodepath=nodepath, **kwargs)
 
-    def toarrow(self, columns=None, batch_rows: int | None = None):
+    def to_arrow(self, columns=None, batch_rows: int | None = None):
         """This table as a pyarrow Table (see :func:`bcolzx.interop.arrow.to_arrow`).
 
         Parameters
@@ -1250,9 +1250,9 @@ class ctable:  # noqa: N801 - legacy name
 
         return to_arrow(self, columns=columns, batch_rows=batch_rows)
 
-    def toparquet(self, path, columns=None, compression: str | None = None,
-                  row_group_rows: int | None = None, mode: str = "w", *, progress=None,
-                  **writer_kwargs) -> None:
+    def to_parquet(self, path, columns=None, compression: str | None = None,
+                   row_group_rows: int | None = None, mode: str = "w", *, progress=None,
+                   **writer_kwargs) -> None:
         """Write this table to a Parquet file by record batches.
 
         See :func:`bcolzx.interop.arrow.to_parquet`.
@@ -1275,7 +1275,7 @@ class ctable:  # noqa: N801 - legacy name
                    **writer_kwargs)
 
     @staticmethod
-    def fromarrow(data, rootdir=None, **kwargs) -> "ctable":
+    def from_arrow(data, rootdir=None, **kwargs) -> "ctable":
         """A new ctable from Arrow data (see :func:`bcolzx.interop.arrow.from_arrow`).
 
         Parameters

@@ -148,12 +148,13 @@ def _table_kwargs(kwargs: dict) -> tuple[dict, dict]:
 
 def _fill_ctable(n: int, dflt, dtype: _np.dtype, kwargs: dict):
     """A ctable of `n` rows of a structured `dtype`, one column per field."""
+    names = list(dtype.names or ())
     table, kwargs = _table_kwargs(kwargs)
     row = _np.zeros((), dtype) if dflt is None else _np.asarray(dflt, dtype)
     cols = [fill((n, *dtype[f].shape), row[f] if dflt is not None else None,
                  dtype[f].base, allow_pickle=table.get("allow_pickle"), **kwargs)
-            for f in dtype.names]
-    return _ctable(cols, names=list(dtype.names), **table, **kwargs)
+            for f in names]
+    return _ctable(cols, names=names, **table, **kwargs)
 
 
 def zeros(shape, dtype=float, **kwargs) -> _carray:
@@ -316,7 +317,7 @@ def _iter_blocks(iterable, dtype: _np.dtype, count: int, blen: int):
     taken = 0
     while count < 0 or taken < count:
         want = blen if count < 0 else min(blen, count - taken)
-        if dtype == object:  # one value per row, whatever it holds
+        if dtype == _np.dtype(object):  # one value per row, whatever it holds
             values = list(_itertools.islice(it, want))
             block = _np.empty(len(values), dtype=object)
             for i, value in enumerate(values):
@@ -332,11 +333,12 @@ def _iter_blocks(iterable, dtype: _np.dtype, count: int, blen: int):
 
 def _fromiter_ctable(iterable, dtype: _np.dtype, count: int, kwargs: dict):
     """fromiter for a structured dtype: a ctable filled block by block."""
+    names = list(dtype.names or ())
     table, kwargs = _table_kwargs(kwargs)
     auto_flush = table.pop("auto_flush", table.get("rootdir") is not None)
-    empty = [_np.empty((0, *dtype[f].shape), dtype[f].base) for f in dtype.names]
+    empty = [_np.empty((0, *dtype[f].shape), dtype[f].base) for f in names]
     # One flush at the end, not one per block; then the caller's setting.
-    ct = _ctable(empty, names=list(dtype.names), auto_flush=False, **table, **kwargs)
+    ct = _ctable(empty, names=names, auto_flush=False, **table, **kwargs)
     for block in _iter_blocks(iterable, dtype, count, next(iter(ct.cols.values())).chunklen):
         ct.append(block)
     if ct.rootdir is not None:

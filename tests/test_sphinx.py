@@ -189,8 +189,9 @@ def test_python_examples_are_doctests():
 
 # The modules whose docstrings the API reference renders (bcolzx.toplevel and
 # bcolzx.ctable are run by tests/test_docs.py).
-DOCUMENTED_MODULES = ["bcolzx.params", "bcolzx.attrs", "bcolzx.carray", "bcolzx.verify",
-                      "bcolzx.convert", "bcolzx.compact", "bcolzx.compat", "bcolzx.errors"]
+DOCUMENTED_MODULES = ["bcolzx.params", "bcolzx.defaults", "bcolzx.attrs", "bcolzx.carray",
+                      "bcolzx.verify", "bcolzx.convert", "bcolzx.compact", "bcolzx.compat",
+                      "bcolzx.errors"]
 
 
 def test_docstring_examples_of_the_reference_run(tmp_path, monkeypatch):

@@ -85,7 +85,7 @@ def _default_blen(columns: list[Any]) -> int:
 
 
 def _default_nthreads() -> int:
-    from bcolzx.params import defaults
+    from bcolzx.defaults import defaults
 
     return defaults.nthreads
 

@@ -1,4 +1,4 @@
-"""Evaluating an expression over whole operands: a carray, an array or a scalar, reductions included.
+"""Evaluating an expression over whole operands: a carray, an array or a scalar, or a reduction.
 
 What :func:`bcolzx.eval`, :meth:`bcolzx.ctable.eval` and a carray's string
 keys compute, block by block (:mod:`~bcolzx._query.blocks`, or Dask tasks for
@@ -12,13 +12,12 @@ keys compute, block by block (:mod:`~bcolzx._query.blocks`, or Dask tasks for
 
 The carray class is given by the caller (`new_carray`): this layer sits
 below the public classes and does not import them.  The ``vm='dask'``
-engine, :mod:`bcolzx.interop.dask`, is imported on first use only
-(:func:`dask_engine`).
+engine, :mod:`bcolzx.interop.dask`, is loaded on first use only, through the
+registry of optional formats (:func:`dask_engine`).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
@@ -28,6 +27,7 @@ import numpy as np
 from bcolzx._query import blocks
 from bcolzx._query.expr import Expression, check_operands, compile_expression
 from bcolzx._query.scope import resolve_names, split_operands
+from bcolzx._query.tree import Reduction
 from bcolzx.errors import ExpressionError
 
 __all__ = ["FLAVORS", "VMS", "dask_engine", "engine_for", "evaluate", "mask", "resolve_flavor",
@@ -40,7 +40,7 @@ FLAVORS = ("bcolz", "carray", "numpy")
 
 
 def _defaults() -> Any:
-    from bcolzx.params import defaults  # the user's settings, read at each call
+    from bcolzx.defaults import defaults  # the user's settings, read at each call
 
     return defaults
 
@@ -74,7 +74,8 @@ def resolve_flavor(out_flavor: str | None) -> str:
 
 
 def dask_engine() -> ModuleType:
-    """The ``vm='dask'`` engine, :mod:`bcolzx.interop.dask`, imported on first use.
+    """The ``vm='dask'`` engine, :mod:`bcolzx.interop.dask`, loaded on first use
+    through the registry of optional formats (:func:`bcolzx.interop.load`).
 
     It has :func:`~bcolzx.interop.dask.evaluate_blocks` and
     :func:`~bcolzx.interop.dask.evaluate` as :mod:`~bcolzx._query.blocks`
@@ -86,7 +87,9 @@ def dask_engine() -> ModuleType:
     ImportError
         Only when the engine is used: evaluating without Dask installed.
     """
-    return importlib.import_module("bcolzx.interop.dask")
+    from bcolzx.interop import load  # the registry of optional formats
+
+    return load("dask")
 
 
 def engine_for(vm: str) -> tuple[ModuleType, str]:
@@ -148,16 +151,15 @@ def evaluate(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[str,
     engine, vm = engine_for(requested)
     flavor = resolve_flavor(out_flavor)
     if expr.reduction is not None and columns:
-        return _reduce(expr, columns, scalars, vm, requested, engine, flavor, blen, new_carray,
-                       kwargs)
-    if not columns and length is None:  # scalars only: a scalar, as legacy bcolz
-        return np.asarray(expr.evaluate(scalars, vm))[()]
-    if not columns or flavor == "numpy":
-        if flavor == "numpy":
-            if not columns:
-                return np.broadcast_to(expr.evaluate(scalars, vm), (length,)).copy()
-            return engine.evaluate(expr, columns, scalars, blen=blen, vm=vm)
-        return _new(new_carray, np.broadcast_to(expr.evaluate(scalars, vm), (length,)), kwargs)
+        return _reduce(expr, expr.reduction, columns, scalars, vm, requested, engine, flavor,
+                       blen, new_carray, kwargs)
+    if not columns:
+        if length is None:  # scalars only: a scalar, as legacy bcolz
+            return np.asarray(expr.evaluate(scalars, vm))[()]
+        value = np.broadcast_to(expr.evaluate(scalars, vm), (length,))  # one per table row
+        return value.copy() if flavor == "numpy" else _new(new_carray, value, kwargs)
+    if flavor == "numpy":
+        return engine.evaluate(expr, columns, scalars, blen=blen, vm=vm)
     n = len(next(iter(columns.values())))
     shape = np.broadcast_shapes(*[tuple(c.shape[1:]) for c in columns.values()])
     kwargs.setdefault("expectedlen", n)
@@ -202,16 +204,15 @@ def _dtypes(columns: Mapping[str, Any], scalars: Mapping[str, Any]) -> dict[str,
             **{n: np.asarray(v).dtype for n, v in scalars.items()}}
 
 
-def _reduce(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[str, Any], vm: str,
-            requested: str, engine: ModuleType, flavor: str, blen: int | None,
-            new_carray: Callable[..., Any], kwargs: dict) -> Any:
+def _reduce(expr: Expression, red: Reduction, columns: Mapping[str, Any],
+            scalars: Mapping[str, Any], vm: str, requested: str, engine: ModuleType, flavor: str,
+            blen: int | None, new_carray: Callable[..., Any] | None, kwargs: dict) -> Any:
     """An outermost ``sum``/``prod``, reduced block by block.
 
     Over every item or the first axis, the blocks' partial results are
     combined (one value, or one row); over a later axis each block gives
     its own rows, collected as `flavor` asks.
     """
-    red = expr.reduction
     rowshape = np.broadcast_shapes(*[tuple(c.shape[1:]) for c in columns.values()])
     ndim = 1 + len(rowshape)
     axis = red.axis_for(requested)  # the machine asked for decides what a bare sum() means

@@ -1,4 +1,4 @@
-"""Compiled expressions: :func:`compile_expression`, the :class:`Expression` it gives, and the operand check.
+"""Compiled expressions: :func:`compile_expression`, the :class:`Expression`, the operand check.
 
 An expression string is data, not code: :func:`compile_expression` parses
 it, checks it against a whitelist and folds its constants

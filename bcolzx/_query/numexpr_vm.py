@@ -68,7 +68,7 @@ class Plan(NamedTuple):
     constants: dict[str, np.ndarray]
 
 
-class _Untranslatable(Exception):
+class _UntranslatableError(Exception):
     """The tree holds something numexpr would not compute as the python VM does."""
 
 
@@ -86,7 +86,7 @@ class _Translator:
     def source(self, node: Node) -> str:
         if isinstance(node, Name):
             if node.id in self.reserved:
-                raise _Untranslatable(node.id)
+                raise _UntranslatableError(node.id)
             return node.id
         if isinstance(node, Const):
             return self.constant(node.value)
@@ -99,7 +99,7 @@ class _Translator:
             return f"({left} {COMPARE_SYMBOLS[node.op]} {right})"
         if isinstance(node, Logical):
             if any(self.kind(o) != BOOL for o in node.operands):
-                raise _Untranslatable(node.op)
+                raise _UntranslatableError(node.op)
             symbol = " & " if node.op == "and" else " | "
             return "(" + symbol.join(self.source(o) for o in node.operands) + ")"
         return self.call(node)
@@ -112,7 +112,7 @@ class _Translator:
             return f"({value!r})"
         elif isinstance(value, (str, bytes)):
             if isinstance(value, str) and not value.isascii():
-                raise _Untranslatable(value)
+                raise _UntranslatableError(value)
             array = np.asarray(value.encode("ascii") if isinstance(value, str) else value)
         else:
             array = Literal(value).typed()
@@ -125,22 +125,22 @@ class _Translator:
         if node.op == "pos":
             return operand
         if node.op == "not" and self.kind(node.operand) != BOOL:
-            raise _Untranslatable("not")
+            raise _UntranslatableError("not")
         return f"({'-' if node.op == 'neg' else '~'}{operand})"
 
     def binary(self, node: Binary) -> str:
         kinds = {self.kind(node.left), self.kind(node.right)}
         if node.op in ("floordiv", "mod", "pow") and kinds <= {BOOL, INT, LONG}:
-            raise _Untranslatable(node.op)  # SIGFPE on INT_MIN // -1; powers via double
+            raise _UntranslatableError(node.op)  # SIGFPE on INT_MIN // -1; powers via double
         if node.op == "pow" and COMPLEX in kinds:
-            raise _Untranslatable(node.op)
+            raise _UntranslatableError(node.op)
         left, right = self.source(node.left), self.source(node.right)
         return f"({left} {BINARY_SYMBOLS[node.op]} {right})"
 
     def call(self, node: Call) -> str:
         if node.func == "contains" or (node.func not in ("where", "real", "imag")
                                        and COMPLEX in map(self.kind, node.args)):
-            raise _Untranslatable(node.func)
+            raise _UntranslatableError(node.func)
         return f"{node.func}({', '.join(self.source(a) for a in node.args)})"
 
 
@@ -180,7 +180,7 @@ def plan(expr: Expression, signature: tuple[tuple[str, np.dtype], ...]) -> Plan 
         expected = python_vm(expr.tree, empty, record).dtype
         translator = _Translator(record, _numexpr_reserved(numexpr))
         text = translator.source(expr.tree)
-    except (_Untranslatable, ExpressionError):
+    except (_UntranslatableError, ExpressionError):
         return None
     try:
         got = numexpr.evaluate(text, local_dict={**empty, **translator.constants},

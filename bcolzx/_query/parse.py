@@ -1,4 +1,4 @@
-"""From text to tree: parse with :mod:`ast`, check the whitelist and the precedence trap, fold constants.
+"""From text to tree: ast parsing, the whitelist, the precedence trap, constant folding.
 
 An expression string is data, not code.  :func:`parse` parses it with
 :func:`ast.parse` and accepts only an explicit whitelist of node types,

@@ -21,8 +21,8 @@ asked for.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -34,20 +34,30 @@ from bcolzx._query.zonemap import may_match
 
 __all__ = ["matches", "operands", "select", "zone_skipper"]
 
+class Table(Protocol):
+    """The columns of a table by name, as a ctable's ``cols`` (or a dict) offers them."""
+
+    def __getitem__(self, name: str) -> Any: ...
+
+    def __contains__(self, name: object) -> bool: ...
+
+    def values(self) -> Iterable[Any]: ...
+
+
 #: One block of matching rows: ``(block_start, positions, block)``, where
 #: ``block`` is None or ``(block_start, {column: the block's rows})`` for the
 #: table's columns the condition read.
 Match = tuple[int, np.ndarray, tuple | None]
 
 
-def _length(table: Mapping[str, Any]) -> int:
+def _length(table: Table) -> int:
     """Rows of the table: those of its first column (0 without columns)."""
     for column in table.values():
         return len(column)
     return 0
 
 
-def operands(expression: str, table: Mapping[str, Any], scope: Mapping[str, Any]
+def operands(expression: str, table: Table, scope: Mapping[str, Any]
              ) -> tuple[Expression, dict, dict]:
     """Compile `expression`; its columns (the table's and array variables)
     and scalars, names looked up in `scope` when they are not columns.
@@ -87,7 +97,7 @@ def operands(expression: str, table: Mapping[str, Any], scope: Mapping[str, Any]
     return expr, columns, scalars
 
 
-def matches(expression: Any, table: Mapping[str, Any], scope: Mapping[str, Any],
+def matches(expression: Any, table: Table, scope: Mapping[str, Any],
             vm: str | None) -> Iterator[Match]:
     """The rows where `expression` holds, block by block (a generator).
 
@@ -150,7 +160,7 @@ def matches(expression: Any, table: Mapping[str, Any], scope: Mapping[str, Any],
             yield lo, hits + lo, (lo, have)
 
 
-def select(expression: Any, table: Mapping[str, Any], scope: Mapping[str, Any],
+def select(expression: Any, table: Table, scope: Mapping[str, Any],
            vm: str | None, limit: int | None = None, skip: int = 0
            ) -> Iterator[tuple[np.ndarray, tuple | None]]:
     """The matching rows after skipping `skip` and up to `limit` (a generator).
@@ -218,9 +228,10 @@ def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[
     """
     if not all(hasattr(c, "engine") for c in columns.values()):
         return None
-    stats = {n: _chunk_stats(c) for n, c in columns.items()}
+    found = {n: _chunk_stats(c) for n, c in columns.items()}
     chunklens = {c.chunklen for c in columns.values()}
-    if len(chunklens) != 1 or any(s is None for s in stats.values()):
+    stats = {n: st for n, st in found.items() if st is not None}
+    if len(chunklens) != 1 or len(stats) != len(found):
         return None
     (cl,) = chunklens
     nchunks = min(len(st) for st in stats.values())

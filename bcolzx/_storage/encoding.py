@@ -21,6 +21,7 @@ import numpy as np
 
 from bcolzx import _threads
 from bcolzx._ext import codec
+from bcolzx._ext.special import SPECIAL_NAN, SPECIAL_VALUE, SPECIAL_ZERO, special_value
 from bcolzx._format import layout
 from bcolzx._format.superchunk import SPECIAL_CBYTES
 from bcolzx._storage.base import Special
@@ -28,7 +29,7 @@ from bcolzx._storage.zones import bounds
 
 __all__ = ["Encoder", "special", "quantize", "encode_chunk", "encode_in_pool"]
 
-_SPECIAL_IN_INDEX = (codec.SPECIAL_ZERO, codec.SPECIAL_NAN)
+_SPECIAL_IN_INDEX = (SPECIAL_ZERO, SPECIAL_NAN)
 
 
 def quantize(data: np.ndarray, significant_digits: int) -> np.ndarray:
@@ -55,8 +56,8 @@ def quantize(data: np.ndarray, significant_digits: int) -> np.ndarray:
 
 def special(rows: np.ndarray, itemsize: int) -> Special | None:
     """`rows` as a special entry when they are one constant the index can hold, else None."""
-    kind, value = codec.special_value(rows, itemsize)
-    if kind in _SPECIAL_IN_INDEX or (kind == codec.SPECIAL_VALUE and itemsize <= 8):
+    kind, value = special_value(rows, itemsize)
+    if kind in _SPECIAL_IN_INDEX or (kind == SPECIAL_VALUE and itemsize <= 8):
         return Special(kind, value)
     return None
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from bcolzx import _threads
 from bcolzx._ext import codec
+from bcolzx._ext.special import fill_special
 from bcolzx._format import layout
 from bcolzx._format import zonemap
 from bcolzx._format.meta import Sizes
@@ -390,7 +391,7 @@ class ChunkedArray(ChunkReader):
         (entry,) = self.store.get(self.nfull, self.nfull + 1)
         out = self._leftover[: self.nleft]
         if isinstance(entry, Special):
-            codec.fill_special(out, entry.kind, self.itemsize, entry.value)
+            fill_special(out, entry.kind, self.itemsize, entry.value)
         else:
             # A crash after an index write but before meta/sizes can leave this
             # chunk holding more rows than the metadata counts: keep the prefix.

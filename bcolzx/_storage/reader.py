@@ -15,6 +15,7 @@ import numpy as np
 
 from bcolzx import _threads
 from bcolzx._ext import codec
+from bcolzx._ext.special import fill_special
 from bcolzx._storage.base import Special
 from bcolzx._storage.zones import bounds
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
@@ -89,7 +90,7 @@ class ChunkReader:
     def _decode_into(self, entry, out: np.ndarray, chunk: int, stored_rows: int) -> None:
         """Decode a stored chunk of `stored_rows` rows; its first ``len(out)`` rows go to `out`."""
         if isinstance(entry, Special):
-            codec.fill_special(out, entry.kind, self.itemsize, entry.value)
+            fill_special(out, entry.kind, self.itemsize, entry.value)
             return
         self._decoded_size(entry, chunk, stored_rows * self.rowbytes)
         try:
@@ -243,7 +244,7 @@ class ChunkReader:
             c, entry = job
             rows = _threads.buffer(self.chunk_bytes).view(self.dtype).reshape(shape)
             if isinstance(entry, Special):
-                codec.fill_special(rows, entry.kind, self.itemsize, entry.value)
+                fill_special(rows, entry.kind, self.itemsize, entry.value)
                 return fn(rows)
             self._check_full(entry, c)
             try:
@@ -316,7 +317,7 @@ class ChunkReader:
             try:
                 entry = self.store.get_one(c)
                 if isinstance(entry, Special):
-                    codec.fill_special(buf[:rows], entry.kind, self.itemsize, entry.value)
+                    fill_special(buf[:rows], entry.kind, self.itemsize, entry.value)
                 else:
                     # A last chunk may hold more rows than the metadata counts
                     # (a crash between its write and meta/sizes): readers cut it.

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from bcolzx.cli.common import (EXIT_OK, add_cparams_options, add_quiet, cparams_from, human,
-                               ratio_text)
+from bcolzx.cli.common import (
+    EXIT_OK,
+    add_cparams_options,
+    add_quiet,
+    cparams_from,
+    human,
+    ratio_text,
+)
 from bcolzx.cli.describe import describe
 from bcolzx.cli.progress import bar
 from bcolzx.errors import UnsupportedFormatError

@@ -558,8 +558,9 @@ def to_dask_dataframe(ct: ctable, columns=None, index=None, sorted: bool | None 
         known.
     partition_rows : int, optional
         Rows per partition.  Default: whole chunks of the columns, about
-        :data:`READ_BLOCK_BYTES` (16 MiB) of the columns read per partition.  With a sorted index, partition starts move forward to
-        the next new index value, so that equal values stay in one partition.
+        :data:`READ_BLOCK_BYTES` (16 MiB) of the columns read per partition.
+        With a sorted index, partition starts move forward to the next new
+        index value, so that equal values stay in one partition.
 
     Returns
     -------
@@ -587,8 +588,12 @@ def to_dask_dataframe(ct: ctable, columns=None, index=None, sorted: bool | None 
     {0: 3, 1: 3}
     """
     dd = _import("dask.dataframe", "ctable.to_dask()")
-    from bcolzx.interop.pandas import CATEGORIES_KEY, INDEX_COLUMNS_KEY, INDEX_FREQ_KEY, \
-        INDEX_NAMES_KEY
+    from bcolzx.interop.pandas import (
+        CATEGORIES_KEY,
+        INDEX_COLUMNS_KEY,
+        INDEX_FREQ_KEY,
+        INDEX_NAMES_KEY,
+    )
 
     attrs = ct.attrs.getall()
     stored = list(attrs.get(INDEX_COLUMNS_KEY) or [])
@@ -642,7 +647,7 @@ def to_dask_dataframe(ct: ctable, columns=None, index=None, sorted: bool | None 
 
 def local_vm() -> str:
     """The virtual machine each Dask task evaluates its block with: numexpr when usable."""
-    from bcolzx.params import _numexpr_usable
+    from bcolzx.defaults import _numexpr_usable
 
     return "numexpr" if _numexpr_usable() else "python"
 

@@ -149,7 +149,7 @@ def _encode_tz(pd, name: str, values) -> tuple[np.ndarray, dict[str, Any]]:
 def _encode_strings(pd, name: str, values, pickled: bool) -> tuple[np.ndarray, dict[str, Any]]:
     dtype = values.dtype
     kind = "bytes" if getattr(dtype, "kind", None) == "S" else "string"
-    if dtype == object:
+    if dtype == np.dtype(object):
         kind = pd.api.types.infer_dtype(values, skipna=True)
         if pickled and (kind not in ("string", "bytes", "empty") or values.isna().any()):
             return values.to_numpy(dtype=object), {DTYPE_KEY + name: "object"}
@@ -177,7 +177,7 @@ def _encode(pd, name: str, values, pickled: bool = False) -> tuple[np.ndarray, d
         return _encode_categorical(name, values)
     if isinstance(dtype, pd.DatetimeTZDtype):
         return _encode_tz(pd, name, values)
-    if dtype == object or pd.api.types.is_string_dtype(dtype):
+    if dtype == np.dtype(object) or pd.api.types.is_string_dtype(dtype):
         return _encode_strings(pd, name, values, pickled)
     if isinstance(dtype, np.dtype):
         if dtype.kind not in _NUMPY_KINDS:
@@ -263,7 +263,7 @@ def from_dataframe(df: pandas.DataFrame, **kwargs) -> ctable:
     """
     pd = _import_pandas()
     from bcolzx.ctable import ctable
-    from bcolzx.params import defaults
+    from bcolzx.defaults import defaults
 
     allow = kwargs.get("allow_pickle")
     pickled = defaults.allow_pickle if allow is None else bool(allow)
@@ -328,7 +328,7 @@ def _decode(pd, name: str, col: carray, meta: dict[str, Any]):
     token = meta.get(DTYPE_KEY + name)
     if token is not None:
         dtype = pd.api.types.pandas_dtype(token)
-        if dtype == object:
+        if dtype == np.dtype(object):
             return arr.astype(object)
         if dtype != arr.dtype:
             return pd.array(arr, dtype=dtype)

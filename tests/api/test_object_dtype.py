@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bcolzx
-from bcolzx._ext import codec
+from bcolzx._ext import codec, special
 from bcolzx._format import jsonfile, layout, vlen
 from bcolzx._format.meta import Storage
 from bcolzx._storage import MemoryStore, VlenArray
@@ -741,7 +741,7 @@ def test_a_constant_chunk_in_an_object_dataset_is_damage():
 
     storage = Storage(dtype=object, chunklen=4, vlen="pickle")
     store = MemoryStore(storage)
-    store.put([(0, Special(codec.SPECIAL_ZERO, None), 4)])
+    store.put([(0, Special(special.SPECIAL_ZERO, None), 4)])
     eng = VlenArray(store)
     eng.nfull = 1
     with pytest.raises(CorruptDataError, match="stored as a constant"):

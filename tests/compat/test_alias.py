@@ -157,7 +157,7 @@ def test_version_is_the_legacy_api_level(clean_modules):
 def test_legacy_variables(clean_modules):
     bcolz = compat.install()
     assert bcolz.min_numexpr_version == "2.5.2"
-    assert bcolz.numexpr_here is bcolzx.params._numexpr_usable()
+    assert bcolz.numexpr_here is importlib.import_module("bcolzx.defaults")._numexpr_usable()
     assert bcolz.pandas_here is (importlib.util.find_spec("pandas") is not None)
     assert bcolz.tables_here is (importlib.util.find_spec("tables") is not None)
     assert bcolz.dask_here is (importlib.util.find_spec("dask") is not None)
@@ -534,7 +534,9 @@ def test_selftest_reports_a_failing_check(monkeypatch, capsys):
     def broken():
         raise AssertionError("deliberately broken")
 
-    monkeypatch.setattr(compat, "_checks", lambda tmp, heavy: [("broken check", broken)])
+    # The module, not the function of the same name that bcolzx.compat exports.
+    selftest_module = importlib.import_module("bcolzx.compat.selftest")
+    monkeypatch.setattr(selftest_module, "_checks", lambda tmp, heavy: [("broken check", broken)])
     assert bcolzx.test(verbose=True) is False
     out = capsys.readouterr().out
     assert "FAIL  broken check: AssertionError: deliberately broken" in out

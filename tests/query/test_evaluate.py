@@ -90,9 +90,12 @@ def test_no_module_of_the_query_layer_imports_the_dask_engine():
             assert not [n for n in names if "dask" in n], f"{path.name}: {ast.unparse(node)}"
 
 
-def test_importing_the_query_layer_imports_no_dask():
-    code = ("import sys, bcolzx._query.evaluate, bcolzx._query.planner; "
-            "assert 'dask' not in sys.modules")
+def test_the_dask_engine_is_loaded_on_first_use_only():
+    code = ("import sys, bcolzx, bcolzx._query.evaluate, bcolzx._query.planner; "
+            "bcolzx.eval('a + 1', vm='python', user_dict={'a': bcolzx.arange(3)}); "
+            "assert 'dask' not in sys.modules and 'bcolzx.interop.dask' not in sys.modules; "
+            "from bcolzx._query.evaluate import dask_engine; "
+            "assert dask_engine() is sys.modules['bcolzx.interop.dask']")
     parent = os.path.dirname(os.path.dirname(os.path.abspath(bcolzx.__file__)))
     env = dict(os.environ, PYTHONPATH=parent)
     subprocess.run([sys.executable, "-c", code], check=True, cwd=parent, env=env)

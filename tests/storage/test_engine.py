@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bcolzx._ext import codec
+from bcolzx._ext import codec, special
 from bcolzx._format.superchunk import SPECIAL_CBYTES
 from bcolzx._storage import Special, chunkcache, encoding
 
@@ -56,8 +56,8 @@ def test_dtypes_and_trailing_shapes_roundtrip(backend, dtype, rowshape):
 
 @pytest.mark.parametrize(
     "values, kind",
-    [(np.zeros(300), codec.SPECIAL_ZERO), (np.full(300, np.nan), codec.SPECIAL_NAN),
-     (np.full(300, 7.5), codec.SPECIAL_VALUE)],
+    [(np.zeros(300), special.SPECIAL_ZERO), (np.full(300, np.nan), special.SPECIAL_NAN),
+     (np.full(300, 7.5), special.SPECIAL_VALUE)],
 )
 def test_constant_chunks_are_stored_as_specials(backend, values, kind):
     arr = backend.new(chunklen=100)

@@ -1,9 +1,12 @@
-"""Small helpers legacy bcolz programs import: ``bcolz.py2help``, ``bcolz.utils``, ``chunk``.
+"""Legacy bcolz's helper names: ``bcolz.py2help``, ``bcolz.utils``, ``chunk``, ctable helpers.
 
 Legacy bcolz shipped these as public-looking modules (``bcolz.py2help`` for
-Python 2/3 differences, ``bcolz.utils.to_ndarray``, the ``carray_ext.chunk``
-class); programs and legacy bcolz's own test suite import them.
-:mod:`bcolzx.compat` exposes them under their legacy names.
+Python 2/3 differences, ``bcolz.utils.to_ndarray`` and ``build_carray``, the
+``carray_ext.chunk`` class, the module-level helpers of ``bcolz.ctable``);
+programs and legacy bcolz's own test suite import them, and legacy pickles
+name ``bcolz.utils.build_carray``.  :func:`bcolzx.compat.install` exposes
+them under their legacy names; :data:`LEGACY_API_VERSION` is what
+``bcolz.__version__`` reports then.
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ import re
 import subprocess
 import time
 import urllib.parse
-from unittest.mock import Mock
 
 import numpy as np
 
 from bcolzx._ext.codec import Compressor, Decompressor, chunk_sizes
+
+#: What ``bcolz.__version__`` reports once :func:`bcolzx.compat.install` ran: the
+#: last release of legacy bcolz, whose documented API bcolzx reproduces.
+LEGACY_API_VERSION = "1.2.1"
 
 # -- bcolz.py2help: the Python 3 side of legacy's Python 2/3 table ----------------------
 
@@ -35,7 +41,7 @@ unicode = str
 basestring = str
 urlparse = urllib.parse
 reduce = functools.reduce
-exec_ = getattr(builtins, "exec")
+exec_ = builtins.exec
 
 
 check_output = subprocess.check_output
@@ -196,8 +202,37 @@ def is_sequence_like(var):
     return hasattr(var, "__len__") and not isinstance(var, (bytes, str))
 
 
-UTILS = ("to_ndarray", "human_readable_size", "get_len_of_range", "quantize", "csformula",
-         "limit_es", "calc_chunksize", "show_stats")
+def build_carray(array, rootdir):
+    """Rebuild a carray from a legacy bcolz pickle (``bcolz.utils.build_carray``).
+
+    Legacy bcolz pickled an in-memory carray as ``build_carray(data, None)``
+    and a persistent one as ``build_carray(None, rootdir)``.
+
+    Parameters
+    ----------
+    array : array_like or None
+        The data of an in-memory carray.
+    rootdir : str or None
+        The directory of a persistent carray, opened in mode ``'a'``.
+
+    Returns
+    -------
+    bcolzx.carray
+
+    Raises
+    ------
+    FileNotFoundError
+        If `rootdir` is given and holds no carray.
+    """
+    import bcolzx
+
+    if rootdir:
+        return bcolzx.carray(rootdir=rootdir)
+    return bcolzx.carray(array)
+
+
+UTILS = ("build_carray", "to_ndarray", "human_readable_size", "get_len_of_range", "quantize",
+         "csformula", "limit_es", "calc_chunksize", "show_stats")
 
 # -- carray_ext.chunk --------------------------------------------------------------------
 
@@ -289,4 +324,4 @@ class chunk:  # noqa: N801 - legacy name
                 f"ratio: {ratio:.2f}\n{str(self)!r}")
 
 
-__all__ = ["Mock", "chunk", *PY2HELP, *UTILS, *CTABLE_HELPERS]
+__all__ = ["LEGACY_API_VERSION", "chunk", *PY2HELP, *UTILS, *CTABLE_HELPERS]
