@@ -16,15 +16,13 @@ from typing import Any
 import numpy as np
 
 from bcolzx import attrs as _attrs
-from bcolzx._format import layout
-from bcolzx._format import pickles
+from bcolzx._format import layout, pickles
 from bcolzx._format.meta import CParams, Storage, check_item_kind, dflt_to_json
-from bcolzx._storage import DirectoryStore, MemoryStore, engine_for
-from bcolzx._storage import writer
+from bcolzx._storage import DirectoryStore, MemoryStore, engine_for, writer
 from bcolzx._storage.encoding import quantize
 from bcolzx._storage.legacy import LegacyStore
-from bcolzx._storage.opening import open_store, seal_of
 from bcolzx._storage.lock import WriterLock
+from bcolzx._storage.opening import open_store, seal_of
 from bcolzx.defaults import defaults
 from bcolzx.errors import ReadOnlyError
 from bcolzx.params import cparams as _cparams
@@ -255,7 +253,8 @@ class carray:
         want = np.dtype(dtype) if dtype is not None else None
         if want is not None and want.hasobject:
             check_item_kind(want, "pickle")  # TypeError for objects in structured/sub-arrays
-        if want == np.dtype(object) or (want is None and getattr(array, "dtype", None) == object):
+        objects = np.dtype(object)
+        if want == objects or (want is None and getattr(array, "dtype", None) == objects):
             return as_objects(array)
         if isinstance(array, carray):
             array = array[:]

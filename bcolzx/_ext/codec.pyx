@@ -51,8 +51,6 @@ BYTEDELTA = 35
 MAX_OVERHEAD = c.BLOSC2_MAX_OVERHEAD
 MAX_BUFFERSIZE = c.BLOSC2_MAX_BUFFERSIZE
 MIN_HEADER_LENGTH = c.BLOSC_MIN_HEADER_LENGTH
-# decompress_many gives each extra thread at least this much output.
-cdef Py_ssize_t _BYTES_PER_WORKER = 1 << 20
 #: C-Blosc2 version the extension was compiled against.
 BUILD_VERSION = (c.BLOSC2_VERSION_MAJOR, c.BLOSC2_VERSION_MINOR, c.BLOSC2_VERSION_RELEASE)
 
@@ -544,42 +542,15 @@ cdef enum:
     _BLOSC2_FORMAT = 3
 
 
-cdef struct _Batch:
-    # One worker's share of a decompress_many call: chunks [first, stop).
-    c.blosc2_context* ctx   # for Blosc2-format chunks
-    c.blosc2_context* ctx1  # for C-Blosc 1.x chunks
-    const uint8_t** srcs
-    int32_t* srcsizes
-    uint8_t** dests
-    int32_t* destsizes
-    Py_ssize_t first
-    Py_ssize_t stop
-    int rc                  # first error code, 0 if none
-    Py_ssize_t failed       # index of the chunk that failed
-
-
-cdef void* _run_batch(void* arg) noexcept nogil:
-    cdef _Batch* b = <_Batch*>arg
-    cdef Py_ssize_t i
-    cdef int rc
-    for i in range(b.first, b.stop):
-        rc = c.blosc2_decompress_ctx(b.ctx1 if b.srcs[i][0] < _BLOSC2_FORMAT else b.ctx,
-                                     b.srcs[i], b.srcsizes[i], b.dests[i], b.destsizes[i])
-        if rc != b.destsizes[i]:
-            b.rc = rc if rc < 0 else -3
-            b.failed = i
-            break
-    return NULL
-
-
 cdef class Decompressor(_Locked):
     """Decompress C-Blosc2 and C-Blosc 1.x chunks.
 
     Parameters
     ----------
     nthreads : int
-        Threads to use: inside a chunk for :meth:`decompress`, across chunks
-        for :meth:`decompress_many`.
+        C-Blosc2's threads inside a chunk (its blocks are decoded in
+        parallel).  Work across chunks is shared out by the caller (bcolzx's
+        one pool, ``bcolzx._threads``): no call starts threads of its own.
 
     Raises
     ------
@@ -588,25 +559,14 @@ cdef class Decompressor(_Locked):
     """
     def __cinit__(self, nthreads=1):
         self.nthreads = _check_nthreads(nthreads)
-        self.workers = <c.blosc2_context**>calloc(self.nthreads, sizeof(c.blosc2_context*))
-        self.workers1 = <c.blosc2_context**>calloc(self.nthreads, sizeof(c.blosc2_context*))
-        if self.workers == NULL or self.workers1 == NULL:
-            raise MemoryError("cannot allocate decompression contexts")
         self._make_contexts()
         _live.add(self)
 
     cdef int _make_contexts(self) except -1:
         cdef c.blosc2_dparams dp = c.BLOSC2_DPARAMS_DEFAULTS
-        cdef int i
         dp.nthreads = self.nthreads
         self.ctx = c.blosc2_create_dctx(dp)
         self.ctx1 = c.blosc2_create_dctx(dp)
-        dp.nthreads = 1
-        for i in range(self.nthreads):
-            self.workers[i] = c.blosc2_create_dctx(dp)
-            self.workers1[i] = c.blosc2_create_dctx(dp)
-            if self.workers[i] == NULL or self.workers1[i] == NULL:
-                raise MemoryError("cannot create a C-Blosc2 decompression context")
         if self.ctx == NULL or self.ctx1 == NULL:
             raise MemoryError("cannot create a C-Blosc2 decompression context")
         return 0
@@ -616,18 +576,10 @@ cdef class Decompressor(_Locked):
         self._make_contexts()  # the parent's contexts are abandoned, never freed here
 
     def __dealloc__(self):
-        cdef int i
         if self.ctx != NULL:
             c.blosc2_free_ctx(self.ctx)
         if self.ctx1 != NULL:
             c.blosc2_free_ctx(self.ctx1)
-        for i in range(self.nthreads):
-            if self.workers != NULL and self.workers[i] != NULL:
-                c.blosc2_free_ctx(self.workers[i])
-            if self.workers1 != NULL and self.workers1[i] != NULL:
-                c.blosc2_free_ctx(self.workers1[i])
-        free(self.workers)
-        free(self.workers1)
 
     cdef c.blosc2_context* _ctx_for(self, const uint8_t* src) noexcept nogil:
         """The whole-chunk context for `src`'s format (its first header byte)."""
@@ -637,10 +589,13 @@ cdef class Decompressor(_Locked):
         return f"Decompressor(nthreads={self.nthreads})"
 
     cdef int _decompress(self, const uint8_t* src, Py_ssize_t srcsize, void* dest,
-                         Py_ssize_t destsize) except -1:
+                         Py_ssize_t destsize, bint exact=False) except -1:
         cdef int32_t nbytes, cbytes, blocksize
         cdef int rc
         _chunk_sizes(src, srcsize, &nbytes, &cbytes, &blocksize)
+        if exact and nbytes != destsize:
+            raise _error(-3, f"decompress (the chunk holds {nbytes} bytes, {destsize} "
+                             "expected)", False)
         if nbytes > destsize:
             raise _error(-6, f"decompress ({nbytes} bytes into {destsize})", False)
         with nogil:
@@ -653,7 +608,7 @@ cdef class Decompressor(_Locked):
             raise _error(-3, "decompress", True)
         return rc
 
-    def decompress(self, src, out=None):
+    def decompress(self, src, out=None, bint exact=False):
         """Decompress one chunk.
 
         Parameters
@@ -663,6 +618,9 @@ cdef class Decompressor(_Locked):
         out : writable buffer, optional
             Where to write the data, at least the chunk's ``nbytes`` long.
             Decompression goes straight into it, with no intermediate copy.
+        exact : bool
+            The chunk must hold exactly ``len(out)`` bytes (checked from its
+            header, before anything is decoded).
 
         Returns
         -------
@@ -674,7 +632,8 @@ cdef class Decompressor(_Locked):
         TruncatedDataError
             If `src` is shorter than the chunk its header describes.
         CorruptDataError
-            If the chunk cannot be decoded.
+            If the chunk cannot be decoded, or with `exact` does not hold
+            ``len(out)`` bytes.
         BufferTooSmallError
             If `out` is too small.
         """
@@ -691,7 +650,8 @@ cdef class Decompressor(_Locked):
                 return result
             get_buffer(out, &dview, True, "out")
             try:
-                self._decompress(<const uint8_t*>sview.buf, sview.len, dview.buf, dview.len)
+                self._decompress(<const uint8_t*>sview.buf, sview.len, dview.buf, dview.len,
+                                 exact)
             finally:
                 PyBuffer_Release(&dview)
             return out
@@ -796,12 +756,13 @@ cdef class Decompressor(_Locked):
                 PyBuffer_Release(&dview)
             PyBuffer_Release(&sview)
 
-    def decompress_many(self, chunks, out):
+    def decompress_many(self, chunks, out, Py_ssize_t chunk_nbytes=0):
         """Decompress a sequence of chunks, one after another, into one buffer.
 
-        The chunks are shared out among ``nthreads`` threads (each with its
-        own context); every chunk is decompressed straight into its place in
-        `out`.
+        Each chunk is decompressed straight into its place in `out`, on the
+        calling thread with the GIL released (C-Blosc2's own threads split a
+        chunk's blocks when ``nthreads > 1``).  To spread many chunks over
+        several threads, call this from several threads on parts of them.
 
         Parameters
         ----------
@@ -810,6 +771,9 @@ cdef class Decompressor(_Locked):
         out : writable buffer
             Receives the concatenated data; must hold the sum of the chunks'
             ``nbytes``.
+        chunk_nbytes : int
+            When positive, every chunk must hold exactly this many bytes
+            (checked from its header before anything is decoded).
 
         Returns
         -------
@@ -819,30 +783,27 @@ cdef class Decompressor(_Locked):
         Raises
         ------
         TruncatedDataError, CorruptDataError
-            If a chunk is damaged; the message names its position.
+            If a chunk is damaged or (with `chunk_nbytes`) of another size;
+            the exception's ``chunk`` is its position in `chunks`.
         BufferTooSmallError
             If `out` is too small.
         """
-        cdef Py_ssize_t n = len(chunks), i, got = 0, total = 0
+        cdef Py_ssize_t n = len(chunks), i, got = 0, total = 0, failed = -1
         cdef Py_buffer dview
         cdef Py_buffer* views = NULL
         cdef const uint8_t** srcs = NULL
         cdef int32_t* srcsizes = NULL
-        cdef uint8_t** dests = NULL
         cdef int32_t* destsizes = NULL
-        cdef _Batch* batches = NULL
-        cdef pthread_t* threads = NULL
         cdef int32_t nbytes, cbytes, blocksize
-        cdef int nworkers, w, started = 0
+        cdef int rc = 0
         cdef uint8_t* base
         get_buffer(out, &dview, True, "out")
         try:
             views = <Py_buffer*>calloc(n + 1, sizeof(Py_buffer))
             srcs = <const uint8_t**>calloc(n + 1, sizeof(uint8_t*))
             srcsizes = <int32_t*>calloc(n + 1, sizeof(int32_t))
-            dests = <uint8_t**>calloc(n + 1, sizeof(uint8_t*))
             destsizes = <int32_t*>calloc(n + 1, sizeof(int32_t))
-            if not (views and srcs and srcsizes and dests and destsizes):
+            if not (views and srcs and srcsizes and destsizes):
                 raise MemoryError()
             base = <uint8_t*>dview.buf
             for i in range(n):
@@ -850,49 +811,29 @@ cdef class Decompressor(_Locked):
                 got = i + 1
                 _chunk_sizes(<const uint8_t*>views[i].buf, views[i].len,
                              &nbytes, &cbytes, &blocksize, i)
+                if chunk_nbytes > 0 and nbytes != chunk_nbytes:
+                    raise _error(-3, f"decompress_many (chunk {i} holds {nbytes} bytes, "
+                                     f"{chunk_nbytes} expected)", False, i)
                 if total + nbytes > dview.len:
                     raise _error(-6, f"decompress_many (chunk {i} ends past byte {dview.len})",
                                  False)
                 srcs[i] = <const uint8_t*>views[i].buf
                 srcsizes[i] = cbytes
-                dests[i] = base + total
                 destsizes[i] = nbytes
                 total += nbytes
-            # A thread costs tens of microseconds to start: give each at least
-            # _BYTES_PER_WORKER of output, or run on this thread alone.
-            nworkers = <int>min(self.nthreads, n, max(1, total // _BYTES_PER_WORKER))
-            if nworkers < 1:
-                return 0
-            batches = <_Batch*>calloc(nworkers, sizeof(_Batch))
-            threads = <pthread_t*>calloc(nworkers, sizeof(pthread_t))
-            if batches == NULL or threads == NULL:
-                raise MemoryError()
-            for w in range(nworkers):
-                batches[w].ctx = self.workers[w]
-                batches[w].ctx1 = self.workers1[w]
-                batches[w].srcs = srcs
-                batches[w].srcsizes = srcsizes
-                batches[w].dests = dests
-                batches[w].destsizes = destsizes
-                batches[w].first = n * w // nworkers
-                batches[w].stop = n * (w + 1) // nworkers
             with nogil:
                 self.acquire()
-                # Worker 0 runs on this thread; the others on new threads.
-                for w in range(1, nworkers):
-                    if pthread_create(&threads[w], NULL, _run_batch, &batches[w]) != 0:
+                total = 0
+                for i in range(n):
+                    rc = c.blosc2_decompress_ctx(self._ctx_for(srcs[i]), srcs[i], srcsizes[i],
+                                                 base + total, destsizes[i])
+                    if rc != destsizes[i]:
+                        failed = i
                         break
-                    started = w
-                _run_batch(&batches[0])
-                for w in range(1, started + 1):
-                    pthread_join(threads[w], NULL)
-                # Whatever could not get a thread runs here.
-                for w in range(started + 1, nworkers):
-                    _run_batch(&batches[w])
+                    total += destsizes[i]
                 self.release()
-            for w in range(nworkers):
-                if batches[w].rc < 0:
-                    raise _error(batches[w].rc, "decompress_many", True, batches[w].failed)
+            if failed >= 0:
+                raise _error(rc if rc < 0 else -3, "decompress_many", True, failed)
             return total
         finally:
             for i in range(got):
@@ -901,10 +842,7 @@ cdef class Decompressor(_Locked):
             free(views)
             free(srcs)
             free(srcsizes)
-            free(dests)
             free(destsizes)
-            free(batches)
-            free(threads)
 
 
 # --- special chunks --------------------------------------------------------

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from bcolzx._format import layout
 from bcolzx._ext import codec as _codec
+from bcolzx._format import layout
 from bcolzx._format import seal as _seal
 from bcolzx._format.jsonfile import read_json_sealed, write_json
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError

@@ -135,7 +135,7 @@ class ChunkStore(abc.ABC):
         """Bytes the journal holds (0 without one)."""
         return 0
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional: most stores hold nothing open
         """Release what the store holds (it holds no file open between calls)."""
 
     @property

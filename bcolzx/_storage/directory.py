@@ -173,7 +173,7 @@ class DirectoryStore(ChunkStore):
             number, slot = divmod(i, k)
             end = min(stop, (number + 1) * k)
             slots = list(range(slot, slot + end - i))
-            out.extend(snapshot.read(self, number, lambda sc: sc.read(slots)))
+            out.extend(snapshot.read(self, number, lambda sc, slots=slots: sc.read(slots)))
             i = end
         return out
 

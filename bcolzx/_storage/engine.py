@@ -24,8 +24,7 @@ import numpy as np
 from bcolzx import _threads
 from bcolzx._ext import codec
 from bcolzx._ext.special import fill_special
-from bcolzx._format import layout
-from bcolzx._format import zonemap
+from bcolzx._format import layout, zonemap
 from bcolzx._format.meta import Sizes
 from bcolzx._storage import flight, writer
 from bcolzx._storage.base import ChunkStore, Special

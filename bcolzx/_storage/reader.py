@@ -177,8 +177,7 @@ class ChunkReader:
                 a, b = max(start, c * cl), min(stop, (c + 1) * cl)
                 dest = out[a - start:b - start]
                 if b - a == cl and not isinstance(entry, Special):
-                    self._check_full(entry, c)
-                    if not run:
+                    if not run:  # its size is checked by the decoder, from its header
                         run_at = a - start
                     run.append(entry)
                     continue
@@ -210,9 +209,10 @@ class ChunkReader:
             region = out[at + a * cl:at + b * cl]
             try:
                 if b - a == 1:  # one chunk: C-Blosc2's own threads split its blocks
-                    self._dec.decompress(run[a], region)
+                    self._dec.decompress(run[a], region, exact=True)
                 else:  # this thread's single-threaded context, one chunk after another
-                    _threads.decompressor().decompress_many(run[a:b], region)
+                    _threads.decompressor().decompress_many(run[a:b], region,
+                                                            chunk_nbytes=self.chunk_bytes)
             except CorruptDataError as exc:
                 chunk = first + a + exc.chunk if exc.chunk is not None else None
                 raise CorruptDataError(str(exc), **self._where(chunk)) from None

@@ -28,8 +28,8 @@ import shutil
 import weakref
 
 from bcolzx._format import jsonfile, layout
-from bcolzx._storage.opening import open_store
 from bcolzx._storage.lock import LOCK_FILE, WriterLock
+from bcolzx._storage.opening import open_store
 from bcolzx.errors import (
     BcolzxError,
     ConcurrentModificationError,

@@ -183,8 +183,13 @@ def _frame_spec(ddf, write_index: bool | None) -> tuple[_FrameSpec, dict]:
     """The stored columns of `ddf` and the attrs (pandas metadata) of its ctable."""
     pd = import_optional("pandas", "dask", "from_dask")
     from bcolzx.ctable import _check_name
-    from bcolzx.interop.pandas import (INDEX_COLUMNS_KEY, INDEX_NAMES_KEY, _check_label,
-                                       _encode, _index_levels)
+    from bcolzx.interop.pandas import (
+        INDEX_COLUMNS_KEY,
+        INDEX_NAMES_KEY,
+        _check_label,
+        _encode,
+        _index_levels,
+    )
 
     meta = ddf._meta
     labels = [_check_label(label, "column name") for label in meta.columns]
