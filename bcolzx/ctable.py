@@ -28,19 +28,19 @@ from typing import Any
 
 import numpy as np
 
+from bcolzx import _table, _threads
 from bcolzx import attrs as _attrs
-from bcolzx._format.seal import Seal, new_uid
 from bcolzx._format import jsonfile, layout
+from bcolzx._format.seal import Seal, new_uid
 from bcolzx._query import planner
 from bcolzx._query.evaluate import evaluate, resolve_flavor
-from bcolzx import _table, _threads
+from bcolzx._query.scope import caller_scope
 from bcolzx._storage import snapshot, writer
 from bcolzx._storage.lock import WriterLock
 from bcolzx.carray import _is_sequence, as_objects, carray
 from bcolzx.defaults import defaults
-from bcolzx.errors import CorruptDataError, DatasetNotFoundError, ReadOnlyError
+from bcolzx.errors import DatasetNotFoundError, ReadOnlyError
 from bcolzx.params import cparams as _cparams
-from bcolzx._query.scope import caller_scope
 
 __all__ = ["ctable", "cols"]
 
