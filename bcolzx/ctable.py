@@ -1458,7 +1458,7 @@ def _row_maker(names: list[str], out_flavor):
         return tuple
     if out_flavor is namedtuple or out_flavor == "namedtuple":
         valid = all(n.isidentifier() and not keyword.iskeyword(n) for n in names)
-        row = namedtuple("row", names, rename=not valid)
+        row = namedtuple("row", names, rename=not valid)  # type: ignore[misc, arg-type]
         return lambda values: row(*values)
     raise ValueError(f"out_flavor must be namedtuple or tuple, not {out_flavor!r}")
 
