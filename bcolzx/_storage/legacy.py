@@ -15,6 +15,7 @@ from math import ceil
 
 import numpy as np
 
+from bcolzx._format import files as _files
 from bcolzx._format import layout
 from bcolzx._format import legacy as v1
 from bcolzx._format.jsonfile import fsync_dir, write_atomic, write_json
@@ -180,8 +181,7 @@ class LegacyStore(ChunkStore):
     def _read(self, i: int):
         path = v1.chunk_path(self.rootdir, i)
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = _files.read_regular(path)[0]
         except FileNotFoundError:
             raise snapshot.legacy_missing(self, i, path) from None
         return v1.unpack_chunk(data, path, i)
