@@ -13,8 +13,10 @@ the budget of :mod:`bcolzx._storage.flight`.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import warnings
+import weakref
 from collections import deque
 from concurrent.futures import wait
 from math import prod
@@ -28,7 +30,7 @@ from bcolzx._format import layout, zonemap
 from bcolzx._format.meta import Sizes
 from bcolzx._storage import flight, writer
 from bcolzx._storage.base import ChunkStore, Special
-from bcolzx._storage.chunkcache import ChunkCache
+from bcolzx._storage.chunkcache import DECODED, ChunkCache
 from bcolzx._storage.encoding import Encoder, encode_in_pool
 from bcolzx._storage.reader import ChunkReader
 from bcolzx._storage.zones import ZoneMap, bounds
@@ -40,6 +42,8 @@ PUT_BYTES = 16 << 20
 #: Journal bytes past which an append is saved by a commit instead (which
 #: empties the journal): recovery never replays more than this.
 JOURNAL_BYTES = 4 << 20
+
+_owners = itertools.count()
 
 
 class ChunkedArray(ChunkReader):
@@ -107,6 +111,12 @@ class ChunkedArray(ChunkReader):
         self._dirty = False
         self._closed = False
         self._cache = ChunkCache()
+        if hasattr(self, "_owner"):  # re-read (_storage/writer.py): the old state goes
+            DECODED.drop_owner(self._owner, True)
+        # This state's key in the decompressed-chunk cache: a new one each
+        # time the array is (re)read, its entries dropped when it goes.
+        self._owner = next(_owners)
+        weakref.finalize(self, DECODED.drop_owner, self._owner, True)
         self._zones = ZoneMap(store, self.dtype, store.native and self.rowshape == ()
                               and self.dtype.kind in zonemap.KINDS, empty=length == 0)
         # The commit this array was read at, and the rows past it that are
@@ -326,6 +336,7 @@ class ChunkedArray(ChunkReader):
 
     def _uncache(self, chunk: int) -> None:
         self._cache.drop(chunk)
+        DECODED.drop(self._owner, chunk)
 
     def _put_behind(self, writing, items: list):
         """Store `items` once the put `writing` (a future, or None) is done:
@@ -343,10 +354,13 @@ class ChunkedArray(ChunkReader):
         for chunk, _, _ in items:
             self._uncache(chunk)
         self._store.put(items)
+        for chunk, _, _ in items:  # a reader on another thread may have cached it meanwhile
+            DECODED.drop(self._owner, chunk)
 
     def free_cache(self) -> None:
-        """Forget the cached chunks."""
+        """Forget the cached chunks (compressed, and decompressed)."""
         self._cache.clear()
+        DECODED.drop_owner(self._owner)
 
     # -- the zone map ------------------------------------------------------------
 
@@ -762,6 +776,7 @@ class ChunkedArray(ChunkReader):
         else:
             self._abandon()
         self._closed = True
+        DECODED.drop_owner(self._owner)
         self.store.close()
         if self.store.lock is not None:
             self.store.lock.release()
