@@ -113,6 +113,7 @@ class LegacyStore(ChunkStore):
         # (``cbytes`` counts it, as a bcolzx store counts its stored last chunk).
         self._part_cbytes = self._stored_cbytes(self._nfull) \
             if self.nchunks > self._nfull else 0
+        self._count()
         self._readonly = readonly
         self._pending: set[str] = set()
 
@@ -190,10 +191,9 @@ class LegacyStore(ChunkStore):
             raise snapshot.legacy_missing(self, i, path) from None
         return v1.unpack_chunk(data, path, i)
 
-    @property
-    def cbytes(self) -> int:
-        """Compressed bytes of the chunks: the full ones and the partial last one."""
-        return self._full_cbytes + self._part_cbytes
+    def _count(self) -> None:
+        """``cbytes``: the compressed bytes of the full chunks and of the partial last one."""
+        self.cbytes = self._full_cbytes + self._part_cbytes
 
     def get(self, first: int, stop: int) -> list:
         if not 0 <= first <= stop <= self.nchunks:
@@ -227,6 +227,7 @@ class LegacyStore(ChunkStore):
                 self._part_cbytes = len(entry)
             elif i >= was_nfull:  # the partial last chunk, now full
                 self._part_cbytes = 0
+            self._count()
 
     def _sync(self) -> None:
         for path in sorted(self._pending):
@@ -261,6 +262,7 @@ class LegacyStore(ChunkStore):
             self._full_cbytes -= self._stored_cbytes(i)
         old, self.nchunks, self._nfull = self.nchunks, nchunks, min(self._nfull, nfull)
         self._part_cbytes = self._stored_cbytes(self._nfull) if nchunks > self._nfull else 0
+        self._count()
         # Metadata first: from here on the dataset is the shorter one; then
         # the chunk files it no longer counts go (legacy bcolz leaves them).
         self._record(sizes)
