@@ -312,7 +312,8 @@ class ctable:  # noqa: N801 - legacy name
         except BaseException:
             if self._rootdir is not None:  # no half-made table is left behind
                 _remove_made(self._rootdir, existed)
-                self._lock.release()
+                if self._lock is not None:
+                    self._lock.release()
             raise
 
     # -- construction ------------------------------------------------------------
@@ -408,13 +409,15 @@ class ctable:  # noqa: N801 - legacy name
         return col, data
 
     def _open(self) -> None:
-        path = os.path.join(self._rootdir, layout.ROOTDIRS_FILE)
-        if self._mode == "r" and not os.path.lexists(self._rootdir):
+        rootdir = self._rootdir
+        assert rootdir is not None  # only tables on disk are opened
+        path = os.path.join(rootdir, layout.ROOTDIRS_FILE)
+        if self._mode == "r" and not os.path.lexists(rootdir):
             # legacy bcolz's words and KeyError, and a FileNotFoundError too
             raise DatasetNotFoundError(f"Disk-based ctable opened with `r`ead mode yet "
-                                       f"`rootdir='{self._rootdir}'` does not exist")
+                                       f"`rootdir='{rootdir}'` does not exist")
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"no ctable at {self._rootdir} (no {layout.ROOTDIRS_FILE})")
+            raise FileNotFoundError(f"no ctable at {rootdir} (no {layout.ROOTDIRS_FILE})")
         meta, self._seal = jsonfile.read_json_sealed(path)
         names = layout.column_names(meta, path)
         # A writer commits the columns one by one: open them until they agree.
@@ -422,7 +425,7 @@ class ctable:  # noqa: N801 - legacy name
             lambda: {name: carray(rootdir=self._coldir(name), mode=self._mode,
                                   lock_timeout=self._lock_timeout,
                                   allow_pickle=self._allow_pickle) for name in names},
-            self._rootdir, wait=not (self._lock is not None and self._lock.held))
+            rootdir, wait=not (self._lock is not None and self._lock.held))
         _table.even_columns(opened, self._mode)  # a crash between two columns' commits
         self._cols = cols(list(opened), list(opened.values()), table=self)
         self._attrs = _attrs.attrs(self._rootdir, self._mode, _seal=self._seal)
@@ -678,11 +681,13 @@ class ctable:  # noqa: N801 - legacy name
             kwargs.setdefault("cparams", self.cparams)
         if self._cols and (len(data) if data.ndim else 1) != len(self):
             raise ValueError(f"the new column has {len(data)} rows, the table {len(self)}")
-        if move and isinstance(data, carray) and data.rootdir and self._rootdir and \
-                data.engine.store.native != self._legacy():
-            data.flush()
-            dest = self._coldir(name)
-            os.replace(data.rootdir, dest)
+        moved = data if move and isinstance(data, carray) else None
+        source = moved.rootdir if moved is not None else None
+        if moved is not None and source and self._rootdir and \
+                moved.engine.store.native != self._legacy():
+            moved.flush()
+            dest = os.path.join(self._rootdir, name)
+            os.replace(source, dest)
             col = carray(rootdir=dest, mode=self._mode, lock_timeout=self._lock_timeout,
                          allow_pickle=self._allow_pickle if allow_pickle is None else
                          allow_pickle)
