@@ -28,6 +28,7 @@ from bcolzx._ext import codec
 from bcolzx._ext.special import fill_special
 from bcolzx._format import layout, zonemap
 from bcolzx._format.meta import Sizes
+from bcolzx._format.superchunk import SPECIAL_CBYTES
 from bcolzx._storage import flight, writer
 from bcolzx._storage.base import ChunkStore, Special
 from bcolzx._storage.chunkcache import DECODED, ChunkCache
@@ -103,6 +104,10 @@ class ChunkedArray(ChunkReader):
         self.nthreads = 0
         self.set_nthreads(nthreads)
         self.nfull, self.nleft = divmod(length, self.chunklen)
+        # Compressed bytes of the short chunk stored as chunk `nfull`, which the
+        # leftover replaces at the next flush (counted while the store has it;
+        # known once the leftover is decoded, before any change of it).
+        self._part_cbytes = 0
         # The leftover's buffer is made, and its stored rows decoded, on first
         # use (:attr:`_leftover`): opening reads no chunk.
         self._left_buf: np.ndarray | None = None
@@ -294,14 +299,24 @@ class ChunkedArray(ChunkReader):
         return self._leftover[: self.nleft]
 
     def leftover_cbytes(self) -> int:
-        """Bytes the leftover rows take compressed when they are not stored
-        (what a flush would add to the store's ``cbytes``); 0 when they are
-        stored or there are none.  Measured once per change of the rows."""
+        """What a flush would add to the store's ``cbytes``: the bytes the
+        leftover rows take compressed when they are not stored, less those of
+        the short chunk an earlier flush stored, which they replace; 0 when
+        they are stored or there are none.  Measured once per change of the rows."""
         if not self.nleft or self._leftover_stored:
             return 0
         if self._left_cbytes is None:
-            self._left_cbytes = self._enc.encoded_size(self._leftover[: self.nleft])
+            self._left_cbytes = self._enc.encoded_size(self._leftover[: self.nleft]) \
+                - self._stale_cbytes()
         return self._left_cbytes
+
+    def _stale_cbytes(self) -> int:
+        """Compressed bytes of the short chunk stored as chunk `nfull` (0 if none)."""
+        return self._part_cbytes if self._store.nchunks > self.nfull else 0
+
+    def _stored_part(self, entry) -> None:
+        """`entry` is now the short chunk stored as chunk `nfull`."""
+        self._part_cbytes = SPECIAL_CBYTES if isinstance(entry, Special) else len(entry)
 
     def __len__(self) -> int:
         return self.nfull * self.chunklen + self.nleft
@@ -432,6 +447,7 @@ class ChunkedArray(ChunkReader):
             nbytes = self._decoded_size(entry, self.nfull, self.nleft * self.rowbytes,
                                         self.chunk_bytes)
             self._decode_into(entry, out, self.nfull, nbytes // self.rowbytes)
+        self._stored_part(entry)
 
     # -- writing ---------------------------------------------------------------
 
@@ -539,6 +555,7 @@ class ChunkedArray(ChunkReader):
         else:
             self.nleft = n
             self._leftover[:n] = rows
+            self._stored_part(entry)
             self._leftover_stored = True
         self._dirty = True
 
@@ -642,6 +659,7 @@ class ChunkedArray(ChunkReader):
             last = stored_rows * self.rowbytes
             (entry,) = self.store.get(self.nfull, self.nfull + 1)
             self._decode_into(entry, self._leftover[: self.nleft], self.nfull, stored_rows)
+            self._stored_part(entry)
         elif keep:
             last = self.chunk_bytes
         self.store.truncate(keep, last, self._sizes())
@@ -676,7 +694,9 @@ class ChunkedArray(ChunkReader):
             self._check_writable()
         if self.nleft and not self._leftover_stored:
             rows = self._leftover[: self.nleft]
-            self._put([(self.nfull, self._encode(rows), self.nleft * self.rowbytes)])
+            entry = self._encode(rows)
+            self._put([(self.nfull, entry, self.nleft * self.rowbytes)])
+            self._stored_part(entry)
             self._note(self.nfull, rows)
             self._leftover_stored = True
         self._zones.save()  # data first, then the zone map, then the commit point
