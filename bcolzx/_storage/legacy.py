@@ -200,6 +200,19 @@ class LegacyStore(ChunkStore):
             raise IndexError(f"chunks {first}..{stop} outside 0..{self.nchunks}")
         return [self._read(i) for i in range(first, stop)]
 
+    def present_chunks(self) -> int:
+        """One more than the highest chunk number with a file in ``data/`` (for
+        :meth:`ChunkReader.verify`: the chunks that can exist at all).
+
+        Raises
+        ------
+        OSError
+            If ``data/`` cannot be listed.
+        """
+        numbers = (v1.chunk_number(n) for n in os.listdir(os.path.join(self.rootdir,
+                                                                         layout.DATA_DIR)))
+        return max((n + 1 for n in numbers if n is not None), default=0)
+
     def _stored_cbytes(self, i: int) -> int:
         try:
             return max(0, os.path.getsize(v1.chunk_path(self.rootdir, i)) - v1.BLPK_HEADER.size)

@@ -359,6 +359,17 @@ class ChunkReader:
             problems.append(exc)
         buf = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
         stored = self.nfull + (1 if self.nleft and self._leftover_stored else 0)
+        # A store with a file per chunk (legacy v1) says how many its files can
+        # hold at most: a length forged to 2**62 rows is one problem, not a
+        # loop over every chunk it claims.
+        present = getattr(self.store, "present_chunks", None)
+        if present is not None and present() < stored:
+            limit = present()
+            problems.append(CorruptDataError(
+                f"the metadata counts {stored} stored chunks, but the files of the highest "
+                f"numbers hold at most {limit}: chunks {limit} to {stored - 1} are missing",
+                path=self.store.rootdir))
+            stored = limit
         # Chunks per file: the other chunks of a file that failed as a whole
         # (missing, no valid index) are not tried one by one.
         geometry = getattr(self.store, "geometry", None)

@@ -199,6 +199,24 @@ def test_forged_sizes_are_refused_before_anything_is_sized_by_them(case, c8):
     assert cli.returncode != 0 and "sizes" in cli.stdout + cli.stderr
 
 
+def test_a_forged_length_of_a_legacy_dataset_is_one_problem_not_a_loop(tmp_path):
+    """Legacy (v1) sizes are not sealed; a length of 2**62 rows names 4.6e15 chunk files."""
+    path = str(tmp_path / "c")
+    copy_legacy("ca_int32_leftover", path)
+    sizes = os.path.join(path, "meta", "sizes")
+    with open(sizes) as f:
+        obj = json.load(f)
+    obj.update(shape=[2**62], nbytes=2**64)
+    with open(sizes, "w") as f:
+        json.dump(obj, f)
+    c = bcolzx.open(path, mode="r")
+    with pytest.raises(CorruptDataError):
+        c[2**62 - 5:]
+    out = _bounded(lambda: bcolzx.verify(path), 20)
+    report = out["value"]
+    assert not report.ok and any("chunks 13 to" in p.message for p in report.problems)
+
+
 def test_a_forged_length_of_a_ctable_column_is_refused(tmp_path):
     path = str(tmp_path / "t")
     bcolzx.ctable([np.arange(100), np.arange(100.0)], names=["a", "b"], rootdir=path).close()
