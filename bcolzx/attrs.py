@@ -92,25 +92,21 @@ def _check_keys(obj: Any, depth: int = 0) -> None:
 def _to_json_value(obj: Any) -> Any:
     """The value `obj` becomes once stored: its JSON form, decoded again.
 
-    Only standard JSON is written: NaN and infinities, which JSON cannot
-    hold (``json.dumps`` would write the non-standard ``NaN``, which other
-    JSON readers refuse), are refused, as are dict keys that would merge.
+    NaN and infinities are kept, written as legacy bcolz writes them (Python's
+    ``NaN``, ``Infinity``), so that they round-trip; dict keys that would merge
+    in JSON are refused.
 
     Raises
     ------
     TypeError
         If `obj` (or anything inside it) cannot be represented in JSON.
     ValueError
-        If it holds NaN or an infinity, or a dict whose keys merge in JSON.
+        If it holds a dict whose keys merge in JSON (``{1: 'a', '1': 'b'}``).
     """
     try:
-        text = json.dumps(obj, allow_nan=False, default=_json_default)
-    except ValueError as exc:
-        if "Out of range float" in str(exc):
-            raise ValueError("NaN and infinities are not JSON numbers, and an attribute is "
-                             "stored as standard JSON: store None, or a string such as 'nan'"
-                             ) from None
-        raise TypeError(f"attribute value is not JSON-serialisable: {exc}") from None  # a cycle
+        text = json.dumps(obj, allow_nan=True, default=_json_default)
+    except ValueError as exc:  # circular reference
+        raise TypeError(f"attribute value is not JSON-serialisable: {exc}") from None
     except TypeError as exc:
         raise TypeError(f"attribute value is not JSON-serialisable: {exc}") from None
     _check_keys(obj)  # after dumps, which refuses a cycle
@@ -289,8 +285,8 @@ class attrs:  # noqa: N801 - legacy name
             nothing is changed.
         ValueError
             If `name` is ``'__crc32c__'`` or ``'__uid__'`` (reserved), or `obj`
-            holds NaN or an infinity, or a dict whose keys would merge in JSON
-            (``{1: 'a', '1': 'b'}``); nothing is changed.
+            holds a dict whose keys would merge in JSON (``{1: 'a', '1': 'b'}``);
+            nothing is changed.
         OSError
             If ``__attrs__`` cannot be written; nothing is changed.
         """

@@ -228,8 +228,7 @@ class DirectoryStore(ChunkStore):
             number, slot = divmod(i, k)
             end = min(stop, (number + 1) * k)
             slots = list(range(slot, slot + end - i))
-            snapshot.check_rows(self, end)
-            out.extend(snapshot.read(self, number, lambda sc, slots=slots: sc.read(slots)))
+            out.extend(snapshot.read(self, number, lambda sc, slots=slots: sc.read(slots), end))
             i = end
         return out
 
@@ -237,8 +236,7 @@ class DirectoryStore(ChunkStore):
         if not 0 <= i < self.nchunks:
             raise IndexError(f"chunk {i} outside 0..{self.nchunks}")
         number, slot = divmod(i, self.geometry.nslots)
-        snapshot.check_rows(self, i + 1)
-        return snapshot.read(self, number, lambda sc: sc.read_one(slot))
+        return snapshot.read(self, number, lambda sc: sc.read_one(slot), i + 1)
 
     def put(self, items: list[tuple[int, object, int]]) -> None:
         self._check_writable()

@@ -178,8 +178,12 @@ def _moved(store, number: int, sc: SuperchunkFile) -> bool:
     return number < len(gens) and gens[number] != sc.index.generation
 
 
-def read(store, number: int, fn):
+def read(store, number: int, fn, stop_chunk: int):
     """``fn(superchunk file number)``, retried once on a fresh index if the file moved.
+
+    `stop_chunk` is one past the last chunk `fn` reads: loading the file may
+    teach the store that a writer removed rows from some chunk on
+    (:func:`note_cuts`), and those are never read.
 
     Raises
     ------
@@ -188,7 +192,9 @@ def read(store, number: int, fn):
     ConcurrentModificationError
         If a writer shortened the dataset under this reader.
     """
+    check_rows(store, stop_chunk)
     sc = store._file(number)
+    check_rows(store, stop_chunk)
     try:
         return fn(sc)
     except (CorruptDataError, FileNotFoundError):  # not found: a file read by its path
@@ -196,7 +202,9 @@ def read(store, number: int, fn):
             raise
     if store._files.get(number) is sc:
         store._files.pop(number, None)
-    return fn(store._file(number))
+    sc = store._file(number)
+    check_rows(store, stop_chunk)
+    return fn(sc)
 
 
 def legacy_missing(store, i: int, path: str) -> Exception:
