@@ -124,16 +124,17 @@ def test_readers_see_only_committed_prefixes_at_full_size(kind, max_batch, tmp_p
     assert s["inconsistent"] == 0, s["errors"]
 
 
-def _writer_and_reader(tmp_path):
-    """A dataset of rows 0..999 in files of 2 chunks of 64 rows, a writer holding it,
-    and a reader that has read row 5 (so loaded the index of file 0 only)."""
+def _writer_and_reader(tmp_path, nslots=2, read=True):
+    """A dataset of rows 0..999 in files of `nslots` chunks of 64 rows, a writer holding
+    it, and a reader that has read row 5 (so loaded the index of file 0 only), or
+    nothing (`read` False)."""
     path = str(tmp_path / "c")
-    concurrency.create(path, "carray", chunklen=64, nslots=2)
+    concurrency.create(path, "carray", chunklen=64, nslots=nslots)
     w = bcolzx.open(path, mode="a")
     w.append(np.arange(1000))
     w.flush()
     r = bcolzx.open(path, mode="r")
-    assert len(r) == 1000 and r[5] == 5
+    assert len(r) == 1000 and (not read or r[5] == 5)
     return path, w, r
 
 

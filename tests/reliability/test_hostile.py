@@ -521,12 +521,7 @@ def test_a_file_loaded_after_a_truncation_reads_only_the_rows_it_kept(tmp_path):
     """One file holds every chunk; the reader loads it only after the writer removed
     rows and committed twice more (its snapshot's index copy is overwritten):
     the chunks the truncation kept read, the others raise."""
-    path = str(tmp_path / "c")
-    concurrency.create(path, "carray", chunklen=64, nslots=64)
-    w = bcolzx.open(path, mode="a")
-    w.append(np.arange(1000))
-    w.flush()
-    r = bcolzx.open(path, mode="r")
+    _, w, r = _writer_and_reader(tmp_path, nslots=64, read=False)
     w.resize(100)
     for value in (-1, -2):
         w.append([value])
