@@ -166,6 +166,7 @@ def machine_info() -> dict:
     info["bcolzx"] = bcolzx.__version__
     info["bcolzx_commit"] = source_commit(bcolzx.__version__)
     info["blosc2_c"] = bcolzx.blosc_version()[0]
+    info["bcolzx_chunk_cache_bytes"] = bcolzx.defaults.chunk_cache_bytes
     return info
 
 
