@@ -1108,6 +1108,56 @@ class ctable:  # noqa: N801 - legacy name
         expr, columns, scalars = planner.operands(expression, self._cols, scope)
         return evaluate(expr, columns, scalars, new_carray=carray, length=len(self), **kwargs)
 
+    # -- analytics -----------------------------------------------------------------
+
+    def reduce(self, column: str, how: str = "sum", where=None, *, user_dict=None, vm=None,
+               **kwargs):
+        """Reduce one column (``how``: ``'sum'``, ``'min'``, ``'var'``, ... as the
+        carray methods of that name) over the rows where `where` holds.
+
+        Parameters
+        ----------
+        column : str
+            The column.
+        how : str
+            The reduction (see :data:`bcolzx._analytics.reduce.OPS`).
+        where : str or boolean array/carray, optional
+            A condition on the columns (zone maps skip the chunks that
+            cannot match; a column both tested and reduced is read once).
+        user_dict : dict, optional
+            Values of names in `where` that are not columns.
+        vm : str, optional
+            The condition's virtual machine.
+        **kwargs
+            ``axis``, ``dtype``, ``ddof`` as NumPy.
+
+        Returns
+        -------
+        NumPy scalar or array
+
+        Raises
+        ------
+        KeyError
+            For an unknown column.
+        ValueError, TypeError
+            As the carray method (an unknown `how`, an empty selection for
+            ``min``...).
+
+        Examples
+        --------
+        >>> import numpy as np, bcolzx
+        >>> ct = bcolzx.ctable([np.arange(6), np.arange(6) * 1.5], names=["i", "x"])
+        >>> ct.reduce("x", "mean", where="i >= 3")
+        np.float64(6.0)
+        """
+        from bcolzx._analytics.reduce import reduce_column
+
+        col = self._cols[column]
+        col._check_reducible()
+        scope = caller_scope(user_dict) if isinstance(where, str) else {}
+        return reduce_column(col, how, where=where, table=self._cols, column_name=column,
+                             scope=scope, vm=vm, **kwargs)
+
     # -- interop -------------------------------------------------------------------
 
     def todataframe(self, columns=None, orient: str = "columns"):

@@ -106,6 +106,7 @@ class ChunkedArray(ChunkReader):
         self._cache = ChunkCache()
         self._zones = ZoneMap(store, self.dtype, store.native and self.rowshape == ()
                               and self.dtype.kind in zonemap.KINDS, empty=length == 0)
+        self._zones.partial = self.nfull if self.nleft else None
         if self.nleft:
             self._load_leftover()
         # The commit this array was read at, and the rows past it that are
@@ -609,7 +610,8 @@ class ChunkedArray(ChunkReader):
         elif keep:
             last = self.chunk_bytes
         self.store.truncate(keep, last, self._sizes())
-        self._zones.truncate(keep)  # the kept leftover chunk keeps its (wider) bounds
+        # The kept leftover chunk keeps its (wider) bounds.
+        self._zones.truncate(keep, partial=bool(self.nleft))
         self._leftover_stored = True
         self._dirty = False
         self._committed()

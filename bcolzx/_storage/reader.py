@@ -35,7 +35,14 @@ class ChunkReader:
     ``nthreads``, ``_leftover``, ``_leftover_stored``, ``_dec`` (its
     decompressor), ``_cache`` (:class:`~bcolzx._storage.chunkcache.ChunkCache`),
     ``_zones`` (:class:`~bcolzx._storage.zones.ZoneMap`) and ``_items_per_row``.
+
+    :attr:`decoded_bytes` counts the uncompressed bytes of the stored rows
+    read so far (the leftover held in memory is not counted): what a query
+    or a scan cost in decompression.
     """
+
+    #: Uncompressed bytes of stored rows decoded by this reader (see above).
+    decoded_bytes: int = 0
 
     def _entry(self, chunk: int):
         """The verified stored entry of `chunk`, through the cache of compressed chunks."""
@@ -85,6 +92,20 @@ class ChunkReader:
         """
         self.settle()
         return self._zones.stats(self.nfull, self._stored_chunks())
+
+    def exact_chunks(self) -> np.ndarray | None:
+        """Per full chunk, whether its zone-map bounds (:meth:`chunk_stats`) are
+        values it holds (then its min and max need no read); None without a
+        zone map.  Chunks rewritten with other bounds, and zone maps written
+        by older versions, are not exact.
+
+        Raises
+        ------
+        CorruptDataError
+            If the stored zone map is damaged.
+        """
+        self.settle()
+        return self._zones.exact_flags(self.nfull, self._stored_chunks())
 
 
     def _decode_into(self, entry, out: np.ndarray, chunk: int, stored_rows: int) -> None:
@@ -169,6 +190,7 @@ class ChunkReader:
             out = np.empty((stop - start, *self.rowshape), dtype=self.dtype)
         cl, stored_end = self.chunklen, self.nfull * self.chunklen
         if start < stored_end:
+            self.decoded_bytes += (min(stop, stored_end) - start) * self.rowbytes
             c0, c1 = start // cl, (min(stop, stored_end) + cl - 1) // cl
             # One chunk (small reads): through the chunk cache; more: one read per file.
             entries = [self._entry(c0)] if c1 - c0 == 1 else self.store.get(c0, c1)
@@ -256,6 +278,7 @@ class ChunkReader:
         results = []
         for c0 in range(0, self.nfull, batch):
             c1 = min(self.nfull, c0 + batch)
+            self.decoded_bytes += (c1 - c0) * self.chunk_bytes
             results.extend(_threads.map_ordered(one, zip(range(c0, c1), self.store.get(c0, c1)),
                                                 self.nthreads))
         if self.nleft:
@@ -277,6 +300,7 @@ class ChunkReader:
         c, r = divmod(i, self.chunklen)
         if c >= self.nfull:
             return self._leftover[r].copy()
+        self.decoded_bytes += self.rowbytes
         entry = self._entry(c)
         out = np.empty((1, *self.rowshape), dtype=self.dtype)
         if isinstance(entry, Special) or self.itemsize > 255:
