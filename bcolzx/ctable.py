@@ -1158,6 +1158,93 @@ class ctable:  # noqa: N801 - legacy name
         return reduce_column(col, how, where=where, table=self._cols, column_name=column,
                              scope=scope, vm=vm, **kwargs)
 
+    def groupby(self, keys, aggregations, where=None, *, dropna: bool = True, ddof: int = 1,
+                out_flavor: str = "ctable", user_dict=None, vm=None, **kwargs):
+        """Aggregate the rows per group of key values, out of core (as pandas'
+        ``df.groupby(keys).agg(...)``).
+
+        Keys are factorized chunk by chunk and partial aggregates merged, on
+        the shared pool of threads: memory grows with the number of groups,
+        not with the rows.
+
+        Parameters
+        ----------
+        keys : str or list of str
+            Key columns: integers, bools, fixed-width strings, datetimes or
+            timedeltas.
+        aggregations : dict or list
+            ``{name: (column, func)}``, or ``[(column, func), (column, func,
+            name), ...]`` (default name ``column_func``), with `func` one of
+            ``sum``, ``mean``, ``count``, ``min``, ``max``, ``std``, ``var``,
+            ``first``, ``last``, ``nunique``.  NaN values are skipped (as
+            pandas); ``count`` counts the values that are not NaN/NaT.
+        where : str or boolean array/carray, optional
+            Only the rows where this holds.
+        dropna : bool
+            Drop the rows whose key is NaT (pandas' default); False keeps
+            them as a group.
+        ddof : int
+            Delta degrees of freedom of ``std`` and ``var`` (pandas: 1).
+        out_flavor : {'ctable', 'dataframe'}
+            A ctable with the keys then the aggregates as columns, or a
+            pandas DataFrame indexed by the keys.
+        user_dict : dict, optional
+            Values of names in `where` that are not columns.
+        vm : str, optional
+            The condition's virtual machine.
+        **kwargs
+            For the result ctable (``rootdir``, ``mode``, ``cparams``...).
+
+        Returns
+        -------
+        ctable or pandas.DataFrame
+            One row per group, sorted by the keys.
+
+        Raises
+        ------
+        KeyError
+            For an unknown column.
+        TypeError
+            For a key or value column of a dtype the operation does not take.
+        ValueError
+            For malformed aggregations or a bad `out_flavor`.
+
+        Examples
+        --------
+        >>> import numpy as np, bcolzx
+        >>> ct = bcolzx.ctable([np.array([1, 2, 1, 2, 1]), np.arange(5.0)], names=["k", "x"])
+        >>> g = ct.groupby("k", {"total": ("x", "sum"), "n": ("x", "count")})
+        >>> g["k"][:], g["total"][:], g["n"][:]
+        (array([1, 2]), array([6., 4.]), array([3, 2]))
+        """
+        from bcolzx._analytics import groupby as _groupby
+
+        if out_flavor not in ("ctable", "dataframe"):
+            raise ValueError(f"out_flavor must be 'ctable' or 'dataframe', not {out_flavor!r}")
+        keys = [keys] if isinstance(keys, str) else list(keys)
+        if not keys or len(set(keys)) != len(keys):
+            raise ValueError(f"keys must be one or more distinct column names, not {keys!r}")
+        for key in keys:
+            self._cols[key]  # noqa: B018 - KeyError for an unknown name
+        specs = _groupby.parse_aggregations(aggregations, self._cols, keys)
+        scope = caller_scope(user_dict) if isinstance(where, str) else {}
+        self._sync_threads()
+        key_values, results = _groupby.groupby(
+            self._cols, keys, specs, where=where, scope=scope, vm=vm, dropna=dropna,
+            ddof=int(ddof), nthreads=defaults.nthreads)
+        names = [s.name for s in specs]
+        if out_flavor == "dataframe":
+            import pandas as pd
+
+            index = pd.MultiIndex.from_arrays(key_values, names=keys) if len(keys) > 1 \
+                else pd.Index(key_values[0], name=keys[0])
+            return pd.DataFrame(dict(zip(names, results)), index=index)
+        return ctable([*key_values, *results], names=[*keys, *names], **kwargs)
+
+    def _sync_threads(self) -> None:
+        for col in self._cols.values():
+            col._sync_threads()
+
     # -- interop -------------------------------------------------------------------
 
     def todataframe(self, columns=None, orient: str = "columns"):

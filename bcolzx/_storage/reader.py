@@ -265,25 +265,54 @@ class ChunkReader:
         def one(job):
             c, entry = job
             rows = _threads.buffer(self.chunk_bytes).view(self.dtype).reshape(shape)
-            if isinstance(entry, Special):
-                fill_special(rows, entry.kind, self.itemsize, entry.value)
-                return fn(rows)
-            self._check_full(entry, c)
-            try:
-                _threads.decompressor().decompress(entry, rows)
-            except CorruptDataError as exc:
-                raise self._located(exc, c) from None
+            self.decode_chunk(entry, c, rows)
             return fn(rows)
 
         results = []
         for c0 in range(0, self.nfull, batch):
             c1 = min(self.nfull, c0 + batch)
-            self.decoded_bytes += (c1 - c0) * self.chunk_bytes
-            results.extend(_threads.map_ordered(one, zip(range(c0, c1), self.store.get(c0, c1)),
+            results.extend(_threads.map_ordered(one, zip(range(c0, c1), self.entries(c0, c1)),
                                                 self.nthreads))
         if self.nleft:
             results.append(fn(self._leftover[:self.nleft]))
         return results
+
+    def entries(self, c0: int, c1: int) -> list:
+        """The stored entries of full chunks ``c0 .. c1-1``, verified (checksums),
+        for :meth:`decode_chunk`: read on the calling thread (stores are
+        read from one thread), decoded on others.  Counted in
+        :attr:`decoded_bytes`.
+
+        Raises
+        ------
+        IndexError
+            If the chunks are not full chunks of the array.
+        CorruptDataError, ChecksumError
+            If a chunk is damaged.
+        """
+        if not 0 <= c0 <= c1 <= self.nfull:
+            raise IndexError(f"chunks {c0}..{c1} outside the full chunks 0..{self.nfull}")
+        self.decoded_bytes += (c1 - c0) * self.chunk_bytes
+        return self.store.get(c0, c1)
+
+    def decode_chunk(self, entry, chunk: int, out: np.ndarray) -> None:
+        """Decode `entry` (from :meth:`entries`), full chunk number `chunk`, into
+        `out` (``chunklen`` rows), with the calling thread's single-threaded
+        decompressor: safe on any thread of the pool.
+
+        Raises
+        ------
+        CorruptDataError
+            If the chunk does not decode to a full chunk (naming it).
+        """
+        if isinstance(entry, Special):
+            fill_special(out, entry.kind, self.itemsize, entry.value)
+            return
+        self._check_full(entry, chunk)
+        try:
+            _threads.decompressor().decompress(entry, out)
+        except CorruptDataError as exc:
+            raise self._located(exc, chunk) from None
 
     def read_row(self, i: int) -> np.ndarray:
         """Row `i` (a 0-d or ``rowshape`` array), decompressing only its block.
