@@ -595,6 +595,46 @@ class carray(Reductions):
             raise ValueError(f"nitems must be >= 0, not {nitems}")
         self._engine.resize(nitems, self._fill_value(nitems > len(self)))
 
+    def delete(self, indices) -> int:
+        """Delete the rows at `indices`, durably, as one commit.
+
+        Only the chunks from the first deleted row on are rewritten (see
+        :meth:`bcolzx._storage.ChunkedArray.delete`): a crash at any instant
+        leaves the old rows or the new ones.
+
+        Parameters
+        ----------
+        indices : int, array of ints or boolean mask
+            The rows (negative from the end; repeats count once).
+
+        Returns
+        -------
+        int
+            Rows deleted.
+
+        Raises
+        ------
+        ReadOnlyError
+            In mode 'r'.
+        IndexError
+            For an index out of range.
+        ValueError
+            For a legacy bcolz (v1) dataset, which cannot delete atomically.
+
+        Examples
+        --------
+        >>> import numpy as np, bcolzx
+        >>> c = bcolzx.carray(np.arange(8))
+        >>> c.delete([0, -1]), c[:]
+        (2, array([1, 2, 3, 4, 5, 6]))
+        """
+        from bcolzx._analytics.delete import positions_of
+
+        self._check_writable()
+        pos = positions_of(len(self), indices)
+        self._engine.delete(pos)
+        return len(pos)
+
     def flush(self) -> None:
         """Make appended and changed data durable (on disk; no-op in memory).
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from bcolzx import _table, _threads
 from bcolzx import attrs as _attrs
+from bcolzx._analytics import delete as _deletion
 from bcolzx._format import jsonfile, layout
 from bcolzx._format.seal import Seal, new_uid
 from bcolzx._query import planner
@@ -420,12 +421,16 @@ class ctable:  # noqa: N801 - legacy name
             raise FileNotFoundError(f"no ctable at {rootdir} (no {layout.ROOTDIRS_FILE})")
         meta, self._seal = jsonfile.read_json_sealed(path)
         names = layout.column_names(meta, path)
+        # A recorded deletion leaves columns at two lengths (bcolzx._analytics.delete).
+        deleting = os.path.exists(os.path.join(rootdir, _deletion.INTENT))
         # A writer commits the columns one by one: open them until they agree.
         opened = snapshot.agreeing_columns(
             lambda: {name: carray(rootdir=self._coldir(name), mode=self._mode,
                                   lock_timeout=self._lock_timeout,
                                   allow_pickle=self._allow_pickle) for name in names},
-            rootdir, wait=not (self._lock is not None and self._lock.held))
+            rootdir, wait=not deleting and not (self._lock is not None and self._lock.held))
+        if deleting:
+            opened = _deletion.resolve(rootdir, opened, self._lock, self._mode != "r")
         _table.even_columns(opened, self._mode)  # a crash between two columns' commits
         self._cols = cols(list(opened), list(opened.values()), table=self)
         self._attrs = _attrs.attrs(self._rootdir, self._mode, _seal=self._seal)
@@ -1157,6 +1162,55 @@ class ctable:  # noqa: N801 - legacy name
         scope = caller_scope(user_dict) if isinstance(where, str) else {}
         return reduce_column(col, how, where=where, table=self._cols, column_name=column,
                              scope=scope, vm=vm, **kwargs)
+
+    @_table.table_guarded
+    def delete(self, indices=None, where=None, *, user_dict=None, vm=None) -> int:
+        """Delete rows, by index or by condition, durably and as one change.
+
+        Only the chunks from the first deleted row on are rewritten.  On
+        disk the deletion is recorded before any column changes, so a crash
+        at any instant leaves the old table or the new one (whoever opens
+        the table next finishes it; see :mod:`bcolzx._analytics.delete`).
+
+        Parameters
+        ----------
+        indices : int, array of ints or boolean mask, optional
+            The rows (negative from the end; repeats count once).
+        where : str or boolean array/carray, optional
+            A condition on the columns instead.
+        user_dict : dict, optional
+            Values of names in `where` that are not columns.
+        vm : str, optional
+            The condition's virtual machine.
+
+        Returns
+        -------
+        int
+            Rows deleted.
+
+        Raises
+        ------
+        ReadOnlyError
+            In mode 'r'.
+        ValueError
+            If neither or both of `indices` and `where` are given.
+        IndexError
+            For an index out of range.
+
+        Examples
+        --------
+        >>> import numpy as np, bcolzx
+        >>> ct = bcolzx.ctable([np.arange(6), np.arange(6) * 10], names=["i", "x"])
+        >>> ct.delete(where="x >= 30"), ct.delete([0])
+        (3, 1)
+        >>> ct["i"][:]
+        array([1, 2])
+        """
+        self._check_writable()
+        scope = caller_scope(user_dict) if isinstance(where, str) else {}
+        pos = _deletion.positions_of(len(self), indices, where, self._cols, scope, vm)
+        _deletion.delete_rows(self, pos)
+        return len(pos)
 
     def groupby(self, keys, aggregations, where=None, *, dropna: bool = True, ddof: int = 1,
                 out_flavor: str = "ctable", user_dict=None, vm=None, **kwargs):

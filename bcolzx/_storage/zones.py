@@ -134,6 +134,16 @@ class ZoneMap:
             return None
         return np.array(self.bounds[:nfull], dtype=zonemap.stats_dtype(self._dtype))
 
+    def reset(self, chunk: int, rows: np.ndarray) -> None:
+        """After a commit: the bounds of `chunk` become exactly those of its
+        committed `rows` (narrowing is safe once no commit describes the old
+        rows; before the next save, a crash keeps the wider bounds)."""
+        if self.bounds is None or not len(rows) or chunk >= len(self.bounds):
+            return
+        self.bounds[chunk] = bounds(rows)
+        self.exact[chunk] = True
+        self.dirty = True
+
     def exact_flags(self, nfull: int, stored_chunks: int) -> np.ndarray | None:
         """Whether the bounds of each of the first `nfull` chunks (full ones)
         are values the chunk holds; None when there are no bounds."""
