@@ -213,7 +213,7 @@ class carray(Reductions):
                           vlen="pickle" if objects else None)
         if self._rootdir is None:
             store = MemoryStore(storage, rowshape)
-            self._attrs = _attrs.attrs(None)
+            self._attrs: _attrs.attrs | None = _attrs.attrs(None)
         else:
             if os.path.exists(self._rootdir) and mode == "a":
                 raise FileExistsError(
@@ -245,7 +245,11 @@ class carray(Reductions):
         self._cparams = _cparams(clevel=st.cparams.clevel, shuffle=st.cparams.shuffle,
                                  cname=st.cparams.cname, quantize=st.cparams.quantize,
                                  blocksize=st.blocksize, bytedelta=st.bytedelta)
-        self._attrs = _attrs.attrs(rootdir, mode, _seal=seal_of(store))
+        if mode == "r":  # read on first use: most readers never look
+            self._attrs = None
+            self._attrs_of = (rootdir, seal_of(store))
+        else:  # a missing legacy __attrs__ is written at opening, as legacy does
+            self._attrs = _attrs.attrs(rootdir, mode, _seal=seal_of(store))
 
     # -- conversions -------------------------------------------------------------
 
@@ -382,6 +386,9 @@ class carray(Reductions):
     @property
     def attrs(self) -> _attrs.attrs:
         """User attributes (persisted in ``__attrs__`` on disk)."""
+        if self._attrs is None:
+            rootdir, seal = self._attrs_of
+            self._attrs = _attrs.attrs(rootdir, "r", _seal=seal)
         return self._attrs
 
     @property
@@ -782,7 +789,7 @@ class carray(Reductions):
         new._engine = self._engine.view()
         new._rootdir, new._mode = None, "a"
         new._attrs = _attrs.attrs(None)
-        for name, value in self._attrs.getall().items():
+        for name, value in self.attrs.getall().items():
             new._attrs[name] = value
         return new
 
