@@ -19,3 +19,22 @@ grows with the result (the number of groups), never with the rows:
     ``carray.delete`` and ``ctable.delete``: the chunks from the first
     deleted row on rewritten, committed as one change.
 """
+
+from __future__ import annotations
+
+from collections.abc import ItemsView, Iterator, ValuesView
+from typing import Any, Protocol
+
+__all__ = ["Columns"]
+
+
+class Columns(Protocol):
+    """What this package reads of a table's columns: a ctable's ``cols`` (whose
+    columns of a table opened in mode 'r' open on first use) or a dict."""
+
+    def __getitem__(self, name: str, /) -> Any: ...
+    def __contains__(self, name: object, /) -> bool: ...
+    def __iter__(self) -> Iterator[str]: ...
+    def __len__(self) -> int: ...
+    def values(self) -> ValuesView[Any]: ...
+    def items(self) -> ItemsView[str, Any]: ...

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from bcolzx._analytics import selection
+from bcolzx._analytics import Columns, selection
 from bcolzx._format import jsonfile
 from bcolzx.errors import CorruptDataError, LockedError
 
@@ -40,7 +40,7 @@ ROWS = "__deleting__.rows"
 
 
 def positions_of(length: int, indices: Any = None, where: Any = None,
-                 table: Mapping[str, Any] | None = None,
+                 table: Columns | None = None,
                  scope: Mapping[str, Any] | None = None, vm: str | None = None) -> np.ndarray:
     """The sorted, distinct row numbers to delete: `indices` (ints, negative
     from the end, repeats allowed; or a boolean mask) or the rows where
@@ -125,7 +125,7 @@ def delete_rows(ct: Any, positions: np.ndarray) -> None:
     finish(rootdir, dict(ct.cols.items()))
 
 
-def finish(rootdir: str, columns: Mapping[str, Any]) -> None:
+def finish(rootdir: str, columns: Columns) -> None:
     """Complete the recorded deletion on disk (the caller holds every lock):
     the columns still at the old length delete the rows, then the record goes.
 

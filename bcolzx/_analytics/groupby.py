@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from bcolzx import _threads
-from bcolzx._analytics import selection
+from bcolzx._analytics import Columns, selection
 from bcolzx._ext import groupby as kernels
 
 __all__ = ["AGGREGATIONS", "Spec", "groupby", "parse_aggregations"]
@@ -65,7 +65,7 @@ class Spec:
     func: str
 
 
-def parse_aggregations(aggregations: Any, columns: Mapping[str, Any],
+def parse_aggregations(aggregations: Any, columns: Columns,
                        keys: Sequence[str]) -> list[Spec]:
     """The output columns asked for, validated.
 
@@ -418,7 +418,7 @@ class _State:
 # -- the driver -----------------------------------------------------------------------------
 
 
-def groupby(table: Mapping[str, Any], keys: Sequence[str], specs: list[Spec], *,
+def groupby(table: Columns, keys: Sequence[str], specs: list[Spec], *,
             where: Any = None, scope: Mapping[str, Any] | None = None, vm: str | None = None,
             dropna: bool = True, ddof: int = 1, nthreads: int = 1,
             batch: int = _BATCH) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -540,7 +540,7 @@ def _buffers(state: _State, engines: dict) -> dict:
     return bufs
 
 
-def _by_rows(runner: _Runner, table: Mapping[str, Any], engines: dict, keys: list[str],
+def _by_rows(runner: _Runner, table: Columns, engines: dict, keys: list[str],
              values: list[str], where: Any, scope: Mapping[str, Any], vm: str | None,
              blen: int) -> None:
     names = list(engines)

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from bcolzx._analytics import selection
+from bcolzx._analytics import Columns, selection
 
 __all__ = ["OPS", "reduce_column"]
 
@@ -319,7 +319,7 @@ class _Reducer:
 
 
 def reduce_column(column: Any, name: str, *, axis: Any = None, dtype: Any = None,
-                  ddof: Any = 0, where: Any = None, table: Mapping[str, Any] | None = None,
+                  ddof: Any = 0, where: Any = None, table: Columns | None = None,
                   column_name: str = selection.SELF, scope: Mapping[str, Any] | None = None,
                   vm: str | None = None) -> Any:
     """Reduction `name` (a key of :data:`OPS`) of a carray, NumPy's result.

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from bcolzx._analytics import Columns
 from bcolzx._query import planner
 
 __all__ = ["SELF", "blocks", "values_at"]
@@ -23,7 +24,7 @@ __all__ = ["SELF", "blocks", "values_at"]
 SELF = "\0self"
 
 
-def blocks(where: Any, table: Mapping[str, Any], scope: Mapping[str, Any],
+def blocks(where: Any, table: Columns, scope: Mapping[str, Any],
            vm: str | None = None) -> Iterator[tuple[int, np.ndarray, dict]]:
     """``(block_start, positions, columns read)`` for each block with matching
     rows, in order; the columns read hold the block's rows from
@@ -56,9 +57,9 @@ def blocks(where: Any, table: Mapping[str, Any], scope: Mapping[str, Any],
         yield lo, pos, ({} if block is None else block[1])
 
 
-def _mask_blocks(mask: Any, table: Mapping[str, Any]
+def _mask_blocks(mask: Any, table: Columns
                  ) -> Iterator[tuple[int, np.ndarray, dict]]:
-    length = next((len(c) for c in table.values()), 0)
+    length = next((len(table[name]) for name in table), 0)  # opens one column
     engine = getattr(mask, "engine", None)
     if engine is None:
         arr = np.asarray(mask)

@@ -419,6 +419,7 @@ class ChunkedArray(ChunkReader):
             nbytes = self._decoded_size(entry, self.nfull, self.nleft * self.rowbytes,
                                         self.chunk_bytes)
             self._decode_into(entry, out, self.nfull, nbytes // self.rowbytes)
+        self.decoded_bytes += len(out) * self.rowbytes  # stored rows, decoded at first use
 
     # -- writing ---------------------------------------------------------------
 

@@ -37,8 +37,8 @@ class ChunkReader:
     ``_zones`` (:class:`~bcolzx._storage.zones.ZoneMap`) and ``_items_per_row``.
 
     :attr:`decoded_bytes` counts the uncompressed bytes of the stored rows
-    read so far (the leftover held in memory is not counted): what a query
-    or a scan cost in decompression.
+    read so far (the stored leftover once, when first used; rows held in
+    memory are not counted): what a query or a scan cost in decompression.
     """
 
     #: Uncompressed bytes of stored rows decoded by this reader (see above).
