@@ -70,7 +70,11 @@ class ZoneMap:
     def __init__(self, store, dtype: np.dtype, applies: bool, empty: bool):
         self._store = store
         self._dtype = dtype
-        self.bounds: list | None = [] if applies and empty else None
+        # The bounds: a list of (min, max, has_nan) tuples, changed in place by
+        # the writer, and/or the record array read from meta/zonemap (the list
+        # is made from it at the first change; readers take the array).
+        self._list: list | None = [] if applies and empty else None
+        self._array: np.ndarray | None = None
         #: Per chunk of :attr:`bounds`: whether they are values the chunk holds.
         self.exact: list[bool] = []
         #: The chunk stored with fewer than ``chunklen`` rows (the last), if any.
@@ -79,11 +83,30 @@ class ZoneMap:
         self._loaded = not applies or empty
         self.dirty = False
 
+    @property
+    def bounds(self) -> list | None:
+        """The bounds of the stored chunks, a list to change in place (None:
+        no zone map).  Taking it drops the array :meth:`stats` keeps."""
+        if self._list is None and self._array is not None:
+            self._list = [tuple(r) for r in self._array]
+        self._array = None
+        return self._list
+
+    @bounds.setter
+    def bounds(self, value: list | None) -> None:
+        self._list, self._array = value, None
+
+    def _count(self) -> int | None:
+        """Chunks with bounds, without making the list; None without a zone map."""
+        if self._array is not None:
+            return len(self._array)
+        return None if self._list is None else len(self._list)
+
     def active(self, stored_chunks: int) -> bool:
         """Whether bounds are kept (loading them first, if not done yet)."""
         if not self._loaded:
             self._load(stored_chunks)
-        return self.bounds is not None
+        return self._count() is not None
 
     def _load(self, stored_chunks: int) -> None:
         self._loaded = True
@@ -97,7 +120,8 @@ class ZoneMap:
         if stats is None or len(stats) < stored_chunks:
             self.bounds = None
         else:
-            self.bounds = [tuple(r) for r in stats]
+            self._list, self._array = None, stats
+            self._array.flags.writeable = False
             self.exact = [False] * len(stats) if exact is None else exact.tolist()
 
     def note(self, chunk: int, rows: np.ndarray, stored_chunks: int,
@@ -130,9 +154,12 @@ class ZoneMap:
 
     def stats(self, nfull: int, stored_chunks: int) -> np.ndarray | None:
         """Bounds of the first `nfull` chunks as a record array, or None when unknown."""
-        if not self.active(stored_chunks) or len(self.bounds) < nfull:
+        if not self.active(stored_chunks) or (self._count() or 0) < nfull:
             return None
-        return np.array(self.bounds[:nfull], dtype=zonemap.stats_dtype(self._dtype))
+        if self._array is None:  # made once per change (a 1e9-row array has 7,600 chunks)
+            self._array = np.array(self._list, dtype=zonemap.stats_dtype(self._dtype))
+            self._array.flags.writeable = False
+        return self._array[:nfull]
 
     def reset(self, chunk: int, rows: np.ndarray) -> None:
         """After a commit: the bounds of `chunk` become exactly those of its
@@ -147,7 +174,7 @@ class ZoneMap:
     def exact_flags(self, nfull: int, stored_chunks: int) -> np.ndarray | None:
         """Whether the bounds of each of the first `nfull` chunks (full ones)
         are values the chunk holds; None when there are no bounds."""
-        if not self.active(stored_chunks) or len(self.bounds) < nfull:
+        if not self.active(stored_chunks) or (self._count() or 0) < nfull:
             return None
         return np.array(self.exact[:nfull], dtype=np.bool_)
 

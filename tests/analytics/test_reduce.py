@@ -294,3 +294,23 @@ def test_damaged_exact_flags_are_reported(tmp_path):
         f.write(json.dumps({k: v for k, v in obj.items() if not k.startswith("__")}))
     with pytest.raises(bcolzx.errors.CorruptDataError, match="exact flags"):
         zonemap.load(path, np.dtype("f8"))
+
+
+def test_zone_map_read_once_follows_later_changes(tmp_path):
+    # The bounds read from meta/zonemap are kept as an array for readers; a
+    # change (append, delete) must show in the next chunk_stats().
+    path = str(tmp_path / "z")
+    c = bcolzx.carray(np.arange(4000.0), chunklen=1000, rootdir=path)
+    c.flush()
+    c = bcolzx.carray(rootdir=path, mode="a")
+    first = c.engine.chunk_stats()
+    assert first["max"].tolist() == [999.0, 1999.0, 2999.0, 3999.0]
+    with pytest.raises(ValueError):
+        first["max"][0] = 5.0  # a view of what the engine keeps: read-only
+    c.append(np.full(1000, -7.0))
+    c.flush()
+    assert c.engine.chunk_stats()["min"].tolist() == [0.0, 1000.0, 2000.0, 3000.0, -7.0]
+    assert c.max() == 3999.0 and c.min() == -7.0
+    c.delete(np.arange(1000, 2000))
+    assert c.engine.chunk_stats()["max"].tolist() == [999.0, 2999.0, 3999.0, -7.0]
+    assert c.max() == 3999.0 and c[:].max() == 3999.0
