@@ -17,6 +17,7 @@ from bcolzx import _threads
 from bcolzx._ext import codec
 from bcolzx._ext.special import fill_special
 from bcolzx._storage.base import Special
+from bcolzx._storage.chunkcache import DECODED
 from bcolzx._storage.zones import bounds
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
 
@@ -34,11 +35,14 @@ class ChunkReader:
     ``itemsize``, ``rowbytes``, ``chunk_bytes``, ``nfull``, ``nleft``,
     ``nthreads``, ``_leftover``, ``_leftover_stored``, ``_dec`` (its
     decompressor), ``_cache`` (:class:`~bcolzx._storage.chunkcache.ChunkCache`),
-    ``_zones`` (:class:`~bcolzx._storage.zones.ZoneMap`) and ``_items_per_row``.
+    ``_zones`` (:class:`~bcolzx._storage.zones.ZoneMap`), ``_items_per_row``
+    and ``_owner`` (its key in the decompressed-chunk cache,
+    :data:`~bcolzx._storage.chunkcache.DECODED`).
 
     :attr:`decoded_bytes` counts the uncompressed bytes of the stored rows
-    read so far (the stored leftover once, when first used; rows held in
-    memory are not counted): what a query or a scan cost in decompression.
+    that reads decompressed so far (the stored leftover once, when first
+    used; rows held in memory or copied from the decompressed-chunk cache
+    are not counted): what a query or a scan cost in decompression.
     """
 
     #: Uncompressed bytes of stored rows decoded by this reader (see above).
@@ -124,6 +128,15 @@ class ChunkReader:
         except CorruptDataError as exc:
             raise self._located(exc, chunk) from None
 
+    def _decode_hot(self, entry, chunk: int, epoch: int) -> np.ndarray:
+        """Full stored chunk `chunk`, read a second time: decoded whole and kept in
+        the decompressed-chunk cache (:data:`~bcolzx._storage.chunkcache.DECODED`)
+        unless it changed since `epoch`."""
+        rows = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
+        self._decode_into(entry, rows, chunk, self.chunklen)
+        DECODED.put(self._owner, chunk, rows, epoch, own=True)
+        return rows
+
     def _nbytes_of(self, entry, chunk: int) -> int:
         """Uncompressed bytes of a stored chunk, from its header."""
         try:
@@ -190,14 +203,34 @@ class ChunkReader:
             out = np.empty((stop - start, *self.rowshape), dtype=self.dtype)
         cl, stored_end = self.chunklen, self.nfull * self.chunklen
         if start < stored_end:
-            self.decoded_bytes += (min(stop, stored_end) - start) * self.rowbytes
             c0, c1 = start // cl, (min(stop, stored_end) + cl - 1) // cl
+            epoch = DECODED.epoch(self._owner)
+            hot = {c: rows for c in range(c0, c1)
+                   if (rows := DECODED.get(self._owner, c)) is not None}
+            self.decoded_bytes += self.rowbytes * sum(
+                min(stop, (c + 1) * cl) - max(start, c * cl) for c in range(c0, c1)
+                if c not in hot)
+            admit = DECODED.admits((stop - start) * self.rowbytes)
             # One chunk (small reads): through the chunk cache; more: one read per file.
-            entries = [self._entry(c0)] if c1 - c0 == 1 else self.store.get(c0, c1)
-            run, run_at = [], 0
+            entries = [None] * (c1 - c0) if len(hot) == c1 - c0 else \
+                [self._entry(c0)] if c1 - c0 == 1 else self.store.get(c0, c1)
+            run, run_at, offered = [], 0, []
             for c, entry in zip(range(c0, c1), entries):
                 a, b = max(start, c * cl), min(stop, (c + 1) * cl)
                 dest = out[a - start:b - start]
+                if c in hot:  # read before: copied from the decompressed-chunk cache
+                    self._flush_run(run, out, run_at, c)
+                    run = []
+                    dest[...] = hot[c][a - c * cl:b - c * cl]
+                    continue
+                if admit and not isinstance(entry, Special) and DECODED.hot(self._owner, c):
+                    if b - a == cl:
+                        offered.append((c, dest))  # cached once the run is decoded
+                    else:
+                        self._flush_run(run, out, run_at, c)
+                        run = []
+                        dest[...] = self._decode_hot(entry, c, epoch)[a - c * cl:b - c * cl]
+                        continue
                 if b - a == cl and not isinstance(entry, Special):
                     if not run:  # its size is checked by the decoder, from its header
                         run_at = a - start
@@ -210,6 +243,8 @@ class ChunkReader:
                 else:
                     self._decode_part(entry, dest, c, a - c * cl)
             self._flush_run(run, out, run_at, c1)
+            for c, rows in offered:
+                DECODED.put(self._owner, c, rows, epoch)
         if stop > stored_end:
             lo = max(start, stored_end)
             out[lo - start:] = self._leftover[lo - stored_end:stop - stored_end]
@@ -248,7 +283,8 @@ class ChunkReader:
         Full chunks are decoded on ``nthreads`` threads, each into a scratch
         buffer of its own that `fn` reduces while it is still in cache: the
         whole array is never materialised.  `rows` is valid only during the
-        call (`fn` must not keep it).
+        call (`fn` must not keep it) and may be read-only (a chunk of the
+        decompressed-chunk cache, for arrays read more than once).
 
         Returns
         -------
@@ -261,18 +297,27 @@ class ChunkReader:
             If a chunk is damaged (naming its file and position).
         """
         shape = (self.chunklen, *self.rowshape)
+        admit = DECODED.admits(self.nfull * self.chunk_bytes)
+        epoch = DECODED.epoch(self._owner)
 
-        def one(job):
+        def one(job):  # (fn's result, whether the chunk was decompressed)
             c, entry = job
+            cached = DECODED.get(self._owner, c)
+            if cached is not None:
+                return fn(cached), False
             rows = _threads.buffer(self.chunk_bytes).view(self.dtype).reshape(shape)
             self.decode_chunk(entry, c, rows)
-            return fn(rows)
+            if admit and not isinstance(entry, Special) and DECODED.hot(self._owner, c):
+                DECODED.put(self._owner, c, rows, epoch)
+            return fn(rows), True
 
         results = []
         for c0 in range(0, self.nfull, batch):
             c1 = min(self.nfull, c0 + batch)
-            results.extend(_threads.map_ordered(one, zip(range(c0, c1), self.entries(c0, c1)),
-                                                self.nthreads))
+            for result, decoded in _threads.map_ordered(
+                    one, zip(range(c0, c1), self.store.get(c0, c1)), self.nthreads):
+                results.append(result)
+                self.decoded_bytes += self.chunk_bytes if decoded else 0
         if self.nleft:
             results.append(fn(self._leftover[:self.nleft]))
         return results
@@ -329,8 +374,16 @@ class ChunkReader:
         c, r = divmod(i, self.chunklen)
         if c >= self.nfull:
             return self._leftover[r].copy()
-        self.decoded_bytes += self.rowbytes
+        epoch = DECODED.epoch(self._owner)
+        rows = DECODED.get(self._owner, c)
+        if rows is not None:
+            return rows[r].copy()
         entry = self._entry(c)
+        if not isinstance(entry, Special) and DECODED.admits(self.chunk_bytes) and \
+                DECODED.hot(self._owner, c):
+            self.decoded_bytes += self.chunk_bytes
+            return self._decode_hot(entry, c, epoch)[r].copy()
+        self.decoded_bytes += self.rowbytes
         out = np.empty((1, *self.rowshape), dtype=self.dtype)
         if isinstance(entry, Special) or self.itemsize > 255:
             self._decode_part(entry, out, c, r)
