@@ -158,7 +158,7 @@ def load(rootdir: str, dtype: np.dtype, storage=None
     """
     path = _path(rootdir)
     if not os.path.exists(path):
-        return None
+        return None, None
     obj, found = jsonfile.read_json_sealed(path)
     if storage is not None:
         _seal.check_member(found, _seal.Seal(storage.sealed, storage.uid), "meta/zonemap", path)

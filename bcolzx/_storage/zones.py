@@ -72,7 +72,7 @@ class ZoneMap:
         self._dtype = dtype
         # The bounds: a list of (min, max, has_nan) tuples, changed in place by
         # the writer, and/or the record array read from meta/zonemap (the list
-        # is made from it at the first change; readers take the array).
+        # is made from it at the first change; readers get copies of the array).
         self._list: list | None = [] if applies and empty else None
         self._array: np.ndarray | None = None
         #: Per chunk of :attr:`bounds`: whether they are values the chunk holds.
@@ -159,7 +159,7 @@ class ZoneMap:
         if self._array is None:  # made once per change (a 1e9-row array has 7,600 chunks)
             self._array = np.array(self._list, dtype=zonemap.stats_dtype(self._dtype))
             self._array.flags.writeable = False
-        return self._array[:nfull]
+        return self._array[:nfull].copy()  # the caller's to change
 
     def reset(self, chunk: int, rows: np.ndarray) -> None:
         """After a commit: the bounds of `chunk` become exactly those of its
