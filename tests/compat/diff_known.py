@@ -1,0 +1,825 @@
+"""How the differential test compares legacy bcolz with bcolzx, and the known differences.
+
+:func:`differences` compares two normalized results (see
+:func:`diff_worker.normalize`); the rules are stated in the docstring of
+``test_differential.py``.  :data:`KNOWN` is the table of differences that
+are accepted: each entry is documented in ``docs/migration.md`` (section
+named in its reference) or is a legacy bug that bcolzx does not reproduce
+("legacy bug: ..."), and matches narrowly on the op (its kind and tags, see
+:mod:`diff_ops`) and both outcomes.  :data:`WITNESSES` holds, for every
+entry, a short program whose last line shows the difference (the test
+suite checks that the entry accepts it, so no entry is dead).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .diff_ops import Op
+
+# == comparison ==================================================================================
+
+
+def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.dtype.names:
+        return all(_same_values(a[name], b[name]) for name in a.dtype.names)
+    if a.dtype.kind in "fcmM":
+        return bool(np.array_equal(a, b, equal_nan=True))
+    return bool(np.array_equal(a, b))
+
+
+def _show(value) -> str:
+    if isinstance(value, np.ndarray):
+        return np.array2string(value, threshold=12, edgeitems=4, max_line_width=200) + \
+            f" (dtype {value.dtype}, shape {value.shape})"
+    text = repr(value)
+    return text if len(text) < 300 else text[:300] + "..."
+
+
+def _array_difference(a: np.ndarray, b: np.ndarray, path: str) -> str | None:
+    if a.dtype != b.dtype:
+        return f"{path}: dtype legacy {a.dtype} != bcolzx {b.dtype}"
+    if a.shape != b.shape:
+        return f"{path}: shape legacy {a.shape} != bcolzx {b.shape}"
+    if not _same_values(a, b):
+        where = ""
+        if a.ndim and a.dtype.names is None:
+            same = (a == b) | (np.isnan(a) & np.isnan(b)) if a.dtype.kind in "fcmM" else a == b
+            bad = np.argwhere(~same)[:5]
+            where = "; first differences at " + ", ".join(
+                f"{tuple(int(i) for i in ix)}: legacy {a[tuple(ix)]!r} bcolzx {b[tuple(ix)]!r}"
+                for ix in bad)
+        elif a.ndim:
+            rows = [i for i in range(len(a)) if not _same_values(a[i:i + 1], b[i:i + 1])][:3]
+            where = "; first differences at rows " + ", ".join(
+                f"{i}: legacy {a[i]!r} bcolzx {b[i]!r}" for i in rows)
+        return f"{path}: values differ{where}:\n  legacy {_show(a)}\n  bcolzx {_show(b)}"
+    return None
+
+
+def describe(result) -> str:
+    """A short text for a normalized result."""
+    if result[0] == "raise":
+        return f"raised {result[3]}" + (f" (while {result[4]})" if result[4] != "op" else "")
+    if result[0] == "py":
+        return f"{result[1]} {result[2]!r}"
+    if result[0] in ("np", "ndarray"):
+        return f"{result[1]} {_show(result[-1])}"
+    if result[0] == "carray":
+        return f"carray dtype {result[1]} shape {result[2]}: {_show(result[4])}"
+    if result[0] == "ctable":
+        return f"ctable {result[1]} len {result[3]}: {_show(result[4])}"
+    return _show(result)
+
+
+def exceptions_match(legacy, ours) -> bool:
+    """The rule of the module docstring: same name, or a subclass of legacy's builtin."""
+    if legacy[1] == ours[1]:
+        return True
+    legacy_is_builtin = legacy[2] and legacy[2][0] == legacy[1]
+    return bool(legacy_is_builtin and legacy[1] in ours[2])
+
+
+def differences(legacy, ours, path: str = "result") -> str | None:
+    """None if `legacy` and `ours` (normalized results) agree, else what differs."""
+    if legacy[0] == "raise" or ours[0] == "raise":
+        if legacy[0] == ours[0] == "raise":
+            if exceptions_match(legacy, ours) and legacy[4] == ours[4]:
+                return None
+            return f"{path}: legacy {describe(legacy)}; bcolzx {describe(ours)}"
+        return f"{path}: legacy {describe(legacy)}; bcolzx {describe(ours)}"
+    if legacy[0] != ours[0]:
+        return f"{path}: legacy gives {describe(legacy)}; bcolzx {describe(ours)}"
+    tag = legacy[0]
+    if tag == "none":
+        return None
+    if tag == "py":
+        if legacy[1] != ours[1]:
+            return f"{path}: type legacy {legacy[1]} {legacy[2]!r} != bcolzx {ours[1]} {ours[2]!r}"
+        a, b = legacy[2], ours[2]
+        if isinstance(a, float) and math.isnan(a) and math.isnan(b):
+            return None
+        return None if a == b else f"{path}: legacy {a!r} != bcolzx {b!r}"
+    if tag == "np":
+        if legacy[2].dtype.kind == "V" and legacy[1] != ours[1]:
+            return f"{path}: type legacy {legacy[1]} != bcolzx {ours[1]}"
+        return _array_difference(legacy[2], ours[2], path)
+    if tag == "ndarray":
+        if legacy[1] != ours[1]:
+            return f"{path}: class legacy {legacy[1]} != bcolzx {ours[1]}"
+        if legacy[3].dtype.kind == "V" and legacy[2] != ours[2]:
+            return f"{path}: dtype.type legacy {legacy[2]} != bcolzx {ours[2]}"
+        return _array_difference(legacy[3], ours[3], path)
+    if tag == "carray":
+        for i, what in ((1, "dtype"), (2, "shape"), (3, "len")):
+            if legacy[i] != ours[i]:
+                return f"{path}: carray {what} legacy {legacy[i]} != bcolzx {ours[i]}"
+        return _array_difference(legacy[4], ours[4], path + "[:]")
+    if tag == "ctable":
+        for i, what in ((1, "names"), (2, "dtype"), (3, "len"), (5, "column lengths")):
+            if legacy[i] != ours[i]:
+                return f"{path}: ctable {what} legacy {legacy[i]} != bcolzx {ours[i]}"
+        return _array_difference(legacy[4], ours[4], path + "[:]")
+    if tag == "namedtuple":
+        if legacy[1:3] != ours[1:3]:
+            return f"{path}: namedtuple legacy {legacy[1]}{legacy[2]} != bcolzx " \
+                   f"{ours[1]}{ours[2]}"
+        return _sequence_difference(legacy[3], ours[3], path)
+    if tag in ("list", "tuple", "set"):
+        return _sequence_difference(legacy[1], ours[1], path)
+    if tag == "iter":
+        if legacy[2] != ours[2]:
+            return f"{path}: iterator truncated in one library only"
+        return _sequence_difference(legacy[1], ours[1], path)
+    if tag == "dict":
+        if len(legacy[1]) != len(ours[1]):
+            return f"{path}: dict legacy {_show(legacy[1])} != bcolzx {_show(ours[1])}"
+        for i, ((lk, lv), (ok, ov)) in enumerate(zip(legacy[1], ours[1])):
+            found = differences(lk, ok, f"{path}.key{i}") or \
+                differences(lv, ov, f"{path}[{_show(lk[-1])}]")
+            if found:
+                return found
+        return None
+    if legacy != ours:
+        return f"{path}: legacy {_show(legacy)} != bcolzx {_show(ours)}"
+    return None
+
+
+def _sequence_difference(a: list, b: list, path: str) -> str | None:
+    if len(a) != len(b):
+        return f"{path}: {len(a)} items from legacy, {len(b)} from bcolzx:\n" \
+               f"  legacy {_show([describe(x) for x in a[:6]])}\n" \
+               f"  bcolzx {_show([describe(x) for x in b[:6]])}"
+    for i, (x, y) in enumerate(zip(a, b)):
+        found = differences(x, y, f"{path}[{i}]")
+        if found:
+            return found
+    return None
+
+
+def reply_differences(lrep: dict, brep: dict) -> str | None:
+    return differences(lrep["result"], brep["result"]) or \
+        (differences(lrep["ref"], brep["ref"], "ref") if lrep["ref"] or brep["ref"] else None)
+
+
+def outcome(result) -> str:
+    return f"raise:{result[1]}" if result[0] == "raise" else f"value:{result[0]}"
+
+
+def signature(op: Op, lrep: dict, brep: dict) -> str:
+    """What kind of difference this is, for grouping an exploration's findings."""
+    return f"{op.kind}|{outcome(lrep['result'])}|{outcome(brep['result'])}"
+
+
+# == the known differences =======================================================================
+
+
+def raised(result, *names) -> bool:
+    return result[0] == "raise" and (not names or result[1] in names)
+
+
+def ok(result) -> bool:
+    return result[0] != "raise"
+
+
+def _walk(value, on_array, on_str=lambda s: s):
+    """A copy of a normalized result with `on_array` applied to its arrays (`on_str` to str)."""
+    if isinstance(value, np.ndarray):
+        return on_array(value)
+    if isinstance(value, str):
+        return on_str(value)
+    if isinstance(value, tuple):
+        return tuple(_walk(v, on_array, on_str) for v in value)
+    if isinstance(value, list):
+        return [_walk(v, on_array, on_str) for v in value]
+    return value
+
+
+def _without_unicode_garbage(result, changed: list | None = None):
+    """`result` with every U string legacy read back as garbage ('\\x00...') made ''.
+
+    Appends True to `changed` (if given) when something was repaired.
+    """
+    def fix(arr):
+        if arr.dtype.names:
+            arr = arr.copy()
+            for name in arr.dtype.names:
+                arr[name] = fix(arr[name])
+            return arr
+        if arr.dtype.kind != "U" or arr.dtype.itemsize == 0:
+            return arr
+        # On the code points: garbage may hold values no Python str can.
+        codes = np.ascontiguousarray(arr).view(np.uint32).reshape(arr.shape + (-1,)).copy()
+        garbage = (codes[..., 0] == 0) & codes.any(axis=-1)
+        if garbage.any():
+            if changed is not None:
+                changed.append(True)
+            codes[garbage] = 0
+        return codes.view(arr.dtype).reshape(arr.shape)
+
+    def fix_str(text):
+        if text.startswith("\x00") and changed is not None:
+            changed.append(True)
+        return "" if text.startswith("\x00") else text
+    return _walk(result, fix, fix_str)
+
+
+def repair_legacy_garbage(lrep: dict) -> dict | None:
+    """legacy's reply without the garbage of 'legacy-unicode-empty-chunk', or None if clean.
+
+    That garbage is uninitialised memory: it differs from run to run, and
+    would make the programs hypothesis replays take other paths.  The runner
+    repairs it before comparing (and keeps going), so runs are reproducible.
+    """
+    changed: list = []
+    fixed = {"result": _without_unicode_garbage(lrep["result"], changed),
+             "ref": _without_unicode_garbage(lrep["ref"], changed)}
+    return fixed if changed else None
+
+
+def _json_form(result):
+    """`result` as bcolzx keeps attribute values: NumPy scalars as Python ones, tuples as lists."""
+    if not isinstance(result, tuple) or not result:
+        return result
+    if result[0] == "np" and result[2].dtype.kind in "biuf":
+        value = result[2].item()
+        return ("py", type(value).__name__, value)
+    if result[0] == "tuple":
+        return ("list", [_json_form(v) for v in result[1]])
+    if result[0] in ("list", "iter", "set"):
+        return (result[0], [_json_form(v) for v in result[1]]) + tuple(result[2:])
+    if result[0] == "dict":
+        return ("dict", [(_json_form(k), _json_form(v)) for k, v in result[1]])
+    return result
+
+
+def _attrs_json_form(op: Op, result):
+    """Attribute values in `result` (of an attrs op) in their JSON form."""
+    if result is None or result[0] == "raise":
+        return result
+    if op.kind in ("attrs.list",) or result[0] == "list" and all(
+            r[0] in ("list", "tuple") and len(r[1]) == 2 for r in result[1]):
+        # (name, value) pairs, or the [[name, value], ...] oracle
+        return (result[0], [(pair[0], [pair[1][0], _json_form(pair[1][1])])
+                            for pair in result[1]]) + tuple(result[2:])
+    return _json_form(result)
+
+
+def _agree_after(repair, lrep: dict, brep: dict) -> bool:
+    """legacy's reply, repaired, agrees with bcolzx's (result and oracle)."""
+    return reply_differences({"result": repair(lrep["result"]), "ref": repair(lrep["ref"])},
+                             brep) is None
+
+
+def _follows_numpy(brep: dict) -> bool:
+    """bcolzx's value equals the oracle computed beside it (NumPy applied to ``x[:]``)."""
+    return brep["ref"] is not None and differences(brep["ref"], brep["result"]) is None
+
+
+def _tag_value(op: Op, prefix: str) -> str | None:
+    for tag in op.tags:
+        if tag.startswith(prefix):
+            return tag[len(prefix):]
+    return None
+
+
+@dataclass(frozen=True)
+class Known:
+    """A difference that is documented (docs/migration.md) or a legacy bug bcolzx fixed."""
+
+    id: str
+    reference: str       # the section of docs/migration.md, or "legacy bug: ..."
+    applies: Callable[[Op, dict, dict], bool]
+
+
+def _k(id_, reference):
+    """Decorator: register a matcher ``(op, legacy_reply, bcolzx_reply) -> bool`` in KNOWN."""
+    def register(fn):
+        KNOWN.append(Known(id_, reference, fn))
+        return fn
+    return register
+
+
+KNOWN: list[Known] = []
+
+# -- deliberate differences documented in docs/migration.md --------------------------------------
+
+
+@_k("negative-step-getitem", "migration.md §2 carray/ctable __getitem__: negative-step slices "
+    "work (legacy NotImplementedError); bcolzx must give NumPy's value")
+def _(op, l, b):
+    return op.kind in ("carray.getitem", "ctable.getitem.slice") and "neg_step" in op.tags \
+        and raised(l["result"], "NotImplementedError") and _follows_numpy(b)
+
+
+@_k("negative-step-setitem", "migration.md §2 carray __setitem__: slices with any step "
+    "(legacy NotImplementedError for a negative step; bcolzx then checks the value)")
+def _(op, l, b):
+    return op.kind in ("carray.setitem", "ctable.setitem.slice") and "neg_step" in op.tags \
+        and raised(l["result"], "NotImplementedError") \
+        and (ok(b["result"]) or raised(b["result"], "ValueError", "TypeError"))
+
+
+@_k("iter-nonpositive-step", "migration.md §2 carray.iter, §4: a non-positive step raises "
+    "ValueError (legacy NotImplementedError)")
+def _(op, l, b):
+    return op.kind in ("carray.iter", "ctable.iter") and "iter_nonpositive_step" in op.tags \
+        and raised(l["result"], "NotImplementedError") and raised(b["result"], "ValueError")
+
+
+@_k("unsupported-key", "migration.md §2 carray __getitem__, §4: an unsupported key (c[1.5]) "
+    "raises IndexError (legacy NotImplementedError)")
+def _(op, l, b):
+    return op.kind in ("carray.getitem", "carray.setitem", "ctable.getitem.odd") \
+        and raised(l["result"], "NotImplementedError") and raised(b["result"], "IndexError")
+
+
+@_k("where-mask-length", "migration.md §2 carray.where, §4: a mask of the wrong length raises "
+    "IndexError (legacy ValueError)")
+def _(op, l, b):
+    return op.kind == "carray.where" and "mask_wrong_len" in op.tags \
+        and raised(l["result"], "ValueError") and raised(b["result"], "IndexError")
+
+
+@_k("where-ndim", "migration.md §2 carray.where: works on N-D carrays, yielding rows "
+    "(legacy NotImplementedError; also for c[mask], which legacy ran through where())")
+def _(op, l, b):
+    if "ndim" not in op.tags or not raised(l["result"], "NotImplementedError"):
+        return False
+    if op.kind == "carray.where":
+        return ok(b["result"]) or "mask_wrong_len" in op.tags and raised(b["result"], "IndexError")
+    return op.kind == "carray.getitem" and "mask" in op.tags and _follows_numpy(b)
+
+
+@_k("fromiter-count", "migration.md §2 fromiter, §3: reads exactly `count` items; fewer raise "
+    "ValueError (legacy accepted fewer, and read past `count`)")
+def _(op, l, b):
+    if not op.kind.startswith("new.") or "fromiter" not in op.tags:
+        return False
+    if "fromiter_short" in op.tags:
+        return ok(l["result"]) and raised(b["result"], "ValueError")
+    count = _tag_value(op, "count=")
+    return "fromiter_long" in op.tags and ok(l["result"]) and ok(b["result"]) \
+        and b["result"][0] in ("carray", "ctable") and str(b["result"][3]) == count
+
+
+@_k("arange-steps", "migration.md §2 arange: negative and fractional steps give NumPy's "
+    "result (legacy an empty carray or zeros)")
+def _(op, l, b):
+    return op.kind == "new.carray.arange" and "arange_negative_or_fractional_step" in op.tags \
+        and b["ref"] == ("py", "bool", True)
+
+
+@_k("size-type", "migration.md §2 carray/ctable size: a Python int (legacy numpy.int64)")
+def _(op, l, b):
+    return op.kind in ("carray.prop.x.size", "ctable.prop.x.size") \
+        and l["result"][:2] == ("np", "int64") and b["result"][:2] == ("py", "int") \
+        and int(l["result"][2]) == b["result"][2]
+
+
+@_k("unknown-name", "migration.md §4: an unknown name in an expression raises ExpressionError "
+    "(a ValueError; legacy NameError)")
+def _(op, l, b):
+    return raised(l["result"], "NameError") and raised(b["result"], "ExpressionError")
+
+
+@_k("append-unconvertible", "migration.md §4: data that cannot be converted to the dtype "
+    "raise TypeError (legacy ValueError)")
+def _(op, l, b):
+    return op.kind == "carray.append" and raised(l["result"], "ValueError") \
+        and "cannot convert" in l["result"][3] and raised(b["result"], "TypeError")
+
+
+@_k("delcol", "migration.md §2 ctable.delcol: an unknown name raises KeyError (legacy "
+    "ValueError); no name and no pos deletes the last column (legacy raised)")
+def _(op, l, b):
+    if op.kind == "ctable.delcol.unknown":
+        return raised(l["result"], "ValueError") and raised(b["result"], "KeyError")
+    return op.kind == "ctable.delcol.none" and raised(l["result"]) and ok(b["result"])
+
+
+@_k("ctable-duplicate-names", "migration.md §2 ctable(): duplicate names raise ValueError "
+    "(legacy accepted them)")
+def _(op, l, b):
+    return op.kind == "new.ctable.bad_names" and "duplicate_names" in op.tags \
+        and ok(l["result"]) and raised(b["result"], "ValueError")
+
+
+@_k("ctable-append-extra-column", "migration.md §2 ctable.append: more columns than the table "
+    "raise ValueError (legacy ignored the extra)")
+def _(op, l, b):
+    return op.kind == "ctable.append.extra_col" and ok(l["result"]) \
+        and raised(b["result"], "ValueError")
+
+
+@_k("ctable-new-mode", "migration.md §2 ctable(): a new persistent table reports mode 'a' "
+    "(legacy 'w')")
+def _(op, l, b):
+    return op.kind == "ctable.prop.x.mode" and l["result"] == ("py", "str", "w") \
+        and b["result"] == ("py", "str", "a")
+
+
+@_k("ctable-array", "migration.md §2 ctable __array__ (new): np.asarray(ct) is the structured "
+    "array of the rows (legacy: NumPy's conversion of an iterable of namedtuples)")
+def _(op, l, b):
+    return op.kind == "ctable.prop.np.asarray(x)" and ok(b["result"]) \
+        and b["result"][0] == "ndarray" and b["result"][3].dtype.names is not None
+
+
+@_k("nrow-outcols", "migration.md §2 ctable fetchwhere/whereblocks: 'nrow__' in outcols works "
+    "(legacy NameError)")
+def _(op, l, b):
+    return op.kind in ("ctable.fetchwhere", "ctable.whereblocks") and "nrow" in op.tags \
+        and raised(l["result"], "NameError") and (ok(b["result"]) or "bad_outcols" in op.tags)
+
+
+@_k("attrs-in", "migration.md §2 attrs: `name in attrs` tests names (legacy always False)")
+def _(op, l, b):
+    return op.kind == "attrs.in" and l["result"] == ("py", "bool", False) and ok(b["result"])
+
+
+@_k("attrs-json-form", "migration.md §2 attrs: values are kept in their JSON form in memory "
+    "too (a tuple reads back as a list, a NumPy scalar as a Python one)")
+def _(op, l, b):
+    return op.kind.startswith("attrs.") and _agree_after(lambda r: _attrs_json_form(op, r), l, b)
+
+
+@_k("attrs-not-json", "migration.md §2 attrs: non-JSON values raise TypeError at once "
+    "(legacy kept them in memory)")
+def _(op, l, b):
+    return op.kind == "attrs.set" and "attrs_not_json" in op.tags and ok(l["result"]) \
+        and raised(b["result"], "TypeError")
+
+
+@_k("object-dtype", "migration.md §2 carray(): object dtype is refused with TypeError "
+    "(legacy stored objects)")
+def _(op, l, b):
+    return op.kind.startswith("new.") and l["result"][0] == "carray" \
+        and l["result"][1] == "object" and raised(b["result"], "TypeError")
+
+
+@_k("ctable-existing-rootdir", "migration.md §4: creating a ctable over an existing rootdir in "
+    "mode 'a' raises FileExistsError (legacy ValueError)")
+def _(op, l, b):
+    return op.kind.startswith("new.ctable") and "existing_rootdir" in op.tags \
+        and raised(l["result"], "ValueError") and raised(b["result"], "FileExistsError")
+
+
+@_k("ctable-names-string", "migration.md §2 ctable(): names may be a string, taken as one name "
+    "(legacy refused strings)")
+def _(op, l, b):
+    return op.kind == "new.ctable.bad_names" and "names_string" in op.tags \
+        and raised(l["result"], "ValueError")
+
+
+@_k("record-dtype", "migration.md §2 ctable __getitem__: rows come as a plain structured array "
+    "(legacy: numpy.record dtype)")
+def _(op, l, b):
+    def plain(result):
+        if result[0] == "ndarray" and result[2] == "record":
+            return ("ndarray", result[1], "void", result[3])
+        return result
+    return _agree_after(lambda r: _walk_results(r, plain), l, b)
+
+
+def _walk_results(result, fn):
+    """Apply `fn` to `result` and to every normalized result nested in it."""
+    if not isinstance(result, tuple) or not result or not isinstance(result[0], str):
+        return result
+    result = fn(result)
+    if result[0] in ("list", "tuple", "set", "iter"):
+        return (result[0], [_walk_results(v, fn) for v in result[1]]) + tuple(result[2:])
+    return result
+
+
+@_k("vm-python", "migration.md §3: expressions are parsed, and both virtual machines give "
+    "identical results: vm='python' gives what the numexpr vm gives (legacy ran Python/NumPy, "
+    "with NumPy's types and without numexpr's functions)")
+def _(op, l, b):
+    return "vm_python" in op.tags and ok(b["result"]) and _follows_numpy(b) \
+        and differences(l["ref"], b["result"]) is None
+
+
+# -- legacy bugs that bcolzx does not reproduce -------------------------------------------------
+
+
+@_k("legacy-below-range-index", "legacy bug, fixed (migration.md §3): c[-len(c) - 1] did not "
+    "raise IndexError (it read another row, or failed elsewhere)")
+def _(op, l, b):
+    return "below_range" in op.tags and not raised(l["result"], "IndexError") \
+        and raised(b["result"], "IndexError")
+
+
+@_k("legacy-empty-conversion", "legacy bug: an empty array of another dtype could not be "
+    "converted (TypeError 'dtypes do not match'); bcolzx converts it")
+def _(op, l, b):
+    return raised(l["result"], "TypeError") and "dtypes do not match" in l["result"][3] \
+        and (ok(b["result"]) or raised(b["result"], "ValueError", "OverflowError"))
+
+
+@_k("legacy-eval-empty", "legacy bug: eval over empty operands (and so string keys and "
+    "queries on empty containers) raised UnboundLocalError")
+def _(op, l, b):
+    return raised(l["result"], "UnboundLocalError") \
+        and (ok(b["result"]) or "bad_outcols" in op.tags and raised(b["result"], "ValueError"))
+
+
+@_k("legacy-unicode-empty-chunk", "legacy bug: a chunk of a U carray holding only '' reads "
+    "back as garbage ('\\x00...'); bcolzx gives ''")
+def _(op, l, b):
+    return _agree_after(_without_unicode_garbage, l, b)
+
+
+@_k("legacy-full-struct-assign", "legacy bug: ct[:] = <structured array of the full length> "
+    "stored garbage (each column copied from a strided view as if contiguous)")
+def _(op, l, b):
+    return op.kind == "observe" and "after:ctable.setitem.slice" in op.tags \
+        and "full_range_array" in op.tags and ok(l["result"]) and ok(b["result"])
+
+
+@_k("legacy-reshape-strings", "legacy bug: reshape() of an S/U carray raised AttributeError")
+def _(op, l, b):
+    return op.kind == "carray.reshape" and raised(l["result"], "AttributeError") \
+        and ok(b["result"])
+
+
+@_k("legacy-datetime-days-on-disk", "legacy bug: a persistent carray or ctable of "
+    "datetime64[D] with a default value (zeros, ones, fill, ctable columns) could not be created "
+    "(TypeError: date is not JSON serializable)")
+def _(op, l, b):
+    return op.kind.startswith("new.") and op.rootdir is not None \
+        and raised(l["result"], "TypeError") and "type date is not JSON" in l["result"][3] \
+        and (ok(b["result"]) or raised(b["result"], "ValueError"))
+
+
+@_k("legacy-index-array-dtype", "legacy bug: integer index arrays other than int64 "
+    "(int32, uint8) raised IndexError")
+def _(op, l, b):
+    return ({"int32_array", "uint8_array"} & op.tags) and raised(l["result"], "IndexError") \
+        and ok(b["result"])
+
+
+@_k("legacy-bool-list-key", "legacy bug: a list of bools as key was read as indices 0 and 1 "
+    "(NumPy and bcolzx: a mask)")
+def _(op, l, b):
+    if op.kind == "observe" and "bool_list" in op.tags:  # after an assignment
+        return any(t.startswith("after:") and "setitem" in t for t in op.tags)
+    if op.kind in ("carray.setitem", "ctable.setitem.mask") and "bool_list" in op.tags:
+        return raised(l["result"]) and ok(b["result"])  # legacy: values for rows 0 and 1
+    return op.kind in ("carray.getitem", "ctable.getitem.mask") and "bool_list" in op.tags \
+        and ok(l["result"]) and _follows_numpy(b)
+
+
+@_k("legacy-too-many-indices", "legacy bug: more indices than dimensions raised TypeError "
+    "from the scalar it had read ('int' object is not subscriptable); bcolzx raises NumPy's "
+    "IndexError")
+def _(op, l, b):
+    return "too_many_indices" in op.tags and raised(l["result"], "TypeError") \
+        and raised(b["result"], "IndexError")
+
+
+@_k("legacy-fetchwhere-outcols", "legacy bug: fetchwhere(out_flavor='bcolz') refused outcols "
+    "as a string and reported an unknown outcol as NameError, unlike where() and iter() "
+    "(bcolzx: strings accepted, unknown names ValueError)")
+def _(op, l, b):
+    if op.kind != "ctable.fetchwhere":
+        return False
+    if "outcols_string" in op.tags:
+        return raised(l["result"], "ValueError") and ok(b["result"])
+    return "bad_outcols" in op.tags and raised(l["result"], "NameError") \
+        and raised(b["result"], "ValueError")
+
+
+@_k("legacy-ctable-create-mode-a", "legacy bug: ctable(columns, rootdir=<new>, mode='a') "
+    "raised FileNotFoundError (carray() creates in mode 'a')")
+def _(op, l, b):
+    return op.kind.startswith("new.ctable") and op.mode == "a" and "mode=a" in op.tags \
+        and raised(l["result"], "FileNotFoundError") \
+        and (ok(b["result"]) or raised(b["result"], "ValueError"))
+
+@_k("legacy-fancy-setitem-range", "legacy bug: an out-of-range index in a fancy assignment "
+    "raised TypeError (object has no len()); bcolzx raises NumPy's IndexError")
+def _(op, l, b):
+    return op.kind == "carray.setitem" and "fancy" in op.tags and "out_of_range" in op.tags \
+        and raised(l["result"], "TypeError") and raised(b["result"], "IndexError")
+
+
+@_k("legacy-ctable-append-array", "legacy bug: ctable.append(<plain, unstructured ndarray>) "
+    "raised IndexError from inside (its dtype has no names); bcolzx raises TypeError")
+def _(op, l, b):
+    return op.kind.startswith("ctable.append") and raised(l["result"], "IndexError") \
+        and raised(b["result"], "TypeError")
+
+
+@_k("legacy-ndim-row-assign", "legacy bug: assigning whole rows of an N-D carray with "
+    "chunklen=1 corrupted the chunk (later reads: RuntimeError from Blosc)")
+def _(op, l, b):
+    return op.kind == "observe" and "after:carray.setitem" in op.tags and "ndim" in op.tags \
+        and raised(l["result"], "RuntimeError") and "Blosc" in l["result"][3] \
+        and ok(b["result"])
+
+
+@_k("legacy-partial-ctable-append", "legacy bug: a ctable.append that fails on a later column "
+    "(lengths differ) leaves the earlier columns appended, so the columns' lengths differ")
+def _(op, l, b):
+    lr, br = l["result"], b["result"]
+    return op.kind == "observe" and "after:ctable.append.bad_lengths" in op.tags \
+        and lr[0] == br[0] == "ctable" and len(set(lr[5])) > 1 and len(set(br[5])) == 1
+
+
+
+@_k("legacy-sum-unsigned", "legacy bug: sum() of uint8/uint16 carrays accumulated in the same "
+    "type (wrapping around); bcolzx follows NumPy (uint64), as legacy's docstring promised")
+def _(op, l, b):
+    lr, br = l["result"], b["result"]
+    return op.kind == "carray.sum" and lr[0] == br[0] == "np" \
+        and lr[2].dtype.kind == "u" and br[2].dtype == np.uint64 \
+        and lr[2] == br[2].astype(lr[2].dtype)
+
+
+@_k("legacy-sum-ndim-constant", "legacy bug: sum() of an N-D carray with constant chunks "
+    "(zeros, fill) returned an array of the row shape; bcolzx returns the scalar total")
+def _(op, l, b):
+    lr, br = l["result"], b["result"]
+    return op.kind == "carray.sum" and "ndim" in op.tags and lr[0] == "ndarray" \
+        and br[0] == "np" and lr[3].sum() == br[2]
+
+
+@_k("legacy-copy-dflt", "legacy bug: copy() (and so ctable(carrays, rootdir=...), "
+    "ctable.copy()) dropped the default value; bcolzx keeps dflt")
+def _(op, l, b):
+    if "copied" not in op.tags:
+        return False
+    lr, br = l["result"], b["result"]
+    if op.kind == "carray.prop.x.dflt":
+        return lr[0] == br[0] and lr[0] in ("np", "ndarray") and not lr[-1].any()
+    if op.kind != "observe" or lr[0] != br[0] or lr[0] not in ("carray", "ctable") \
+            or lr[3] != br[3]:
+        return False
+    rows = [i for i in range(lr[3]) if not _same_values(lr[4][i:i + 1], br[4][i:i + 1])]
+    zero = np.zeros(1, lr[4].dtype)
+    return all(_same_values(lr[4][i:i + 1], zero) for i in rows)  # legacy's rows are zeros
+
+
+@_k("legacy-fetchwhere-empty", "legacy bug: fetchwhere(out_flavor='numpy') with no matching "
+    "row raised StopIteration; bcolzx returns an empty array")
+def _(op, l, b):
+    return op.kind == "ctable.fetchwhere" and raised(l["result"], "StopIteration") \
+        and b["result"][0] == "ndarray" and len(b["result"][3]) == 0
+
+
+@_k("legacy-iterblocks-ndim-column", "legacy bug: iterblocks over a ctable with an N-D "
+    "column failed (could not broadcast)")
+def _(op, l, b):
+    return op.kind == "iterblocks" and "ndim_column" in op.tags \
+        and raised(l["result"], "ValueError") and "broadcast" in l["result"][3] \
+        and ok(b["result"])
+
+
+@_k("legacy-empty-fancy-ndim", "legacy bug: c[[]] on an N-D carray gave shape (0,); bcolzx "
+    "gives NumPy's (0, *rowshape)")
+def _(op, l, b):
+    lr, br = l["result"], b["result"]
+    return op.kind == "carray.getitem" and "ndim" in op.tags and "fancy" in op.tags \
+        and lr[0] == br[0] == "ndarray" and lr[3].shape == (0,) \
+        and br[3].shape[:1] == (0,) and br[3].ndim > 1
+
+
+@_k("legacy-expr-key-ndim", "legacy bug: an expression key giving N-D booleans raised "
+    "NumPy's TypeError from inside; bcolzx raises IndexError (not a row mask)")
+def _(op, l, b):
+    return op.kind in ("carray.getitem", "carray.setitem") and "expr" in op.tags \
+        and "ndim" in op.tags and raised(l["result"], "TypeError") \
+        and raised(b["result"], "IndexError")
+
+
+def known_difference(op: Op, lrep: dict, brep: dict) -> Known | None:
+    for known in KNOWN:
+        try:
+            if known.applies(op, lrep, brep):
+                return known
+        except (IndexError, KeyError, TypeError, ValueError):
+            continue
+    return None
+
+
+# -- witnesses: a program for every entry ------------------------------------------------------
+
+
+def W(line: str, kind: str, *tags: str, ref: str | None = None, rootdir: str | None = None,
+      mode: str | None = None, mutates: bool = False) -> Op:
+    """An op of a witness program (``name = expr`` binds `name`)."""
+    target, code = None, line
+    head, sep, rest = line.partition(" = ")
+    if sep and head.isidentifier():
+        target, code = head, rest
+    return Op(code, kind, frozenset(tags), target=target, ref=ref, rootdir=rootdir, mode=mode,
+              mutates=mutates)
+
+
+_C10 = "c0 = bcolz.arange(10, chunklen=3)"
+_T2 = "t0 = bcolz.ctable([np.arange(5), np.arange(5.0)], names=['a', 'b'], chunklen=2)"
+
+#: For each KNOWN id: setup lines (must agree), then the op that shows the difference.
+WITNESSES: dict[str, list] = {
+    "negative-step-getitem": [_C10, W("c0[8:1:-3]", "carray.getitem", "neg_step",
+                                      ref="np.asarray(c0[:])[8:1:-3]")],
+    "negative-step-setitem": [_C10, W("c0[::-2] = 0", "carray.setitem", "neg_step")],
+    "iter-nonpositive-step": [_C10, W("list(c0.iter(step=-1))", "carray.iter",
+                                      "iter_nonpositive_step")],
+    "unsupported-key": [_C10, W("c0[1.5]", "carray.getitem")],
+    "where-mask-length": [_C10, W("list(c0.where(np.ones(11, bool)))", "carray.where",
+                                  "mask_wrong_len")],
+    "where-ndim": ["c0 = bcolz.zeros((4, 2))",
+                   W("list(c0.where(np.ones(4, bool)))", "carray.where", "ndim")],
+    "fromiter-count": [W("c0 = bcolz.fromiter(iter(range(3)), dtype='i8', count=5)",
+                         "new.carray.fromiter", "fromiter", "fromiter_short", "count=5")],
+    "arange-steps": [W("c0 = bcolz.arange(10, 0, -2)", "new.carray.arange",
+                       "arange_negative_or_fractional_step",
+                       ref="np.array_equal(np.asarray(c0[:]), np.arange(10, 0, -2))")],
+    "size-type": [_C10, W("c0.size", "carray.prop.x.size")],
+    "unknown-name": [_C10, W("bcolz.eval('nosuchname + c0')", "eval", "unknown_name")],
+    "append-unconvertible": [_C10, W("c0.append(['x'])", "carray.append")],
+    "delcol": [_T2, W("t0.delcol('nosuchcol')", "ctable.delcol.unknown")],
+    "ctable-duplicate-names": [W("bcolz.ctable([np.arange(3), np.arange(3)], names=['a', 'a'])",
+                                 "new.ctable.bad_names", "duplicate_names")],
+    "ctable-append-extra-column": [_T2, W("t0.append([np.arange(2), np.arange(2.0), "
+                                          "np.arange(2)])", "ctable.append.extra_col")],
+    "ctable-new-mode": ["t0 = bcolz.ctable([np.arange(3)], names=['a'], rootdir='d0')",
+                        W("t0.mode", "ctable.prop.x.mode")],
+    "ctable-array": [_T2, W("np.asarray(t0)", "ctable.prop.np.asarray(x)")],
+    "nrow-outcols": [_T2, W("list(t0.whereblocks('a > 0', outcols=['nrow__', 'a']))",
+                            "ctable.whereblocks", "nrow")],
+    "attrs-in": [_C10, "c0.attrs['k'] = 1", W("'k' in c0.attrs", "attrs.in")],
+    "attrs-json-form": [_C10, W("c0.attrs['k'] = (1, 2)", "attrs.set",
+                                ref="[[k, v] for k, v in sorted(c0.attrs.getall().items())]")],
+    "attrs-not-json": [_C10, W("c0.attrs['k'] = b'raw'", "attrs.set", "attrs_not_json")],
+    "object-dtype": [W("c0 = bcolz.carray([np.datetime64('2000-01-01'), 0])",
+                       "new.carray.list")],
+    "ctable-existing-rootdir": ["c0 = bcolz.carray(np.arange(3), rootdir='d0')",
+                                "c0.flush(); del c0",
+                                W("t0 = bcolz.ctable([np.arange(3)], names=['a'], rootdir='d0')",
+                                  "new.ctable.arrays", "existing_rootdir", rootdir="d0")],
+    "ctable-names-string": [W("t0 = bcolz.ctable([np.arange(3)], names='a')",
+                              "new.ctable.bad_names", "names_string")],
+    "record-dtype": [_T2, W("t0['a > 2']", "ctable.getitem.expr")],
+    "vm-python": ["c0 = bcolz.carray(np.arange(5, dtype='uint8'))",
+                  W("bcolz.eval('-c0', vm='python')", "eval", "vm_python",
+                    ref="bcolz.eval('-c0')")],
+    "legacy-below-range-index": [_C10, W("c0[-11]", "carray.getitem", "below_range")],
+    "legacy-empty-conversion": [W("c0 = bcolz.carray(np.zeros(0, bool), dtype='int8')",
+                                  "new.carray.carray", "dtype_conversion")],
+    "legacy-eval-empty": ["c0 = bcolz.carray([], dtype='i8')",
+                          W("bcolz.eval('c0 + 1')", "eval")],
+    "legacy-unicode-empty-chunk": [W("c0 = bcolz.carray(np.array(['ab', ''], dtype='U4'), "
+                                     "chunklen=1)", "new.carray.carray")],
+    "legacy-full-struct-assign": [
+        "t0 = bcolz.ctable([np.zeros(30, 'i4'), np.zeros(30)], names=['a', 'c'], chunklen=4)",
+        "t0[:] = np.array([(i, -i) for i in range(30)], dtype=[('a', 'i4'), ('c', 'f8')])",
+        W("t0", "observe", "after:ctable.setitem.slice", "full_range_array")],
+    "legacy-reshape-strings": ["c0 = bcolz.carray(np.array(['ab', 'c'], dtype='U4'))",
+                               W("c0.reshape((2, 1))", "carray.reshape")],
+    "legacy-datetime-days-on-disk": [W("c0 = bcolz.zeros(3, dtype='datetime64[D]', "
+                                       "rootdir='d0')", "new.carray.zeros", rootdir="d0")],
+    "legacy-index-array-dtype": [_C10, W("c0[np.array([1, 2], dtype='int32')]",
+                                         "carray.getitem", "int32_array")],
+    "legacy-bool-list-key": ["c0 = bcolz.arange(3)",
+                             W("c0[[True, False, True]]", "carray.getitem", "bool_list",
+                               ref="np.asarray(c0[:])[np.asarray([True, False, True])]")],
+    "legacy-too-many-indices": [_C10, W("c0[1, 2]", "carray.getitem", "too_many_indices")],
+    "legacy-fetchwhere-outcols": [_T2, W("t0.fetchwhere('a > 0', outcols='a')",
+                                         "ctable.fetchwhere", "outcols_string")],
+    "legacy-ctable-create-mode-a": [W("t0 = bcolz.ctable([np.arange(3)], names=['a'], "
+                                      "rootdir='d0', mode='a')", "new.ctable.arrays", "mode=a",
+                                      rootdir="d0", mode="a")],
+    "legacy-fancy-setitem-range": ["c0 = bcolz.carray([1])",
+                                   W("c0[[-2, -1]] = np.arange(2)", "carray.setitem", "fancy",
+                                     "out_of_range")],
+    "legacy-ctable-append-array": [_T2, W("t0.append(np.arange(3.0))",
+                                          "ctable.append.structured")],
+    "legacy-ndim-row-assign": ["c0 = bcolz.carray(np.zeros((6, 2)), chunklen=1)",
+                               "c0[3] = 200",
+                               W("c0", "observe", "after:carray.setitem", "ndim")],
+    "legacy-partial-ctable-append": [_T2, "t0.append([np.arange(2), np.arange(3.0)])",
+                                     W("t0", "observe", "after:ctable.append.bad_lengths")],
+    "legacy-sum-unsigned": ["c0 = bcolz.carray(np.full(300, 200, dtype='uint8'))",
+                            W("c0.sum()", "carray.sum")],
+    "legacy-sum-ndim-constant": ["c0 = bcolz.zeros((41, 3, 2), dtype='int32', chunklen=16)",
+                                 W("c0.sum()", "carray.sum", "ndim")],
+    "legacy-copy-dflt": ["c0 = bcolz.carray(np.arange(3, dtype='uint8'), dflt=3)",
+                         "c1 = c0.copy()", W("c1.dflt", "carray.prop.x.dflt", "copied")],
+    "legacy-fetchwhere-empty": [_T2, W("t0.fetchwhere('a > 100', out_flavor='numpy')",
+                                       "ctable.fetchwhere")],
+    "legacy-iterblocks-ndim-column": ["c0 = bcolz.zeros((4, 3, 2), dtype='i4')",
+                                      "t0 = bcolz.ctable([c0], names=['a'])",
+                                      W("list(bcolz.iterblocks(t0, blen=1))", "iterblocks",
+                                        "ndim_column")],
+    "legacy-empty-fancy-ndim": ["c0 = bcolz.zeros((4, 2))",
+                                W("c0[[]]", "carray.getitem", "ndim", "fancy")],
+    "legacy-expr-key-ndim": ["c0 = bcolz.ones((4, 2))",
+                             W("c0['c0 > 0'] = 1", "carray.setitem", "expr", "ndim")],
+}
