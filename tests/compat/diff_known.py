@@ -210,7 +210,7 @@ def _without_unicode_garbage(result, changed: list | None = None):
             for name in arr.dtype.names:
                 arr[name] = fix(arr[name])
             return arr
-        if arr.dtype.kind != "U" or arr.dtype.itemsize == 0:
+        if arr.dtype.kind != "U" or arr.dtype.itemsize == 0 or arr.size == 0:
             return arr
         # On the code points: garbage may hold values no Python str can.
         codes = np.ascontiguousarray(arr).view(np.uint32).reshape(arr.shape + (-1,)).copy()
@@ -355,6 +355,13 @@ def _(op, l, b):
     return op.kind == "carray.getitem" and "mask" in op.tags and _follows_numpy(b)
 
 
+@_k("where-ndim-column", "migration.md §2 carray.where (N-D carrays): a row mask on a ctable "
+    "with an N-D column works (legacy NotImplementedError)")
+def _(op, l, b):
+    return op.kind == "ctable.getitem.mask" and "ndim_column" in op.tags \
+        and raised(l["result"], "NotImplementedError") and _follows_numpy(b)
+
+
 @_k("fromiter-count", "migration.md §2 fromiter, §3: reads exactly `count` items; fewer raise "
     "ValueError (legacy accepted fewer, and read past `count`)")
 def _(op, l, b):
@@ -469,6 +476,13 @@ def _(op, l, b):
         and raised(l["result"], "ValueError") and raised(b["result"], "FileExistsError")
 
 
+@_k("ctable-open-missing-r", "migration.md §4: ctable(rootdir=<missing>, mode='r') raises "
+    "FileNotFoundError (legacy KeyError)")
+def _(op, l, b):
+    return op.kind == "reopen.missing.ctable" and "mode=r" in op.tags \
+        and raised(l["result"], "KeyError") and raised(b["result"], "FileNotFoundError")
+
+
 @_k("ctable-names-string", "migration.md §2 ctable(): names may be a string, taken as one name "
     "(legacy refused strings)")
 def _(op, l, b):
@@ -525,7 +539,7 @@ def _(op, l, b):
     "queries on empty containers) raised UnboundLocalError")
 def _(op, l, b):
     return raised(l["result"], "UnboundLocalError") \
-        and (ok(b["result"]) or "bad_outcols" in op.tags and raised(b["result"], "ValueError"))
+        and (ok(b["result"]) or raised(b["result"], "ValueError", "IndexError"))
 
 
 @_k("legacy-unicode-empty-chunk", "legacy bug: a chunk of a U carray holding only '' reads "
@@ -548,10 +562,11 @@ def _(op, l, b):
 
 
 @_k("legacy-datetime-days-on-disk", "legacy bug: a persistent carray or ctable of "
-    "datetime64[D] with a default value (zeros, ones, fill, ctable columns) could not be created "
-    "(TypeError: date is not JSON serializable)")
+    "datetime64[D] with a default value (zeros, ones, fill, ctable columns, addcol) could not be "
+    "created (TypeError: date is not JSON serializable)")
 def _(op, l, b):
-    return op.kind.startswith("new.") and op.rootdir is not None \
+    return (op.kind.startswith("new.") and op.rootdir is not None
+            or op.kind == "ctable.addcol" and "persistent" in op.tags) \
         and raised(l["result"], "TypeError") and "type date is not JSON" in l["result"][3] \
         and (ok(b["result"]) or raised(b["result"], "ValueError"))
 
@@ -560,7 +575,7 @@ def _(op, l, b):
     "(int32, uint8) raised IndexError")
 def _(op, l, b):
     return ({"int32_array", "uint8_array"} & op.tags) and raised(l["result"], "IndexError") \
-        and ok(b["result"])
+        and (ok(b["result"]) or raised(b["result"], "ValueError"))  # then: a value's length
 
 
 @_k("legacy-bool-list-key", "legacy bug: a list of bools as key was read as indices 0 and 1 "
@@ -632,21 +647,13 @@ def _(op, l, b):
 
 
 
-@_k("legacy-sum-unsigned", "legacy bug: sum() of uint8/uint16 carrays accumulated in the same "
-    "type (wrapping around); bcolzx follows NumPy (uint64), as legacy's docstring promised")
+@_k("legacy-sum", "legacy bug: sum() strayed from NumPy's sum of the elements, which its "
+    "docstring promised: uint8/uint16 accumulated in their own type (wrapping around), "
+    "sum(dtype=...) came back in another type when chunks were constant, N-D carrays with "
+    "constant chunks gave an array of the row shape, and U/datetime carrays gave a value "
+    "(NumPy: TypeError); bcolzx gives NumPy's sum of c[:]")
 def _(op, l, b):
-    lr, br = l["result"], b["result"]
-    return op.kind == "carray.sum" and lr[0] == br[0] == "np" \
-        and lr[2].dtype.kind == "u" and br[2].dtype == np.uint64 \
-        and lr[2] == br[2].astype(lr[2].dtype)
-
-
-@_k("legacy-sum-ndim-constant", "legacy bug: sum() of an N-D carray with constant chunks "
-    "(zeros, fill) returned an array of the row shape; bcolzx returns the scalar total")
-def _(op, l, b):
-    lr, br = l["result"], b["result"]
-    return op.kind == "carray.sum" and "ndim" in op.tags and lr[0] == "ndarray" \
-        and br[0] == "np" and lr[3].sum() == br[2]
+    return op.kind == "carray.sum" and _follows_numpy(b)
 
 
 @_k("legacy-copy-dflt", "legacy bug: copy() (and so ctable(carrays, rootdir=...), "
@@ -707,6 +714,23 @@ def known_difference(op: Op, lrep: dict, brep: dict) -> Known | None:
     return None
 
 
+@_k("legacy-reshape-on-disk", "legacy bug: reshape() of a persistent carray moved the new "
+    "array into the same rootdir, so the original then failed (chunkfile not found); bcolzx's "
+    "reshape gives a new in-memory carray and leaves the original alone")
+def _(op, l, b):
+    return "reshaped" in op.tags and raised(l["result"], "ValueError", "FileNotFoundError") \
+        and ("not found" in l["result"][3] or "No such file" in l["result"][3]) \
+        and (ok(b["result"]) or not raised(b["result"], "ValueError", "FileNotFoundError"))
+
+
+@_k("legacy-partial-fancy-assign", "legacy bug: a fancy assignment with an out-of-range index "
+    "raised IndexError after assigning the indices before it; bcolzx checks first")
+def _(op, l, b):
+    return op.kind == "observe" and "after:carray.setitem" in op.tags \
+        and ("out_of_range" in op.tags or "odd=[True, 2]" in op.tags) \
+        and ok(l["result"]) and ok(b["result"])
+
+
 # -- witnesses: a program for every entry ------------------------------------------------------
 
 
@@ -764,6 +788,8 @@ WITNESSES: dict[str, list] = {
                                 "c0.flush(); del c0",
                                 W("t0 = bcolz.ctable([np.arange(3)], names=['a'], rootdir='d0')",
                                   "new.ctable.arrays", "existing_rootdir", rootdir="d0")],
+    "ctable-open-missing-r": [W("t0 = bcolz.ctable(rootdir='nosuchdir', mode='r')",
+                                "reopen.missing.ctable", "mode=r")],
     "ctable-names-string": [W("t0 = bcolz.ctable([np.arange(3)], names='a')",
                               "new.ctable.bad_names", "names_string")],
     "record-dtype": [_T2, W("t0['a > 2']", "ctable.getitem.expr")],
@@ -806,10 +832,8 @@ WITNESSES: dict[str, list] = {
                                W("c0", "observe", "after:carray.setitem", "ndim")],
     "legacy-partial-ctable-append": [_T2, "t0.append([np.arange(2), np.arange(3.0)])",
                                      W("t0", "observe", "after:ctable.append.bad_lengths")],
-    "legacy-sum-unsigned": ["c0 = bcolz.carray(np.full(300, 200, dtype='uint8'))",
-                            W("c0.sum()", "carray.sum")],
-    "legacy-sum-ndim-constant": ["c0 = bcolz.zeros((41, 3, 2), dtype='int32', chunklen=16)",
-                                 W("c0.sum()", "carray.sum", "ndim")],
+    "legacy-sum": ["c0 = bcolz.carray(np.full(300, 200, dtype='uint8'))",
+                   W("c0.sum()", "carray.sum", ref="np.asarray(c0[:]).sum()")],
     "legacy-copy-dflt": ["c0 = bcolz.carray(np.arange(3, dtype='uint8'), dflt=3)",
                          "c1 = c0.copy()", W("c1.dflt", "carray.prop.x.dflt", "copied")],
     "legacy-fetchwhere-empty": [_T2, W("t0.fetchwhere('a > 100', out_flavor='numpy')",
@@ -822,4 +846,15 @@ WITNESSES: dict[str, list] = {
                                 W("c0[[]]", "carray.getitem", "ndim", "fancy")],
     "legacy-expr-key-ndim": ["c0 = bcolz.ones((4, 2))",
                              W("c0['c0 > 0'] = 1", "carray.setitem", "expr", "ndim")],
+    "where-ndim-column": ["c0 = bcolz.zeros((4, 2))", "t0 = bcolz.ctable([c0], names=['a'])",
+                          W("t0[np.ones(4, bool)]", "ctable.getitem.mask", "ndim_column",
+                            ref="np.asarray(t0[:])[np.asarray(np.ones(4, bool))]")],
+    "legacy-reshape-on-disk": ["c0 = bcolz.carray(np.arange(6), chunklen=1, rootdir='d0')",
+                               W("c0.reshape((3, 2))", "carray.reshape", "persistent"),
+                               W("c0[:]", "carray.getitem", "reshaped", "persistent")],
+    "legacy-partial-fancy-assign": ["c0 = bcolz.carray(np.zeros((2, 3)), chunklen=2)",
+                                    W("c0[[1, 2]] = -2.25", "carray.setitem", "fancy",
+                                      "out_of_range"),
+                                    W("c0", "observe", "after:carray.setitem", "fancy",
+                                      "out_of_range")],
 }

@@ -80,7 +80,9 @@ class Obj:
     rootdir: str | None = None
     mode: str = "a"
     chunklen: int | None = None  # when given explicitly
-    copied: bool = False         # made by copying another container (legacy dropped dflt)
+    #: what legacy did to it that bcolzx does not: 'copied' (legacy dropped dflt),
+    #: 'reshaped' (legacy's reshape of a persistent carray took over its directory)
+    flags: frozenset = frozenset()
 
     @property
     def names(self) -> list[str]:
@@ -122,8 +124,11 @@ class Model:
         if op.rootdir is not None and op.rootdir == self.new_dir():
             self.next_dir += 1
         if op.closes and op.obj is not None:
-            self.forget(op.obj, clean=ok)
+            self.forget(op.obj, clean=ok and "reshaped" not in self.objs[op.obj].flags)
             return
+        if op.kind == "carray.reshape" and op.obj in self.objs and \
+                self.objs[op.obj].rootdir is not None:
+            self.objs[op.obj].flags |= {"reshaped"}
         if op.target is not None:
             if not ok or result[0] not in ("carray", "ctable"):
                 if op.rootdir is not None and self.rootdirs.get(op.rootdir) != "live":
@@ -134,9 +139,10 @@ class Model:
             obj.rootdir = op.rootdir
             obj.mode = op.mode or "a"
             obj.chunklen = _explicit_chunklen(op)
-            obj.copied = bool({"copy", "carrays"} & op.tags) or op.rootdir in self.copied_dirs
-            if obj.copied and op.rootdir is not None:
-                self.copied_dirs.add(op.rootdir)
+            if {"copy", "carrays"} & op.tags or op.rootdir in self.copied_dirs:
+                obj.flags = frozenset({"copied"})
+                if op.rootdir is not None:
+                    self.copied_dirs.add(op.rootdir)
             self.objs[op.target] = obj
             if op.rootdir is not None:
                 self.rootdirs[op.rootdir] = "live"
@@ -146,7 +152,7 @@ class Model:
             old = self.objs[op.obj]
             new = obj_from_snapshot(result)
             new.rootdir, new.mode, new.chunklen = old.rootdir, old.mode, old.chunklen
-            new.copied = old.copied
+            new.flags = old.flags
             self.objs[op.obj] = new
 
 
@@ -173,7 +179,14 @@ def dt_code(dtype) -> str:
     """A short literal for `dtype` in generated code."""
     dtype = np.dtype(dtype)
     if dtype.names:
-        return repr([(n, dt_code(dtype.fields[n][0]).strip("'")) for n in dtype.names])
+        fields = []
+        for n in dtype.names:
+            field_dtype = dtype.fields[n][0]
+            base = dt_code(field_dtype.base).strip("'")
+            fields.append((n, base, field_dtype.shape) if field_dtype.shape else (n, base))
+        return repr(fields)
+    if dtype.shape:
+        return f"({dt_code(dtype.base)}, {dtype.shape!r})"
     if dtype.kind == "S":
         return f"'S{dtype.itemsize}'"
     if dtype.kind == "U":
@@ -200,7 +213,7 @@ _SCALARS = {
 @st.composite
 def scalar_code(draw, dtype) -> str:
     """A literal suited to `dtype` (sometimes one needing conversion)."""
-    kind = np.dtype(dtype).kind
+    kind = np.dtype(dtype).base.kind
     return draw(st.sampled_from(_SCALARS[kind]))
 
 
@@ -321,7 +334,7 @@ def int_list_code(draw, n: int) -> tuple[str, set, int]:
 
 
 def _expr_templates(dtype) -> list[str]:
-    kind = np.dtype(dtype).kind
+    kind = np.dtype(dtype).base.kind
     if kind == "b":
         return ["{x}", "~{x}", "{x} & {y}", "{x} | ({y} == {y})"]
     if kind in "iuf":
@@ -520,6 +533,12 @@ def new_ctable(draw, model: Model, name: str) -> Op:
 
 @st.composite
 def reopen(draw, model: Model, name: str) -> Op:
+    if not model.free_dirs() or draw(st.integers(0, 9)) == 0:  # a directory that is not there
+        mode = draw(st.sampled_from(["a", "r", None]))
+        how = draw(st.sampled_from(["open", "carray", "ctable"]))
+        mode_code = "" if mode is None else f", mode={mode!r}"
+        code = f"bcolz.{how}({'' if how == 'open' else 'rootdir='}'nosuchdir'{mode_code})"
+        return Op(code, f"reopen.missing.{how}", frozenset({f"mode={mode}"}), target=name)
     rootdir = draw(st.sampled_from(model.free_dirs()))
     mode = draw(st.sampled_from(["a", "a", "r", "r", "w", None]))
     how = draw(st.sampled_from(["open", "open", "open", "carray", "ctable"]))
@@ -535,6 +554,15 @@ def reopen(draw, model: Model, name: str) -> Op:
 # -- operations on a carray ----------------------------------------------------------------
 
 
+def _object_tags(o: Obj) -> set:
+    tags = set(o.flags)
+    if o.rootdir is not None:
+        tags.add("persistent")
+    if o.chunklen is not None:
+        tags.add(f"chunklen={o.chunklen}")
+    return tags
+
+
 @st.composite
 def carray_op(draw, model: Model, name: str) -> Op:
     o = model.objs[name]
@@ -548,8 +576,7 @@ def carray_op(draw, model: Model, name: str) -> Op:
         tags.add("ndim")
     if o.mode == "r":
         tags.add("mode_r")
-    if o.copied:
-        tags.add("copied")
+    tags |= _object_tags(o)
     if what == "getitem":
         key, ktags, ref = draw(carray_key(model, name))
         return Op(f"{name}[{key}]", "carray.getitem", frozenset(tags | ktags), obj=name,
@@ -628,8 +655,9 @@ def carray_op(draw, model: Model, name: str) -> Op:
                   frozenset(tags), obj=name)
     if what == "sum":
         dt = draw(st.sampled_from([None, "float64", "int64", "int8", "bool"]))
-        return Op(f"{name}.sum({'' if dt is None else 'dtype=' + dt_code(dt)})", "carray.sum",
-                  frozenset(tags), obj=name)
+        arg = "" if dt is None else "dtype=" + dt_code(dt)
+        return Op(f"{name}.sum({arg})", "carray.sum", frozenset(tags), obj=name,
+                  ref=f"np.asarray({name}[:]).sum({arg})")
     if what == "attrs":
         return draw(attrs_op(name, tags, "carray"))
     if what == "props":
@@ -816,8 +844,7 @@ def ctable_op(draw, model: Model, name: str) -> Op:
     tags: set = set()
     if o.mode == "r":
         tags.add("mode_r")
-    if o.copied:
-        tags.add("copied")
+    tags |= _object_tags(o)
     if any(o.dtype.fields[nm][0].shape for nm in names):
         tags.add("ndim_column")
     what = draw(st.sampled_from(
@@ -1036,8 +1063,7 @@ def step(draw, model: Model) -> Op:
     choices = ["new_carray"] * (3 if len(carrays) < 2 else 1) + \
         ["new_ctable"] * (2 if not ctables else 1)
     choices += ["carray"] * (6 * len(carrays)) + ["ctable"] * (6 * len(ctables))
-    if model.free_dirs():
-        choices += ["reopen"] * 2
+    choices += ["reopen"] * (2 if model.free_dirs() else 1)
     kind = draw(st.sampled_from(choices))
     if kind == "new_carray":
         return draw(new_carray(model, draw(st.sampled_from(CARRAY_NAMES))))

@@ -14,8 +14,8 @@ followed by a pickle.  The first message is the worker's greeting (what
   evaluate `code` in the worker's namespace (an expression; a statement if it
   does not compile as one), bind the value to `target` if given, and reply
   ``{'result': <normalized>, 'ref': <normalized or None>}``; `ref`, when
-  given, is a second expression evaluated after the first (an oracle such as
-  ``np.asarray(c0)[::-1]``).
+  given, is a second expression evaluated after the first, even if that
+  one raised (an oracle such as ``np.asarray(c0[:])[::-1]``).
 * ``{'cmd': 'reset'}``: forget every name and empty the working directory.
 * ``{'cmd': 'exit'}``.
 
@@ -234,14 +234,15 @@ def _run(request, ns, bcolz):
     try:
         value = _evaluate(code, ns)
     except Exception as exc:  # noqa: BLE001 - every failure is a result
-        return {"result": _raised(exc), "ref": None}
-    if target:
-        ns[target] = value
-    try:
-        result = normalize(value, bcolz)
-    except Exception as exc:  # noqa: BLE001
-        result = _raised(exc, "normalize")
-    del value
+        result = _raised(exc)
+    else:
+        if target:
+            ns[target] = value
+        try:
+            result = normalize(value, bcolz)
+        except Exception as exc:  # noqa: BLE001
+            result = _raised(exc, "normalize")
+        del value
     ref_result = None
     if ref:
         try:

@@ -495,10 +495,18 @@ FINDINGS: dict[str, list] = {
     "A15-query-ndim-column": [
         "c0 = bcolz.zeros((4, 2), dtype='uint8')", "t0 = bcolz.ctable([c0], names=['a'])",
         "t0['a == a']", "list(t0.where('a == a', outcols=['nrow__', 'a']))"],
+    "A16-ctable-open-missing-default-mode": ["t0 = bcolz.ctable(rootdir='nosuchdir')"],
+    "A17-uint8-index-array-overflow": [
+        "c0 = bcolz.carray(np.zeros(300, 'i4'))",
+        W("c0[np.array([8], dtype='uint8')]", "carray.getitem", "uint8_array"),
+        W("c0[np.array([8], dtype='uint8')] = 5", "carray.setitem", "uint8_array")],
+    "A18-use-after-purge": [
+        "c0 = bcolz.carray(np.arange(10), rootdir='d0')", "c0.purge()", "c0.append(5)",
+        "len(c0)"],
 }
 
 
-@pytest.mark.parametrize("finding", sorted(FINDINGS))
+@pytest.mark.parametrize("finding", sorted(FINDINGS, key=lambda f: int(f[1:].split("-")[0])))
 def test_finding_runs_the_same(workers, finding):
     for op, lrep, brep in _replay(workers, FINDINGS[finding]):
         found = reply_differences(lrep, brep)
