@@ -33,10 +33,14 @@ def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _show(value) -> str:
-    if isinstance(value, np.ndarray):
-        return np.array2string(value, threshold=12, edgeitems=4, max_line_width=200) + \
-            f" (dtype {value.dtype}, shape {value.shape})"
-    text = repr(value)
+    try:
+        if isinstance(value, np.ndarray):
+            return np.array2string(value, threshold=12, edgeitems=4, max_line_width=200) + \
+                f" (dtype {value.dtype}, shape {value.shape})"
+        text = repr(value)
+    except (ValueError, SystemError):  # U data with code points no str can (legacy garbage)
+        raw = value.tobytes() if isinstance(value, np.ndarray) else str(value).encode()
+        return f"<unprintable: {raw[:60]!r}...>"
     return text if len(text) < 300 else text[:300] + "..."
 
 
@@ -199,8 +203,21 @@ def _walk(value, on_array, on_str=lambda s: s):
     return value
 
 
+#: Code points our programs never put in strings (diff_worker.data, diff_ops scalars) but
+#: uninitialised memory read as UCS4 is full of: beyond Latin Extended-A.
+_FOREIGN_CODE_POINT = 0x24F
+
+
+def _garbage_codes(codes: np.ndarray) -> np.ndarray:
+    """Which UCS4 strings (last axis: code units) are legacy's garbage, not our data."""
+    nonzero = codes != 0
+    # an embedded NUL (a zero followed by a non-zero unit), or a foreign code point
+    embedded_nul = (~nonzero[..., :-1] & nonzero[..., 1:]).any(axis=-1)
+    return embedded_nul | (codes > _FOREIGN_CODE_POINT).any(axis=-1)
+
+
 def _without_unicode_garbage(result, changed: list | None = None):
-    """`result` with every U string legacy read back as garbage ('\\x00...') made ''.
+    """`result` with every U string legacy read back as garbage made ''.
 
     Appends True to `changed` (if given) when something was repaired.
     """
@@ -214,7 +231,7 @@ def _without_unicode_garbage(result, changed: list | None = None):
             return arr
         # On the code points: garbage may hold values no Python str can.
         codes = np.ascontiguousarray(arr).view(np.uint32).reshape(arr.shape + (-1,)).copy()
-        garbage = (codes[..., 0] == 0) & codes.any(axis=-1)
+        garbage = _garbage_codes(codes)
         if garbage.any():
             if changed is not None:
                 changed.append(True)
@@ -222,9 +239,15 @@ def _without_unicode_garbage(result, changed: list | None = None):
         return codes.view(arr.dtype).reshape(arr.shape)
 
     def fix_str(text):
-        if text.startswith("\x00") and changed is not None:
-            changed.append(True)
-        return "" if text.startswith("\x00") else text
+        try:
+            codes = np.array([ord(c) for c in text], dtype=np.uint32)
+        except (SystemError, ValueError):  # a str object legacy built from invalid UCS4
+            codes = np.array([0, _FOREIGN_CODE_POINT + 1], dtype=np.uint32)
+        if codes.size and _garbage_codes(codes):
+            if changed is not None:
+                changed.append(True)
+            return ""
+        return text
     return _walk(result, fix, fix_str)
 
 
@@ -543,7 +566,7 @@ def _(op, l, b):
 
 
 @_k("legacy-unicode-empty-chunk", "legacy bug: a chunk of a U carray holding only '' reads "
-    "back as garbage ('\\x00...'); bcolzx gives ''")
+    "back as garbage (uninitialised memory, e.g. '\\x00\u7f8d...'); bcolzx gives ''")
 def _(op, l, b):
     return _agree_after(_without_unicode_garbage, l, b)
 
@@ -731,6 +754,15 @@ def _(op, l, b):
         and ok(l["result"]) and ok(b["result"])
 
 
+@_k("legacy-flush-mode-r", "legacy bug: flush() of a persistent carray (or ctable) opened in "
+    "mode 'r' whose last chunk is partial raised IOError (it rewrote that chunk); bcolzx's "
+    "flush has nothing to write")
+def _(op, l, b):
+    return op.kind in ("carray.flush", "ctable.flush", "close") and "mode_r" in op.tags \
+        and raised(l["result"], "OSError") and "cannot modify" in l["result"][3] \
+        and ok(b["result"])
+
+
 # -- witnesses: a program for every entry ------------------------------------------------------
 
 
@@ -857,4 +889,7 @@ WITNESSES: dict[str, list] = {
                                       "out_of_range"),
                                     W("c0", "observe", "after:carray.setitem", "fancy",
                                       "out_of_range")],
+    "legacy-flush-mode-r": ["c0 = bcolz.carray(np.arange(6), chunklen=4, rootdir='d0')",
+                            "c0.flush(); del c0", "c0 = bcolz.open('d0', mode='r')",
+                            W("c0.flush()", "carray.flush", "mode_r")],
 }

@@ -197,7 +197,12 @@ class Worker:
     def _receive(self, timeout: float) -> dict:
         deadline = time.monotonic() + timeout
         (size,) = struct.unpack("<Q", self._read_exact(8, deadline))
-        return pickle.loads(self._read_exact(size, deadline))
+        payload = self._read_exact(size, deadline)
+        try:
+            return pickle.loads(payload)
+        except Exception as exc:  # noqa: BLE001 - a reply that cannot be read is a failure
+            raise WorkerFailure(f"{self.role} worker sent a reply that cannot be read: "
+                                f"{type(exc).__name__}: {exc}") from exc
 
     def receive(self) -> dict:
         return self._receive(OP_TIMEOUT)
@@ -240,6 +245,8 @@ class Pair:
         replies = []
         if not failures:
             for worker in (self.legacy, self.bcolzx):
+                # Read both replies whatever happens to the first: a reply left unread would
+                # answer the next request (worker failures restart both workers below).
                 try:
                     replies.append(worker.receive())
                 except WorkerFailure as exc:
@@ -367,7 +374,7 @@ class Session:
     def _drop(self, op: Op) -> None:
         """Forget the objects an accepted difference may have made unequal, in both workers."""
         names = {n for n in (op.target, op.obj) if n is not None}
-        if op.kind == "observe" or op.mutates or op.target:
+        if op.kind == "observe" or op.mutates or op.target or op.closes:
             for name in names:
                 obj = self.model.objs.get(name)
                 if obj is not None and obj.rootdir is not None:
