@@ -200,7 +200,7 @@ class Worker:
         payload = self._read_exact(size, deadline)
         try:
             return pickle.loads(payload)
-        except Exception as exc:  # noqa: BLE001 - a reply that cannot be read is a failure
+        except Exception as exc:  # a reply that cannot be read is a failure
             raise WorkerFailure(f"{self.role} worker sent a reply that cannot be read: "
                                 f"{type(exc).__name__}: {exc}") from exc
 
