@@ -763,6 +763,15 @@ def _(op, l, b):
         and ok(b["result"])
 
 
+@_k("legacy-attrs-failed-write", "legacy bug: an attribute value that cannot be written "
+    "(TypeError, not JSON) stayed in memory all the same; bcolzx keeps the attributes as they "
+    "were")
+def _(op, l, b):
+    return op.kind == "attrs.set" and "persistent" in op.tags \
+        and raised(l["result"], "TypeError") and raised(b["result"], "TypeError") \
+        and l["ref"] is not None and differences(l["ref"], b["ref"]) is not None
+
+
 # -- witnesses: a program for every entry ------------------------------------------------------
 
 
@@ -892,4 +901,8 @@ WITNESSES: dict[str, list] = {
     "legacy-flush-mode-r": ["c0 = bcolz.carray(np.arange(6), chunklen=4, rootdir='d0')",
                             "c0.flush(); del c0", "c0 = bcolz.open('d0', mode='r')",
                             W("c0.flush()", "carray.flush", "mode_r")],
+    "legacy-attrs-failed-write": [
+        "c0 = bcolz.carray(np.arange(3), rootdir='d0')",
+        W("c0.attrs['k'] = b'raw'", "attrs.set", "persistent",
+          ref="[[k, v] for k, v in sorted(c0.attrs.getall().items())]")],
 }

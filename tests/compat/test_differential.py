@@ -92,7 +92,7 @@ WORKER = HERE / "diff_worker.py"
 #: Seconds a worker may take for one op (also for its start).
 OP_TIMEOUT = 30.0
 
-EXAMPLES = int(os.environ.get("BCOLZX_DIFF_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("BCOLZX_DIFF_EXAMPLES", "60"))
 STEPS = int(os.environ.get("BCOLZX_DIFF_STEPS", "25"))
 SEED = os.environ.get("BCOLZX_DIFF_SEED")
 COLLECT = os.environ.get("BCOLZX_DIFF_COLLECT")
@@ -446,10 +446,19 @@ def test_every_known_difference_has_a_witness():
     assert sorted(WITNESSES) == sorted(k.id for k in KNOWN)
 
 
+#: Witnesses after which legacy's heap may be corrupted: its worker is restarted.
+CORRUPTS_LEGACY = {"legacy-ndim-row-assign", "legacy-unicode-empty-chunk",
+                   "legacy-full-struct-assign"}
+
+
 @pytest.mark.parametrize("known", KNOWN, ids=lambda k: k.id)
 def test_known_difference_is_real_and_accepted(workers, known):
     """Each table entry matches what the two libraries really do on its witness program."""
-    steps = _replay(workers, WITNESSES[known.id])
+    try:
+        steps = _replay(workers, WITNESSES[known.id])
+    finally:
+        if known.id in CORRUPTS_LEGACY:
+            workers.legacy.restart()
     for op, lrep, brep in steps[:-1]:
         assert reply_differences(lrep, brep) is None, f"setup line {op.line!r} differs"
     op, lrep, brep = steps[-1]
