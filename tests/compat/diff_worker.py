@@ -139,7 +139,13 @@ def normalize(value, bcolz, depth=0):
         return ("ctable", list(value.names), str(value.dtype), len(value),
                 _plain_array(np.asarray(contents))[2],
                 [len(value.cols[name]) for name in value.names])
-    if isinstance(value, (bool, int, float, complex, str, bytes)):
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # a str legacy built from garbage: not even picklable
+            value = "\x00\U0010ffff (a str that cannot be encoded)"
+        return ("py", "str", value)
+    if isinstance(value, (bool, int, float, complex, bytes)):
         return ("py", type(value).__name__, value)
     if isinstance(value, np.ndarray):
         return ("ndarray",) + _plain_array(value)

@@ -519,6 +519,9 @@ FINDINGS: dict[str, list] = {
     "A18-use-after-purge": [
         "c0 = bcolz.carray(np.arange(10), rootdir='d0')", "c0.purge()", "c0.append(5)",
         "len(c0)"],
+    "A19-ctable-append-scalar-ndim-column": [
+        "c0 = bcolz.zeros((3, 2), dtype='u2')", "t0 = bcolz.ctable([c0], names=['a'])",
+        "t0.append([7])"],
 }
 
 
