@@ -10,7 +10,7 @@ processes (:mod:`diff_worker`): one imports the real legacy ``bcolz``
 the other runs ``bcolzx.compat.install()`` and then ``import bcolz``.  The
 parent imports neither; it compares what the two workers report.
 
-How results are compared (:func:`differences`):
+How results are compared (:func:`diff_compare.differences`):
 
 * Values: same kind (Python scalar, NumPy scalar, array, carray, ctable,
   list, tuple, namedtuple, iterator consumed to a list, dict, dtype), same
@@ -76,16 +76,10 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from .diff_known import (
-    KNOWN,
-    WITNESSES,
-    W,
-    known_difference,
-    repair_legacy_garbage,
-    reply_differences,
-    signature,
-)
-from .diff_ops import Model, Op, step
+from .diff_compare import reply_differences, signature
+from .diff_known import KNOWN, WITNESSES, W, known_difference, repair_legacy_garbage
+from .diff_model import Model, Op
+from .diff_ops import step
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "diff_worker.py"
@@ -427,8 +421,12 @@ def test_legacy_and_bcolzx_agree_on_random_programs(workers):
 
 @pytest.mark.stress
 def test_legacy_and_bcolzx_agree_on_many_programs(workers):
-    run_programs(workers, max(EXAMPLES, 2000), max(STEPS, 40),
-                 int(SEED) if SEED is not None else 20260518, collect=COLLECT, only=ONLY)
+    """2000 programs (or BCOLZX_DIFF_EXAMPLES), in runs of 200 with seeds from BCOLZX_DIFF_SEED."""
+    first = int(SEED) if SEED is not None else 20260518
+    total = max(EXAMPLES, 2000)
+    for batch in range(0, total, 200):
+        run_programs(workers, min(200, total - batch), max(STEPS, 30), first + batch,
+                     collect=COLLECT, only=ONLY)
 
 
 def _replay(pair: Pair, program: list) -> list[tuple[Op, dict, dict]]:
