@@ -37,6 +37,13 @@ extensions = [
         extra_compile_args=CFLAGS,
         **blosc2.extension_kwargs(),
     ),
+    # blosc2.h for the special-value kinds (a header enum); no C-Blosc2 linked.
+    Extension(
+        "bcolzx._ext.special",
+        ["bcolzx/_ext/special.pyx"],
+        include_dirs=[str(blosc2.include_dir)],
+        extra_compile_args=CFLAGS,
+    ),
     Extension(
         "bcolzx._ext.checksum",
         ["bcolzx/_ext/checksum.pyx"],

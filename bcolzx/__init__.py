@@ -2,8 +2,12 @@
 
 The successor of legacy bcolz, built on C-Blosc2.  Importing bcolzx has no
 side effects: it starts no threads, runs no subprocess and imports no
-optional dependency.
+optional dependency, nor any exchange format: the format functions of this
+namespace (``from_zarr``, ``from_arrow``...) are registered in
+:mod:`bcolzx.interop` and imported on first use.
 """
+
+import typing as _typing
 
 try:
     from bcolzx._ext.codec import BITSHUFFLE, NOSHUFFLE, SHUFFLE
@@ -15,6 +19,21 @@ except ModuleNotFoundError as _exc:  # pragma: no cover - depends on how Python 
         "are not built. Run Python from another directory to use the installed bcolzx, or "
         "build in place with 'pip install --no-build-isolation -e .'."
     ) from None
+from bcolzx import attrs
+from bcolzx.carray import carray
+from bcolzx.compact import compact
+from bcolzx.convert import convert
+from bcolzx.ctable import ctable
+
+# The instance: as legacy bcolz, ``bcolzx.defaults`` is the Defaults object, not the module.
+from bcolzx.defaults import (
+    blosc_set_nthreads,
+    defaults,
+    defaults_ctx,
+    detect_number_of_cores,
+    print_versions,
+    set_nthreads,
+)
 from bcolzx.errors import (
     BcolzxError,
     BcolzxMemoryError,
@@ -25,23 +44,12 @@ from bcolzx.errors import (
     CorruptDataError,
     InvalidParameterError,
     LockedError,
+    PickleNotAllowedError,
     ReadOnlyError,
     TruncatedDataError,
     UnsupportedFormatError,
 )
-from bcolzx import attrs
-from bcolzx.carray import carray
-from bcolzx.ctable import ctable
-from bcolzx.params import (
-    blosc_set_nthreads,
-    cparams,
-    defaults,
-    defaults_ctx,
-    detect_number_of_cores,
-    filters,
-    print_versions,
-    set_nthreads,
-)
+from bcolzx.params import cparams, filters
 from bcolzx.toplevel import (
     arange,
     blosc_compressor_list,
@@ -55,15 +63,14 @@ from bcolzx.toplevel import (
     walk,
     zeros,
 )
-from bcolzx.convert import convert
-from bcolzx.compact import compact
 from bcolzx.verify import verify
-from bcolzx.interop.dask import from_dask, to_bcolzx
-from bcolzx.interop.arrow import from_arrow as fromarrow
-from bcolzx.interop.arrow import from_parquet as fromparquet
-from bcolzx.interop.b2frame import from_b2frame
-from bcolzx.interop.h5py import fromhdf5
-from bcolzx.interop.zarr import from_zarr
+
+if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time, __getattr__
+    from bcolzx.interop.arrow import from_arrow, from_parquet
+    from bcolzx.interop.b2frame import from_b2frame
+    from bcolzx.interop.dask import from_dask, to_bcolzx
+    from bcolzx.interop.h5py import fromhdf5
+    from bcolzx.interop.zarr import from_zarr
 
 try:
     from bcolzx._version import version as __version__
@@ -92,6 +99,27 @@ def test(verbose: bool = False, heavy: bool = False) -> bool:
     from bcolzx.compat import selftest
 
     return selftest(verbose=verbose, heavy=heavy)
+
+
+#: The format functions of this namespace, registered in :mod:`bcolzx.interop` and
+#: imported on first use (``bcolzx.interop.EXPORTS`` says which module offers each).
+_INTEROP_NAMES = ("from_dask", "to_bcolzx", "fromhdf5", "from_b2frame", "from_zarr",
+                  "from_arrow", "from_parquet")
+
+
+def __getattr__(name: str) -> _typing.Any:  # PEP 562: optional formats load on first use
+    if name in _INTEROP_NAMES or name == "interop":
+        import importlib
+
+        interop = importlib.import_module("bcolzx.interop")
+        value = interop if name == "interop" else interop.exported(name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_INTEROP_NAMES, "interop"})
 
 
 __all__ = [
@@ -125,8 +153,8 @@ __all__ = [
     "fromhdf5",
     "from_b2frame",
     "from_zarr",
-    "fromarrow",
-    "fromparquet",
+    "from_arrow",
+    "from_parquet",
     "NOSHUFFLE",
     "SHUFFLE",
     "BITSHUFFLE",
@@ -141,6 +169,7 @@ __all__ = [
     "CorruptDataError",
     "InvalidParameterError",
     "LockedError",
+    "PickleNotAllowedError",
     "ReadOnlyError",
     "TruncatedDataError",
     "UnsupportedFormatError",

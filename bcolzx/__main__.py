@@ -15,8 +15,7 @@ import os
 import sys
 
 from bcolzx.cli import COMMANDS
-from bcolzx.cli.common import (EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED,
-                               EXIT_STATUS_HELP)
+from bcolzx.cli.common import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_STATUS_HELP
 
 EPILOG = """\
 examples:

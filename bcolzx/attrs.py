@@ -152,7 +152,7 @@ class attrs:  # noqa: N801 - legacy name
             os.path.join(self._rootdir, ATTRS_FILE) if self._rootdir is not None else None
         )
         self._seal = Seal()
-        if self._attrsfile is None:
+        if self._rootdir is None:  # in memory: no file
             return
         self._seal = _seal if _seal is not None else dataset_seal(self._rootdir)
         if _new:
@@ -162,6 +162,7 @@ class attrs:  # noqa: N801 - legacy name
             self._open()
 
     def _write(self, obj: dict[str, Any]) -> None:
+        assert self._attrsfile is not None
         write_json(self._attrsfile, obj, seal=self._seal.sealed, uid=self._seal.uid)
 
     def _open(self) -> None:
@@ -204,10 +205,22 @@ class attrs:  # noqa: N801 - legacy name
             raise ReadOnlyError(f"Cannot {action} an attribute when in 'r'ead-only mode")
 
     def _commit(self, new: dict[str, Any]) -> None:
-        """Write `new` through (if persistent), then make it current."""
+        """Write `new` through (if persistent), then make it current (in the
+        same dict object, which :attr:`attrs` hands out)."""
         if self._attrsfile is not None:
             self._write(new)
-        self._attrs = new
+        self._attrs.clear()
+        self._attrs.update(new)
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        """The attributes, as the dict legacy bcolz kept in ``attrs.attrs``.
+
+        It is the live dict: it follows every change made through this
+        accessor.  Change attributes with ``attrs[name] = value`` (written
+        through); changing this dict directly is not saved (as in legacy).
+        """
+        return self._attrs
 
     def __setitem__(self, name: str, obj: Any) -> None:
         """Set attribute `name` to `obj`, writing it through.

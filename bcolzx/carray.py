@@ -16,41 +16,63 @@ from typing import Any
 import numpy as np
 
 from bcolzx import attrs as _attrs
-from bcolzx._format import layout
-from bcolzx._format import legacy
-from bcolzx._format.meta import CParams, Storage
-from bcolzx._storage import ChunkedArray, DirectoryStore, MemoryStore
-from bcolzx._storage import writer
+from bcolzx._format import layout, pickles
+from bcolzx._format.meta import CParams, Storage, check_item_kind, dflt_to_json
+from bcolzx._storage import DirectoryStore, MemoryStore, engine_for, writer
+from bcolzx._storage.encoding import quantize
 from bcolzx._storage.legacy import LegacyStore
 from bcolzx._storage.lock import WriterLock
+from bcolzx._storage.opening import open_store, seal_of
+from bcolzx.defaults import defaults
 from bcolzx.errors import ReadOnlyError
 from bcolzx.params import cparams as _cparams
-from bcolzx.params import defaults
 
 __all__ = ["carray"]
 
 _MODES = ("r", "a", "w")
 
 
-def quantize(data: np.ndarray, significant_digits: int) -> np.ndarray:
-    """Round floats to a power-of-two scale keeping `significant_digits` decimals.
+def _is_sequence(value) -> bool:
+    """Whether `value` holds several objects (for object carrays): a list, a tuple,
+    a range, an array of at least one dimension or a carray; anything else
+    (a str, a dict, a number...) is one object."""
+    return isinstance(value, (list, tuple, range, carray)) or \
+        (isinstance(value, np.ndarray) and value.ndim >= 1)
 
-    The same transformation as legacy bcolz's ``quantize`` cparam: data become
-    ``around(scale * data) / scale`` with ``scale = 2**bits`` and ``bits`` the
-    number of bits that hold `significant_digits` decimal digits.
 
-    Raises
-    ------
-    TypeError
-        If `data` is not floating point.
+def as_objects(values) -> np.ndarray:
+    """`values` as a 1-D object array, split along the first axis only.
+
+    A sequence (see :func:`_is_sequence`) gives one object per element, so
+    that a list of lists or tuples gives a list or tuple per row (as legacy
+    bcolz); a 1-D array of another dtype gives Python scalars (tuples for a
+    structured dtype), as ``astype(object)``; anything else is one object.
     """
-    if data.dtype.kind != "f":
-        raise TypeError("quantize is meant only for floating point data")
-    if not significant_digits:
-        return data
-    bits = math.ceil(math.log2(10.0 ** significant_digits))
-    scale = 2.0 ** bits
-    return np.around(scale * data) / scale
+    if isinstance(values, carray):
+        values = values[:]
+    if isinstance(values, np.ndarray) and values.ndim >= 1:
+        if values.ndim == 1:
+            return values if values.dtype == object else values.astype(object)
+        out = np.empty(len(values), dtype=object)
+        for i in range(len(values)):
+            out[i] = values[i]
+        return out
+    if isinstance(values, (list, tuple, range)):
+        out = np.empty(len(values), dtype=object)
+        for i, value in enumerate(values):
+            out[i] = value
+        return out
+    out = np.empty(1, dtype=object)
+    out[0] = values
+    return out
+
+
+def _pickled_size(data: np.ndarray, sample: int = 64) -> float | None:
+    """Mean size of the pickles of the first `sample` objects of `data` (None if empty)."""
+    if not len(data):
+        return None
+    head = data[:sample]
+    return sum(len(pickles.dump_one(v)) for v in head) / len(head)
 
 
 def _as_cparams(value) -> _cparams:
@@ -94,16 +116,29 @@ class carray:
         waits for ever).  In modes 'a' and 'w' the dataset's write lock is
         taken at the first change (creating counts) and kept until
         :meth:`close`; readers never take it (docs/reliability-concurrency.md).
+    allow_pickle : bool, optional
+        Allow object dtype: each value is stored with :mod:`pickle`, and
+        reading unpickles, which runs whatever code the data names.  None
+        (default) follows ``bcolzx.defaults.allow_pickle`` (False unless
+        set) at each operation.  Without it an object carray can be opened
+        (its length, dtype and attributes read, and it can be trimmed), but
+        its values cannot be read or written.  Object carrays are
+        one-dimensional: a list of lists gives one list per row.
 
     Raises
     ------
+    PickleNotAllowedError
+        (a ``TypeError`` and a ``ValueError``) when creating a carray of
+        object dtype, or reading or writing its values, without
+        `allow_pickle`; nothing is pickled or unpickled then.
     ValueError
         For a bad mode or parameter.
     LockedError
         (an ``IOError``) when creating or replacing a dataset another writer
         holds; later, at the first change, when another writer holds it.
     TypeError
-        For data that cannot be converted to the dtype.
+        For data that cannot be converted to the dtype, or a structured dtype
+        holding objects.
     FileExistsError
         (an ``IOError``) when creating over an existing `rootdir` in mode 'a'.
     FileNotFoundError
@@ -114,10 +149,11 @@ class carray:
 
     def __init__(self, array=None, cparams=None, dtype=None, dflt=None, expectedlen=None,
                  chunklen=None, rootdir=None, safe=True, mode="a", *, lock_timeout=None,
-                 _v1=False):
+                 allow_pickle=None, _v1=False):
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
         self._mode = mode
+        self._allow_pickle = defaults.resolve_allow_pickle(allow_pickle)
         self._lock_timeout = defaults.resolve_lock_timeout(lock_timeout)
         self._safe = bool(safe)
         self._rootdir = os.fspath(rootdir) if rootdir is not None else None
@@ -141,9 +177,12 @@ class carray:
             data = self._convert(array, dtype)
         if data.ndim == 0:
             data = data.reshape(1)
-        if data.dtype.hasobject:
-            raise TypeError("object dtype is not supported: bcolzx stores fixed-size items "
-                            "(use 'S' or 'U' strings, or pickle the objects yourself)")
+        objects = data.dtype.hasobject
+        if objects:
+            check_item_kind(data.dtype, "pickle")  # TypeError for objects in a structured dtype
+            # Before anything is written or pickled.
+            pickles.require(self._pickle_ok(), "creating a carray of object dtype",
+                            self._rootdir)
         cp = _as_cparams(cparams)
         rowshape = data.shape[1:]
         rowbytes = data.dtype.itemsize * math.prod(rowshape)
@@ -153,22 +192,27 @@ class carray:
                                         or expectedlen < 0):
             raise ValueError(f"expectedlen must be an int >= 0, not {expectedlen!r}")
         if chunklen is None:
-            chunklen = layout.default_chunklen(rowbytes, expectedlen or len(data) or None)
+            chunklen = layout.vlen_chunklen(_pickled_size(data)) if objects and not _v1 else \
+                layout.default_chunklen(rowbytes, int(expectedlen or len(data)) or None)
         elif not isinstance(chunklen, (int, np.integer)) or chunklen < 1:
             raise ValueError(f"chunklen must be a positive int, not {chunklen!r}")
-        elif chunklen * rowbytes >= layout.MAX_CHUNK_BYTES:  # checked before anything is written
+        elif not objects and chunklen * rowbytes >= layout.MAX_CHUNK_BYTES:  # before any write
             raise ValueError(f"chunklen {chunklen} makes chunks of {chunklen * rowbytes} bytes; "
                              f"a chunk holds less than {layout.MAX_CHUNK_BYTES} bytes (chunklen "
                              f"< {layout.MAX_CHUNK_BYTES // rowbytes} for rows of {rowbytes} "
                              "bytes)")
         dflt_arr = self._dflt(dflt, data.dtype)
+        if objects and _v1:
+            chunklen = 1  # legacy bcolz: one object per chunk file
         storage = Storage(dtype=data.dtype, chunklen=int(chunklen),
                           cparams=CParams(cp.clevel, cp.shuffle, cp.cname, cp.quantize),
                           expectedlen=int(expectedlen or len(data)), dflt=dflt_arr,
-                          blocksize=cp.blocksize, bytedelta=cp.bytedelta)
+                          blocksize=cp.blocksize,
+                          bytedelta="off" if objects else cp.bytedelta,
+                          vlen="pickle" if objects else None)
         if self._rootdir is None:
             store = MemoryStore(storage, rowshape)
-            self._attrs = _attrs.attrs(None)
+            self._attrs: _attrs.attrs | None = _attrs.attrs(None)
         else:
             if os.path.exists(self._rootdir) and mode == "a":
                 raise FileExistsError(
@@ -181,7 +225,10 @@ class carray:
                                   lambda: kind.create(self._rootdir, storage, rowshape),
                                   replace=(mode == "w"), timeout=self._lock_timeout)
             self._attrs = _attrs.attrs(self._rootdir, mode)
-        self._engine = ChunkedArray(store, nthreads=defaults.nthreads)
+        self._engine = engine_for(store, nthreads=defaults.nthreads)
+        if objects:  # as stored (no byte-delta for pickles), so as reopened
+            cp = _cparams(clevel=cp.clevel, shuffle=cp.shuffle, cname=cp.cname,
+                          quantize=cp.quantize, blocksize=cp.blocksize, bytedelta="off")
         self._cparams = cp
         if len(data):
             self.append(data)
@@ -189,31 +236,50 @@ class carray:
             self.flush()
 
     def _open(self, rootdir: str, mode: str) -> None:
-        opener = LegacyStore if legacy.is_legacy(rootdir) else DirectoryStore
-        store = opener.open(rootdir, readonly=(mode == "r"))
+        store = open_store(rootdir, readonly=(mode == "r"))  # meta/storage read once
         if mode != "r":  # taken at the first change (_storage/writer.py)
             store.lock = WriterLock(rootdir, self._lock_timeout)
         st = store.storage
-        self._engine = ChunkedArray(store, nthreads=defaults.nthreads)
+        self._engine = engine_for(store, nthreads=defaults.nthreads)
         self._cparams = _cparams(clevel=st.cparams.clevel, shuffle=st.cparams.shuffle,
                                  cname=st.cparams.cname, quantize=st.cparams.quantize,
                                  blocksize=st.blocksize, bytedelta=st.bytedelta)
-        self._attrs = _attrs.attrs(rootdir, mode)
+        if mode == "r":  # read on first use: most readers never look
+            self._attrs = None
+            self._attrs_of = (rootdir, seal_of(store))
+        else:  # a missing legacy __attrs__ is written at opening, as legacy does
+            self._attrs = _attrs.attrs(rootdir, mode, _seal=seal_of(store))
 
     # -- conversions -------------------------------------------------------------
 
     @staticmethod
     def _convert(array, dtype) -> np.ndarray:
+        want = np.dtype(dtype) if dtype is not None else None
+        if want is not None and want.hasobject:
+            check_item_kind(want, "pickle")  # TypeError for objects in structured/sub-arrays
+        objects = np.dtype(object)
+        if want == objects or (want is None and getattr(array, "dtype", None) == objects):
+            return as_objects(array)
         if isinstance(array, carray):
             array = array[:]
         try:
-            return np.ascontiguousarray(array, dtype=np.dtype(dtype) if dtype is not None else None)
+            data = np.ascontiguousarray(array, dtype=want)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"cannot make an array of dtype {dtype} from the data: {exc}") \
                 from None
+        if data.dtype == object and data.ndim > 1:  # NumPy's guess: rows are the objects
+            return as_objects(array)
+        return data
 
     @staticmethod
     def _dflt(dflt, dtype: np.dtype) -> np.ndarray:
+        if dtype == np.dtype(object):
+            if isinstance(dflt, np.ndarray) and dflt.shape == ():
+                dflt = dflt[()]
+            out = np.empty((), dtype=object)  # None unless given
+            out[()] = dflt
+            dflt_to_json(out)  # ValueError unless a JSON scalar: it goes to meta/storage
+            return out
         if dflt is None:
             return np.zeros((), dtype=dtype)
         try:
@@ -221,13 +287,71 @@ class carray:
         except (TypeError, ValueError) as exc:
             raise ValueError(f"dflt {dflt!r} is not a value of dtype {dtype}: {exc}") from None
 
-    def _rows(self, values, n: int | None = None) -> np.ndarray:
-        """`values` as rows of this array (converted, broadcast to `n` rows if given)."""
+    # -- objects (pickled) -----------------------------------------------------------
+
+    @property
+    def _objects(self) -> bool:
+        """Whether this carray holds Python objects (object dtype, pickled)."""
+        return self._engine.dtype == object
+
+    def _pickle_ok(self) -> bool:
+        """This carray's ``allow_pickle``, or the global default when not given."""
+        return defaults.allow_pickle if self._allow_pickle is None else self._allow_pickle
+
+    def _pickles_refused(self) -> bool:
+        """Whether this carray holds objects whose values may not be read now."""
+        return self._objects and not self._pickle_ok()
+
+    def _require_pickle(self, action: str) -> None:
+        pickles.require(self._pickle_ok(), f"{action} of an object carray", self._rootdir)
+
+    def _protocol(self) -> int:
+        return pickles.PROTOCOL if self._engine.store.native else pickles.LEGACY_PROTOCOL
+
+    def _object_rows(self, values, n: int | None, single: bool) -> np.ndarray:
+        """The pickles of `values`, as engine rows (an object array of bytes).
+
+        `single`: `values` is one object (``c[i] = v``).  Else a sequence gives
+        one row per element (exactly `n` when given) and anything else one
+        row (broadcast to `n` rows).
+        """
+        self._require_pickle("storing the values")
+        protocol = self._protocol()
+        if single or (n is not None and not _is_sequence(values)):
+            item = pickles.dump_one(values, protocol)
+            out = np.empty(1 if n is None else n, dtype=object)
+            out.fill(item)
+            return out
+        objs = as_objects(values)
+        if n is not None and len(objs) != n:
+            raise ValueError(f"cannot put {len(objs)} values into {n} rows (wrap a sequence "
+                             "meant as one object in a list of one)")
+        return pickles.dumps(objs, protocol)
+
+    def _out(self, rows: np.ndarray) -> np.ndarray:
+        """Engine rows as values: the objects unpickled (with consent), else `rows`."""
+        if not self._objects:
+            return rows
+        self._require_pickle("reading the values")
+        return pickles.loads(rows)
+
+    def _fill_value(self, growing: bool = True):
+        """What the engine fills new rows with: ``dflt``, pickled for objects."""
+        if not self._objects or not growing:
+            return self.dflt
+        self._require_pickle("enlarging")
+        return pickles.dump_one(self.dflt[()], self._protocol())
+
+    def _rows(self, values, n: int | None = None, single: bool = False) -> np.ndarray:
+        """`values` as rows of this array (converted, broadcast to `n` rows if given);
+        for objects, their pickles (`single`: `values` is one object)."""
         eng = self._engine
+        if self._objects:
+            return self._object_rows(values, n, single)
         try:
             arr = np.asarray(values, dtype=eng.dtype)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"cannot convert to {eng.dtype}: {exc}") from None
+        except (TypeError, ValueError) as exc:  # the same class as legacy bcolz's
+            raise type(exc)(f"cannot convert to {eng.dtype}: {exc}") from None
         if n is None:
             if arr.shape == eng.rowshape:
                 arr = arr.reshape((1, *eng.rowshape))
@@ -241,15 +365,29 @@ class carray:
                 raise ValueError(f"cannot put values of shape {arr.shape} into {n} rows of "
                                  f"shape {eng.rowshape}") from None
         q = self._cparams.quantize
-        if q and eng.dtype.kind == "f":
+        if q:  # floats only: TypeError otherwise, as legacy bcolz
             arr = quantize(arr, q).astype(eng.dtype, copy=False)
         return np.ascontiguousarray(arr)
 
     # -- properties ----------------------------------------------------------------
 
     @property
+    def engine(self):
+        """The low-level handle: this carray's :class:`bcolzx._storage.ChunkedArray`.
+
+        As h5py's ``Dataset.id``: the one object through which bcolzx's other
+        modules (queries, interop, verify, compact) reach the rows and chunks
+        of a carray.  Its documented methods (docs/architecture.md) are the
+        interface; its private attributes are not.
+        """
+        return self._engine
+
+    @property
     def attrs(self) -> _attrs.attrs:
         """User attributes (persisted in ``__attrs__`` on disk)."""
+        if self._attrs is None:
+            rootdir, seal = self._attrs_of
+            self._attrs = _attrs.attrs(rootdir, "r", _seal=seal)
         return self._attrs
 
     @property
@@ -280,7 +418,7 @@ class carray:
     @property
     def atomsize(self) -> int:
         """Bytes of one row (item size times the trailing dimensions)."""
-        return self._engine.rowbytes
+        return self.itemsize * math.prod(self._engine.rowshape)
 
     @property
     def len(self) -> int:
@@ -312,10 +450,11 @@ class carray:
 
     @property
     def cbytes(self) -> int:
-        """Stored bytes: the chunks, plus leftover rows not stored yet counted uncompressed."""
+        """Compressed bytes: the stored chunks, plus the leftover rows not
+        stored yet as they will be once compressed (the same before and after
+        :meth:`flush`)."""
         eng = self._engine
-        unstored = 0 if eng._leftover_stored else eng.nleft * eng.rowbytes
-        return eng.cbytes + unstored
+        return eng.cbytes + eng.leftover_cbytes()
 
     @property
     def nchunks(self) -> int:
@@ -331,8 +470,27 @@ class carray:
     def leftover_array(self) -> np.ndarray:
         """The leftover rows, as a NumPy array (a copy: the buffer behind it is
         reused, by this array or another, once a later append fills it)."""
-        eng = self._engine
-        return eng._leftover[: eng.nleft].copy()
+        return self._out(self._engine.leftover.copy())
+
+    @property
+    def leftover_bytes(self) -> int:
+        """Bytes of the leftover rows (uncompressed)."""
+        return self._engine.nleft * self._engine.rowbytes
+
+    @property
+    def leftover_elements(self) -> int:
+        """Number of leftover rows (as :attr:`nleftover`)."""
+        return self._engine.nleft
+
+    @property
+    def leftover_ptr(self) -> int:
+        """Address of the first leftover row in memory (legacy bcolz's raw pointer).
+
+        Valid only until the next change of this carray (an append may hand
+        the buffer on and start another); read it with ``ctypes`` at once,
+        never keep it.  :attr:`leftover_array` is the safe way.
+        """
+        return self._engine.leftover.ctypes.data
 
     @property
     def partitions(self) -> list[tuple[int, int]]:
@@ -383,7 +541,10 @@ class carray:
         Parameters
         ----------
         array : array_like
-            One row or several (shape ``(n, *shape[1:])``).
+            One row or several (shape ``(n, *shape[1:])``).  For object
+            dtype: a list, tuple, array or carray appends one row per
+            element, anything else one row (append ``[x]`` to store a list
+            ``x`` as one row).
 
         Raises
         ------
@@ -391,6 +552,8 @@ class carray:
             In mode 'r'.
         TypeError, ValueError
             If the data cannot be converted to the dtype or rows.
+        PickleNotAllowedError
+            For object dtype without ``allow_pickle``.
         """
         self._check_writable()
         self._sync_threads()
@@ -418,7 +581,7 @@ class carray:
             return
         if nitems > len(self):
             raise ValueError(f"cannot trim {nitems} rows from {len(self)} (at most {len(self)})")
-        self._engine.resize(len(self) - nitems)
+        self._engine.resize(len(self) - nitems)  # shrinking pickles nothing
 
     def resize(self, nitems: int) -> None:
         """Grow (with ``dflt``) or shrink to `nitems` rows.
@@ -429,12 +592,14 @@ class carray:
             If `nitems` is negative.
         ReadOnlyError
             In mode 'r'.
+        PickleNotAllowedError
+            When enlarging an object carray without ``allow_pickle``.
         """
         self._check_writable()
         nitems = int(nitems)
         if nitems < 0:
             raise ValueError(f"nitems must be >= 0, not {nitems}")
-        self._engine.resize(nitems, self.dflt)
+        self._engine.resize(nitems, self._fill_value(nitems > len(self)))
 
     def flush(self) -> None:
         """Make appended and changed data durable (on disk; no-op in memory).
@@ -445,7 +610,7 @@ class carray:
             If the file system refuses.
         """
         if self._mode != "r":
-            self._engine.flush()
+            self._engine.flush(journal=True)
 
     def compact(self) -> int:
         """Flush, then reclaim the space rewrites left in the files (see :func:`bcolzx.compact`).
@@ -517,20 +682,47 @@ class carray:
             If the total size changes.
         """
         newshape = (newshape,) if isinstance(newshape, (int, np.integer)) else tuple(newshape)
+        if self._objects and newshape not in ((len(self),), (-1,)):
+            raise ValueError(f"object carrays are one-dimensional: cannot reshape {self.shape} "
+                             f"into {newshape}")
         if -1 in newshape:
             known = math.prod(x for x in newshape if x != -1)
             newshape = tuple(self.size // known if x == -1 else x for x in newshape)
         if math.prod(newshape) != self.size:
             raise ValueError(f"cannot reshape {self.shape} into {newshape}")
+        if self._objects:
+            return self.copy(chunklen=None, expectedlen=None)
         return carray(self[:].reshape(newshape), cparams=self._cparams, dflt=self.dflt)
 
     def copy(self, **kwargs) -> "carray":
-        """A copy, in memory or (with ``rootdir=``) on disk; kwargs as the constructor's."""
-        kwargs.setdefault("cparams", self._cparams)
+        """A copy, in memory or (with ``rootdir=``) on disk; kwargs as the constructor's.
+
+        As in legacy bcolz, the copy is compressed with the current defaults
+        (``bcolzx.defaults.cparams``) unless `cparams` is given, and its chunk
+        length follows from `expectedlen` (default: this length) unless
+        `chunklen` is given.  Unlike legacy bcolz, ``dflt`` is kept.  An object
+        carray's copy takes its ``allow_pickle`` (unless given) and its pickles
+        as they are: nothing is unpickled.
+
+        Raises
+        ------
+        ValueError, TypeError, FileExistsError
+            As the constructor.
+        PickleNotAllowedError
+            For object dtype without ``allow_pickle``.
+        """
         kwargs.setdefault("dflt", self.dflt)
         kwargs.setdefault("expectedlen", len(self))
-        kwargs.setdefault("chunklen", self.chunklen)
+        if self._objects:
+            kwargs.setdefault("allow_pickle", self._allow_pickle)
         out = carray(np.empty((0, *self.shape[1:]), self.dtype), **kwargs)
+        if self._objects:  # the pickles themselves (any protocol reads back)
+            blen = max(out.chunklen, 1024)
+            for lo in range(0, len(self), blen):
+                out._engine.append(self._engine.read(lo, min(len(self), lo + blen)))
+            if out.rootdir is not None:
+                out.flush()
+            return out
         for block in iterblocks(self):
             out._engine.append(out._rows(block))
         if out.rootdir is not None:
@@ -538,9 +730,34 @@ class carray:
         return out
 
     def view(self) -> "carray":
-        """A new carray object sharing this one's data."""
+        """A new carray sharing this one's data, with a length of its own.
+
+        As in legacy bcolz, what is appended to or changed through the view
+        stays in the view: it keeps its changes in memory (copy on write)
+        and shares this carray's chunks as they were stored when it was
+        made.  A view of a persistent carray is an in-memory carray.
+
+        Returns
+        -------
+        carray
+        """
         new = object.__new__(carray)
         new.__dict__.update(self.__dict__)
+        new.__dict__.pop("_cursor", None)  # a view starts no iteration of its own
+        new.__dict__.pop("_is_iterator", None)
+        new._engine = self._engine.view()
+        new._rootdir, new._mode = None, "a"
+        new._attrs = _attrs.attrs(None)
+        for name, value in self.attrs.getall().items():
+            new._attrs[name] = value
+        return new
+
+    def _alias(self) -> "carray":
+        """Another carray object over this one's data (iterators are such)."""
+        new = object.__new__(carray)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.pop("_cursor", None)
+        new.__dict__.pop("_is_iterator", None)
         return new
 
     # -- interop -------------------------------------------------------------------
@@ -652,6 +869,12 @@ class carray:
 
     def _take(self, idx: np.ndarray) -> np.ndarray:
         """Rows at integer positions `idx` (already in range), in that order."""
+        if self._objects:
+            self._require_pickle("reading the values")
+        return self._out(self._take_rows(idx))
+
+    def _take_rows(self, idx: np.ndarray) -> np.ndarray:
+        """Engine rows at integer positions `idx` (already in range), in that order."""
         out = np.empty((len(idx), *self.shape[1:]), dtype=self.dtype)
         if not len(idx):
             return out
@@ -678,6 +901,20 @@ class carray:
         return mask
 
     def __getitem__(self, key):
+        if self._objects:
+            self._require_pickle("reading the values")
+            if isinstance(key, tuple):
+                if len(key) > 1:
+                    raise IndexError(f"too many indices for a one-dimensional object carray: "
+                                     f"{key!r}")
+                key = key[0] if key else slice(None)
+            if isinstance(key, (int, np.integer)):
+                return pickles.load_one(self._engine.read_row(self._index(key)))
+            return self._out(self._get_rows(key))
+        return self._get_rows(key)
+
+    def _get_rows(self, key):
+        """``self[key]`` as engine rows (pickles for object dtype)."""
         if isinstance(key, (int, np.integer)):
             row = self._engine.read_row(self._index(key))
             return row.item() if self.ndim == 1 else row
@@ -696,42 +933,48 @@ class carray:
             return self._engine.read(lo, start + 1)[::-1][::-step].copy()
         if isinstance(key, tuple):
             if not key:
-                return self[:]
+                return self._get_rows(slice(None))
             first, rest = key[0], key[1:]
             if isinstance(first, (int, np.integer)):
                 return np.asarray(self[first])[rest] if rest else self[first]
-            return self[first][(slice(None), *rest)]
+            return self[first][(slice(None),) + tuple(rest)]
         if isinstance(key, str):
-            return self._take(np.flatnonzero(self._condition(key)))
+            return self._take_rows(np.flatnonzero(self._condition(key, 3)))
         if isinstance(key, (carray, list, np.ndarray)):
-            return self._take(self._positions(key))
+            return self._take_rows(self._positions(key))
         raise IndexError(f"unsupported key type {type(key).__name__}: index with an int, a "
                          "slice, a list or array of ints or booleans, or a condition string")
 
-    def _condition(self, expression: str) -> np.ndarray:
+    def _condition(self, expression: str, depth: int = 2) -> np.ndarray:
         """The boolean mask of a string key, evaluated in the user's scope.
 
         Names are looked up as for :func:`bcolzx.eval`, from the frame that
-        indexed this carray (two levels up).
+        indexed this carray (`depth` levels up: ``__getitem__`` and
+        ``_get_rows`` are three, ``__setitem__`` two).
         """
-        from bcolzx.toplevel import _evaluate
-        from bcolzx._query.expr import compile_expression
-        from bcolzx.vars import caller_scope, resolve_names, split_operands
+        from bcolzx._query.evaluate import mask
+        from bcolzx._query.scope import caller_scope
 
-        expr = compile_expression(expression)
-        columns, scalars = split_operands(resolve_names(expr.names, caller_scope(None, 2)))
-        mask = _evaluate(expr, columns, scalars, out_flavor="numpy",
-                         length=len(self) if not columns else None)
-        if mask.dtype != np.bool_ or mask.shape != (len(self),):
-            raise IndexError(f"the expression {expression!r} must give {len(self)} booleans, "
-                             f"not {mask.dtype} of shape {mask.shape}")
-        return mask
+        return mask(expression, caller_scope(None, depth), len(self))
 
     def _positions(self, key) -> np.ndarray:
-        """Integer row positions selected by a slice, a mask or an index array/list."""
+        """Integer row positions selected by a slice, a mask or an index array/list.
+
+        A list is a list of indices, as in legacy bcolz: its items are
+        converted to integers (``[True, False]`` selects rows 1 and 0,
+        ``[1.7]`` row 1); a boolean mask is a NumPy array or a carray.
+        """
         n = len(self)
         if isinstance(key, slice):
             return np.arange(n)[key]
+        if isinstance(key, list):
+            try:
+                key = np.array(key, dtype=np.intp) if key else np.empty(0, np.intp)
+            except (TypeError, ValueError, OverflowError):
+                raise IndexError(f"the list {key!r} cannot be converted to row "
+                                 "indices") from None
+            if key.ndim != 1:
+                raise IndexError(f"a list of indices must be flat, not of shape {key.shape}")
         arr = key[:] if isinstance(key, carray) else np.asarray(key)
         if arr.dtype == np.bool_:
             return np.flatnonzero(self._mask(arr))
@@ -748,8 +991,15 @@ class carray:
     def __setitem__(self, key, value) -> None:
         self._check_writable()
         eng = self._engine
+        if self._objects:
+            self._require_pickle("storing the values")
+            if isinstance(key, tuple):
+                if len(key) != 1:
+                    raise IndexError(f"a one-dimensional object carray takes one index, not "
+                                     f"{key!r}")
+                key = key[0]
         if isinstance(key, (int, np.integer)):
-            eng.write(self._index(key), self._rows(value, 1))
+            eng.write(self._index(key), self._rows(value, 1, single=True))
             return
         if isinstance(key, tuple):
             if len(key) == 1:
@@ -763,7 +1013,7 @@ class carray:
                 return
             pos = self._positions(first if not isinstance(first, slice) else first)
             block = self._take(pos)
-            block[(slice(None), *rest)] = value
+            block[(slice(None),) + tuple(rest)] = value
             self._write_positions(pos, block)
             return
         if isinstance(key, str):
@@ -792,68 +1042,145 @@ class carray:
             block[pos[sel] - lo] = rows[sel]
             self._engine.write(lo, block)
 
-    def __iter__(self) -> Iterator:
-        return self.iter()
+    # -- iteration -----------------------------------------------------------------
+    #
+    # As in legacy bcolz, iter(), where() and wheretrue() return a carray: a
+    # view of this one's data that is also an iterator (so next(c.iter()),
+    # c.iter(3).iter(5) and c.wheretrue().sum() work).  Each call makes a new
+    # view with its own position, so iterations never disturb each other or
+    # the carray they came from.
+
+    _cursor: Iterator | None = None  # the position of an iteration, if any
+    _is_iterator = False  # made by iter()/where()/wheretrue()
+
+    def _iterating(self, items: Iterator) -> "carray":
+        it = self._alias()
+        it._cursor, it._is_iterator = items, True
+        return it
+
+    def __iter__(self) -> "carray":
+        return self if self._is_iterator else self.iter()
+
+    def __next__(self):
+        # next(c) on a plain carray iterates over it, as legacy bcolz did.
+        if self._cursor is None:
+            self._cursor = self._iter(range(len(self)))
+        return next(self._cursor)
 
     def iter(self, start: int = 0, stop: int | None = None, step: int = 1,
-             limit: int | None = None, skip: int = 0) -> Iterator:
+             limit: int | None = None, skip: int = 0) -> "carray":
         """Iterate over rows ``start:stop:step``, skipping `skip`, yielding at most `limit`.
 
-        Items of a 1-D carray come as Python scalars, rows of an N-D one as arrays.
+        Items of a 1-D carray come as Python scalars, rows of an N-D one as
+        arrays.  A negative `step` iterates backwards (legacy bcolz refused
+        it).
+
+        Returns
+        -------
+        carray
+            A view of this carray that is an iterator over those rows.
 
         Raises
         ------
         ValueError
-            If `step` is not positive.
+            If `step` is 0.
+        PickleNotAllowedError
+            For object dtype without ``allow_pickle``.
         """
-        if step <= 0:
-            raise ValueError("step must be positive in iter()")
-        start, stop, step = slice(start, stop, step).indices(len(self))
-        return self._iter(start, stop, step, limit, skip)
+        if step == 0:
+            raise ValueError("step cannot be 0 in iter()")
+        if self._objects:
+            self._require_pickle("reading the values")
+        rows = range(*slice(start, stop, step).indices(len(self)))[skip:]
+        if limit is not None:
+            rows = rows[:max(0, limit)]
+        return self._iterating(self._iter(rows))
 
-    def _iter(self, start, stop, step, limit, skip):
-        yielded = 0
-        blen = max(self.chunklen, step)
-        for lo in range(start, stop, blen - blen % step or step):
-            hi = min(stop, lo + blen - blen % step or lo + step)
-            block = self._engine.read(lo, hi)[::step]
-            if skip:
-                drop = min(skip, len(block))
-                block, skip = block[drop:], skip - drop
-            if limit is not None:
-                block = block[: max(0, limit - yielded)]
-            items = block.tolist() if self.ndim == 1 else block
-            yield from items
-            yielded += len(block)
-            if limit is not None and yielded >= limit:
-                return
+    def _iter(self, rows: range) -> Iterator:
+        """The rows at the positions of `rows`, read a chunk's worth at a time."""
+        per = max(1, self.chunklen // abs(rows.step))
+        for k in range(0, len(rows), per):
+            part = rows[k:k + per]
+            lo, hi = min(part[0], part[-1]), max(part[0], part[-1]) + 1
+            block = self._engine.read(lo, hi)
+            block = self._out(block[::part.step] if part.step > 0 else block[::-1][::-part.step])
+            yield from (block.tolist() if self.ndim == 1 else block)
 
-    def where(self, boolarr, limit: int | None = None, skip: int = 0) -> Iterator:
+    def where(self, boolarr, limit: int | None = None, skip: int = 0) -> "carray":
         """Iterate over the values where `boolarr` (array or carray of this length) is True.
+
+        Returns
+        -------
+        carray
+            A view of this carray that is an iterator over those values.
+
+        Rows of an N-D carray come as arrays (legacy bcolz refused N-D
+        carrays here).
 
         Raises
         ------
-        IndexError
-            If `boolarr` is not a boolean sequence of this length.
+        ValueError
+            If `boolarr` is not a boolean array, list or carray of this length.
+        NotImplementedError
+            For a boolean mask of more than one dimension (as legacy bcolz).
         """
-        mask = self._mask(boolarr).astype(bool, copy=False)
-        idx = np.flatnonzero(mask)[skip:]
-        if limit is not None:
-            idx = idx[:limit]
-        return iter(self._take(idx).tolist() if self.ndim == 1 else self._take(idx))
+        if not isinstance(boolarr, carray):
+            boolarr = np.asarray(boolarr)
+        if boolarr.dtype == np.bool_ and boolarr.ndim > 1:
+            raise NotImplementedError(
+                f"where() takes a one-dimensional mask of rows, not one of shape "
+                f"{boolarr.shape} (legacy bcolz refused N-D where() too): for a selection of "
+                "items use c[:][mask[:]]")
+        if boolarr.dtype != np.bool_ or boolarr.ndim != 1:
+            raise ValueError(f"boolarr must be a one-dimensional boolean array, not "
+                             f"{boolarr.dtype} of shape {boolarr.shape}")
+        if len(boolarr) != len(self):
+            raise ValueError(f"boolarr has {len(boolarr)} values for {len(self)} rows")
+        if self._objects:
+            self._require_pickle("reading the values")
 
-    def wheretrue(self, limit: int | None = None, skip: int = 0) -> Iterator[int]:
+        def values():
+            yielded, left = 0, skip
+            for lo in range(0, len(self), self.chunklen):
+                hi = min(len(self), lo + self.chunklen)
+                hits = np.flatnonzero(np.asarray(boolarr[lo:hi]))
+                if left:
+                    drop = min(left, len(hits))
+                    hits, left = hits[drop:], left - drop
+                if limit is not None:
+                    hits = hits[: max(0, limit - yielded)]
+                if len(hits):
+                    rows = self._out(self._engine.read(lo, hi)[hits])
+                    yield from (rows.tolist() if self.ndim == 1 else rows)
+                    yielded += len(hits)
+                if limit is not None and yielded >= limit:
+                    return
+        return self._iterating(values())
+
+    def wheretrue(self, limit: int | None = None, skip: int = 0) -> "carray":
         """Iterate over the indices of the True values of a boolean carray.
+
+        Returns
+        -------
+        carray
+            A view of this carray that is an iterator over the indices.
 
         Raises
         ------
         ValueError
             If the carray is not of boolean dtype.
+        NotImplementedError
+            If it has more than one dimension (as legacy bcolz).
         """
         if self.dtype != np.bool_:
             raise ValueError("wheretrue() needs a carray of boolean dtype")
+        if self.ndim > 1:
+            raise NotImplementedError(
+                "wheretrue() gives the positions of the True items of a one-dimensional "
+                f"carray (as legacy bcolz); this one has shape {self.shape}: use "
+                "numpy.nonzero(c[:]) for N-D positions")
 
-        def gen():
+        def indices():
             seen = yielded = 0
             for lo, block in _blocks(self, self.chunklen, 0, len(self)):
                 hits = np.flatnonzero(block) + lo
@@ -867,7 +1194,7 @@ class carray:
                         return
                     yield h
                     yielded += 1
-        return gen()
+        return self._iterating(indices())
 
     def sum(self, dtype=None):
         """Sum of all elements, as a NumPy scalar (ints widen as NumPy's sum does).
@@ -877,6 +1204,13 @@ class carray:
         TypeError
             If the dtype cannot be summed.
         """
+        if self._objects:  # Python's +, as NumPy sums object arrays
+            total = None
+            for block in iterblocks(self):
+                if len(block):
+                    part = np.sum(block, dtype=dtype)
+                    total = part if total is None else total + part
+            return 0 if total is None else total
         acc_dtype = np.dtype(dtype) if dtype is not None else \
             np.sum(np.zeros(1, self.dtype)).dtype
         self._sync_threads()
@@ -896,7 +1230,13 @@ class carray:
         # read-only (a worker process never becomes a second writer).
         if self._rootdir is not None:
             self.flush()
+            if self._allow_pickle is not None:  # the switch travels with the copy
+                return (_reopen, (self._rootdir, "r", self._allow_pickle))
             return (_reopen, (self._rootdir, "r"))
+        if self._objects:
+            # The values travel unpickled by the receiver's own pickle.loads: its consent.
+            return (_rebuild, (self[:], self._cparams.to_dict(), self.chunklen, self.dflt[()],
+                               self.expectedlen, True))
         return (_rebuild, (self[:], self._cparams.to_dict(), self.chunklen, self.dflt[()],
                            self.expectedlen))
 
@@ -907,14 +1247,15 @@ class carray:
         self.close()
 
     def __sizeof__(self) -> int:
-        eng = self._engine
-        return object.__sizeof__(self) + eng._leftover.nbytes + (
-            eng.cbytes if self._rootdir is None else 0)
+        # Legacy bcolz: the compressed size (sys.getsizeof(c) < c.nbytes
+        # tells that the data compress).
+        return self.cbytes
 
     def __repr__(self) -> str:
+        nb, cb = self.nbytes, self.cbytes
+        ratio = nb / cb if cb else (math.nan if not nb else 0)
         lines = [f"carray({self.shape}, {self.dtype})",
-                 f"  nbytes := {_human(self.nbytes)}; cbytes := {_human(self.cbytes)}; "
-                 f"ratio: {self.nbytes / self.cbytes if self.cbytes else 0:.2f}",
+                 f"  nbytes := {_human(nb)}; cbytes := {_human(cb)}; ratio: {ratio:.2f}",
                  f"  cparams := {self._cparams!r}",
                  f"  chunklen := {self.chunklen}; chunksize: {self.chunklen * self.atomsize}; "
                  f"blocksize: {self._engine.store.storage.blocksize}"]
@@ -925,6 +1266,8 @@ class carray:
 
     def __str__(self) -> str:
         n = len(self)
+        if self._objects and not self._pickle_ok():  # printing must not raise nor unpickle
+            return f"[{n} pickled objects, not read: allow_pickle is off]"
         if n > 1000:
             return _summary(self[:3], self[n - 3:])
         return np.array2string(self[:])
@@ -936,10 +1279,11 @@ def _summary(head: np.ndarray, tail: np.ndarray) -> str:
     return f"{h} ... {t}"
 
 
-def _human(n: int) -> str:
+def _human(nbytes: int) -> str:
+    n = float(nbytes)
     for unit in ("bytes", "KB", "MB", "GB", "TB"):
         if n < 1024 or unit == "TB":
-            return f"{n}" if unit == "bytes" else f"{n:.2f} {unit}"
+            return f"{nbytes}" if unit == "bytes" else f"{n:.2f} {unit}"
         n /= 1024
     return str(n)
 
@@ -960,13 +1304,15 @@ class _Chunks:
         if not 0 <= i < n:
             raise IndexError(f"chunk {i} out of range for {n} chunks")
         cl = self._ca.chunklen
-        return self._ca._engine.read(i * cl, (i + 1) * cl)
+        return self._ca._out(self._ca._engine.read(i * cl, (i + 1) * cl))
 
 
 def _blocks(ca: carray, blen: int, start: int, stop: int):
     ca._sync_threads()
+    if ca._objects:
+        ca._require_pickle("reading the values")
     for lo in range(start, stop, blen):
-        yield lo, ca._engine.read(lo, min(stop, lo + blen))
+        yield lo, ca._out(ca._engine.read(lo, min(stop, lo + blen)))
 
 
 def iterblocks(cobj, blen: int | None = None, start: int = 0, stop: int | None = None):
@@ -990,6 +1336,8 @@ def iterblocks(cobj, blen: int | None = None, start: int = 0, stop: int | None =
     ------
     ValueError
         If `blen` is not positive.
+    PickleNotAllowedError
+        For object dtype (or an object column) without ``allow_pickle``.
     """
     if not isinstance(cobj, carray):  # a ctable: structured blocks
         if blen is None:
@@ -1009,9 +1357,10 @@ def iterblocks(cobj, blen: int | None = None, start: int = 0, stop: int | None =
         yield block
 
 
-def _reopen(rootdir: str, mode: str) -> carray:
-    return carray(rootdir=rootdir, mode=mode)
+def _reopen(rootdir: str, mode: str, allow_pickle: bool | None = None) -> carray:
+    return carray(rootdir=rootdir, mode=mode, allow_pickle=allow_pickle)
 
 
-def _rebuild(data, cparams, chunklen, dflt, expectedlen) -> carray:
-    return carray(data, cparams=cparams, chunklen=chunklen, dflt=dflt, expectedlen=expectedlen)
+def _rebuild(data, cparams, chunklen, dflt, expectedlen, allow_pickle=None) -> carray:
+    return carray(data, cparams=cparams, chunklen=chunklen, dflt=dflt, expectedlen=expectedlen,
+                  allow_pickle=allow_pickle)

@@ -34,7 +34,7 @@ def compact_carray(ca, progress=None) -> int:
     OSError
         If the file system refuses.
     """
-    engine = ca._engine
+    engine = ca.engine
     if not engine.store.native:
         raise UnsupportedFormatError(f"{ca.rootdir} {_LEGACY}")
     return engine.compact(progress)
@@ -56,7 +56,7 @@ def compact_ctable(ct, progress=None) -> int:
         If the file system refuses.
     """
     columns = list(ct.cols.values())
-    native = [c for c in columns if c._engine.store.native]
+    native = [c for c in columns if c.engine.store.native]
     if columns and not native:
         raise UnsupportedFormatError(f"{ct.rootdir} {_LEGACY}")
     return sum(compact_carray(c, progress) for c in native)

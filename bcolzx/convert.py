@@ -39,16 +39,16 @@ import warnings
 
 import numpy as np
 
-from bcolzx._format import layout, legacy
+from bcolzx._ext import codec as _codec
+from bcolzx._format import layout, legacy, pickles
 from bcolzx._format.jsonfile import fsync_dir, read_json, write_json
 from bcolzx._format.meta import read_storage, write_storage
-from bcolzx._ext import codec as _codec
+from bcolzx._storage import writer
 from bcolzx.carray import carray as _carray
 from bcolzx.carray import iterblocks
-from bcolzx._storage import writer
+from bcolzx.defaults import defaults
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
 from bcolzx.params import cparams as _cparams
-from bcolzx.params import defaults
 from bcolzx.toplevel import open as _open
 
 __all__ = ["convert"]
@@ -214,7 +214,9 @@ def _target_cparams(src: _carray, override) -> _cparams:
             raise TypeError(f"unknown cparams keys {sorted(unknown)}; known: "
                             f"{list(_CPARAMS_KEYS)}")
         params.update(override)
-    if params["blocksize"] == layout.DEFAULT_BLOCKSIZE:
+    if src.dtype == object:  # pickles: typesize 1, and no byte-delta (format §2d)
+        params["bytedelta"] = "off"
+    elif params["blocksize"] == layout.DEFAULT_BLOCKSIZE:
         params["blocksize"] = _whole_items(params["blocksize"], src.dtype.itemsize)
     return _cparams(**params)
 
@@ -268,7 +270,7 @@ def _check_readable(path: str) -> None:
                 "dataset with legacy bcolz first")
 
 
-def _plan(src: str, cparams, chunklen) -> tuple[str, object, list[_Column]]:
+def _plan(src: str, cparams, chunklen, allow_pickle=None) -> tuple[str, object, list[_Column]]:
     """Open `src` read-only and decide everything; nothing is written.
 
     Returns
@@ -307,7 +309,11 @@ def _plan(src: str, cparams, chunklen) -> tuple[str, object, list[_Column]]:
                                            for n in names):  # else opening says what is wrong
             for n in names:
                 _check_readable(os.path.join(src, n))
-    dataset = _open(src, mode="r")  # UnsupportedFormatError for object dtype
+    dataset = _open(src, mode="r", allow_pickle=allow_pickle)
+    sources = [dataset] if kind == "carray" else list(dataset.cols.values())
+    if any(c.dtype == object for c in sources):
+        allowed = defaults.allow_pickle if allow_pickle is None else allow_pickle
+        pickles.require(allowed, "converting a dataset of object dtype", src)
     if kind == "carray":
         return kind, dataset, [_Column(dataset, "", _target_cparams(dataset, cparams),
                                        _target_chunklen(dataset, chunklen))]
@@ -337,16 +343,29 @@ def _write_carray(col: _Column, rootdir: str, progress=None) -> None:
     write_cp = _cparams(clevel=cp.clevel, shuffle=cp.shuffle, cname=cp.cname, quantize=0,
                         blocksize=cp.blocksize, bytedelta=cp.bytedelta)
     n = len(src)
+    objects = src.dtype == object
+    chunklen = col.chunklen
+    if objects and chunklen is None:  # sized from the pickles (legacy: one per chunk)
+        sample = src.engine.read(0, min(n, 64))
+        chunklen = layout.vlen_chunklen(sum(map(len, sample)) / len(sample) if n else None)
     out = _carray(np.empty((0, *src.shape[1:]), src.dtype), rootdir=rootdir, mode="w",
-                  cparams=write_cp, chunklen=col.chunklen, dflt=src.dflt,
-                  expectedlen=n or None)
+                  cparams=write_cp, chunklen=chunklen, dflt=src.dflt,
+                  expectedlen=n or None, allow_pickle=True if objects else None)
     try:
-        chunk_bytes = out.chunklen * out.atomsize
-        blen = out.chunklen * max(1, BLOCK_BYTES // chunk_bytes)
-        for block in iterblocks(src, blen):
-            out.append(block)
-            if progress is not None:
-                progress(block.nbytes)
+        if objects:  # the pickles as they are: nothing is unpickled
+            blen = max(out.chunklen, 1024)
+            for lo in range(0, n, blen):
+                items = src.engine.read(lo, min(n, lo + blen))
+                out.engine.append(items)
+                if progress is not None:
+                    progress(len(items) * layout.VLEN_ROW_NBYTES)
+        else:
+            chunk_bytes = out.chunklen * out.atomsize
+            blen = out.chunklen * max(1, BLOCK_BYTES // chunk_bytes)
+            for block in iterblocks(src, blen):
+                out.append(block)
+                if progress is not None:
+                    progress(block.nbytes)
         out.flush()
         for name, value in src.attrs:
             out.attrs[name] = value
@@ -389,6 +408,28 @@ def _as_bytes(block: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(block).reshape(-1).view(np.uint8)
 
 
+def _same_dflt(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two defaults are equal: byte for byte, or (objects: JSON scalars) by
+    type and value."""
+    if a.dtype == object or b.dtype == object:
+        x, y = a[()], b[()]
+        return a.dtype == b.dtype and type(x) is type(y) and repr(x) == repr(y)
+    return np.asarray(a).tobytes() == np.asarray(b).tobytes()
+
+
+def _verify_objects(new: _carray, src: _carray, fail, progress=None) -> None:
+    """Compare the pickles of two object carrays (never unpickled)."""
+    blen = max(new.chunklen, 1024)
+    for lo in range(0, len(src), blen):
+        hi = min(len(src), lo + blen)
+        got, want = new.engine.read(lo, hi), src.engine.read(lo, hi)
+        for i, (a, b) in enumerate(zip(got, want)):
+            if a != b:
+                fail(f"row {lo + i} differs from the source's (pickles compared)")
+        if progress is not None:
+            progress((hi - lo) * layout.VLEN_ROW_NBYTES)
+
+
 def _verify_carray(col: _Column, path: str, progress=None) -> None:
     """Compare the converted carray at `path` with `col.source`.
 
@@ -405,12 +446,12 @@ def _verify_carray(col: _Column, path: str, progress=None) -> None:
 
     if legacy.is_legacy(path):
         fail("it is not in the bcolzx format")
-    new = _carray(rootdir=path, mode="r")
+    new = _carray(rootdir=path, mode="r", allow_pickle=src._allow_pickle)
     if new.dtype != src.dtype:
         fail(f"dtype {new.dtype}, the source has {src.dtype}")
     if new.shape != src.shape:
         fail(f"shape {new.shape}, the source has {src.shape}")
-    if np.asarray(new.dflt).tobytes() != np.asarray(src.dflt).tobytes():
+    if not _same_dflt(new.dflt, src.dflt):
         fail(f"dflt {new.dflt!r}, the source has {src.dflt!r}")
     if new.cparams != col.cparams:
         fail(f"cparams {new.cparams!r}, expected {col.cparams!r}")
@@ -418,6 +459,9 @@ def _verify_carray(col: _Column, path: str, progress=None) -> None:
         fail(f"chunklen {new.chunklen}, expected {col.chunklen}")
     if _attrs_json(new.attrs) != _attrs_json(src.attrs):
         fail(f"attrs {new.attrs.getall()!r}, the source has {src.attrs.getall()!r}")
+    if src.dtype == object:
+        _verify_objects(new, src, fail, progress)
+        return
     blen = new.chunklen * max(1, BLOCK_BYTES // (new.chunklen * new.atomsize))
     start = 0
     for got, want in zip(iterblocks(new, blen), iterblocks(src, blen)):
@@ -475,7 +519,7 @@ def _remove(path: str) -> None:
 
 
 def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None,
-            progress=None) -> str:
+            progress=None, allow_pickle=None) -> str:
     """Convert a legacy bcolz (format v1) carray or ctable directory to the bcolzx format.
 
     Parameters
@@ -502,7 +546,8 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None,
         Compression parameters of the converted dataset.  Default: the
         source's ``clevel``, ``shuffle``, ``cname`` and ``quantize``, with
         bcolzx's defaults for ``blocksize`` and ``bytedelta`` (which legacy
-        bcolz does not have); a bcolzx-format source keeps all six.  A dict changes only the keys it names (e.g.
+        bcolz does not have); a bcolzx-format source keeps all six.  A dict
+        changes only the keys it names (e.g.
         ``{'cname': 'zstd'}`` keeps the source's quantize); a
         :class:`bcolzx.cparams` is used as it is, for every column.
     chunklen : int, optional
@@ -515,6 +560,11 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None,
         Called as the work advances with the uncompressed bytes just written
         (then, with `verify`, just compared): the calls add up to the
         dataset's ``nbytes``, twice with `verify`.
+    allow_pickle : bool, optional
+        Convert object-dtype data (legacy bcolz's pickled objects, one file
+        per value) too; default ``bcolzx.defaults.allow_pickle``.  The
+        pickles are copied and compared as they are, never unpickled; the
+        switch is asked for because the result is a dataset of pickles.
 
     Returns
     -------
@@ -533,8 +583,10 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None,
         (a ValueError) If `src` is already in the bcolzx format (a carray,
         or a ctable with no legacy column) and neither `cparams` nor
         `chunklen` is given, or holds data bcolzx cannot
-        store or decode (legacy object dtype, the ``snappy`` codec).  Nothing
-        is written.
+        decode (the ``snappy`` codec).  Nothing is written.
+    PickleNotAllowedError
+        (an UnsupportedFormatError) If `src` holds object dtype and
+        `allow_pickle` is not given.  Nothing is written.
     CorruptDataError
         (a ValueError) If `src` is damaged, or if verification finds a
         difference; the converted copy is then discarded.
@@ -612,17 +664,20 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None,
     # (A copy elsewhere reads the source as one commit left it, as any reader.)
     locks = []
     if dst is None:
-        _plan(src_given, cparams, chunklen)  # a wrong call is refused before any lock
+        # A wrong call is refused before any lock.
+        _plan(src_given, cparams, chunklen, allow_pickle)
         locks = writer.lock_tree(src_given, defaults.lock_timeout)
     try:
-        return _convert_locked(src_given, dst, verify, cparams, chunklen, progress)
+        return _convert_locked(src_given, dst, verify, cparams, chunklen, progress,
+                               allow_pickle)
     finally:
         writer.release_all(locks)
 
 
-def _convert_locked(src_given: str, dst, verify, cparams, chunklen, progress) -> str:
+def _convert_locked(src_given: str, dst, verify, cparams, chunklen, progress,
+                    allow_pickle=None) -> str:
     """:func:`convert`, the source's write locks held (in place): planned again under them."""
-    kind, dataset, columns = _plan(src_given, cparams, chunklen)
+    kind, dataset, columns = _plan(src_given, cparams, chunklen, allow_pickle)
     real_src = os.path.realpath(src_given)
     if dst is None:
         target = real_src

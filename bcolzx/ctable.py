@@ -9,10 +9,11 @@ it keeps the legacy layout, so clients that open it piecewise keep working::
         <name>/          one complete carray directory per column
 
 Queries (:meth:`ctable.where`, :meth:`~ctable.whereblocks`,
-:meth:`~ctable.fetchwhere`, :meth:`~ctable.eval`) evaluate an expression
-block by block with :mod:`bcolzx._query`, reading only the columns the
-expression and ``outcols`` name, and skipping blocks whose per-chunk
-min/max (the columns' zone maps) prove they cannot match.
+:meth:`~ctable.fetchwhere`, :meth:`~ctable.eval`) are planned by
+:mod:`bcolzx._query.planner` over the table's columns: evaluated block by
+block, reading only the columns the expression and ``outcols`` name, and
+skipping blocks whose per-chunk min/max (the columns' zone maps) prove they
+cannot match.
 """
 
 from __future__ import annotations
@@ -20,26 +21,26 @@ from __future__ import annotations
 import keyword
 import os
 import shutil
+import weakref
 from collections import namedtuple
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
+from bcolzx import _table, _threads
 from bcolzx import attrs as _attrs
-from bcolzx._format.seal import Seal, new_uid
-from bcolzx._recovery import even_columns
 from bcolzx._format import jsonfile, layout
-from bcolzx._query import blocks as _blocks
-from bcolzx._query.expr import Expression, compile_expression
-from bcolzx._query.zonemap import may_match
+from bcolzx._format.seal import Seal, new_uid
+from bcolzx._query import planner
+from bcolzx._query.evaluate import evaluate, resolve_flavor
+from bcolzx._query.scope import caller_scope
 from bcolzx._storage import snapshot, writer
 from bcolzx._storage.lock import WriterLock
-from bcolzx.carray import carray
-from bcolzx.errors import CorruptDataError, ReadOnlyError
-from bcolzx.params import defaults
-from bcolzx.vars import caller_scope, resolve_names, split_operands
+from bcolzx.carray import _is_sequence, as_objects, carray
+from bcolzx.defaults import defaults
+from bcolzx.errors import ConcurrentModificationError, DatasetNotFoundError, ReadOnlyError
+from bcolzx.params import cparams as _cparams
 
 __all__ = ["ctable", "cols"]
 
@@ -58,8 +59,66 @@ class cols:  # noqa: N801 - legacy name
     columns' directories).
     """
 
-    def __init__(self, names: Sequence[str] = (), columns: Sequence[carray] = ()):
-        self._cols: dict[str, carray] = dict(zip(names, columns))
+    def __init__(self, names: Sequence[str] = (), columns: Sequence = (),
+                 table: "ctable | None" = None):
+        # A column of a table opened in mode 'r' may be an _Unopened until
+        # it is first used (_column opens it).
+        self._cols: dict[str, Any] = dict(zip(names, columns))
+        self._table = None if table is None else weakref.ref(table)
+
+    def _column(self, name: str) -> carray:
+        col = self._cols[name]
+        if isinstance(col, _Unopened):
+            col = self._cols[name] = col.open()
+        return col
+
+    def _length(self) -> int:
+        """The rows of the first column (0 without columns), opening none."""
+        for col in self._cols.values():
+            return col.length if isinstance(col, _Unopened) else len(col)
+        return 0
+
+    def _owner(self) -> "ctable | None":
+        return None if self._table is None else self._table()
+
+    @property
+    def rootdir(self) -> str | None:
+        """The table's directory (None in memory), as legacy ``cols.rootdir``."""
+        table = self._owner()
+        return None if table is None else table.rootdir
+
+    @property
+    def mode(self) -> str:
+        """The table's mode, as legacy ``cols.mode``."""
+        table = self._owner()
+        return "a" if table is None else table.mode
+
+    def update_meta(self) -> None:
+        """Write the column names to the table's ``__rootdirs__`` (legacy name;
+        :meth:`ctable.addcol` and :meth:`ctable.delcol` do it themselves).
+
+        Raises
+        ------
+        OSError
+            If the file cannot be written.
+        """
+        table = self._owner()
+        if table is not None:
+            table._write_rootdirs()
+
+    def read_meta_and_open(self) -> None:
+        """Read the table's ``__rootdirs__`` again and reopen its columns (legacy name).
+
+        Raises
+        ------
+        FileNotFoundError
+            If the table has no ``__rootdirs__``.
+        CorruptDataError
+            If a column or the metadata is damaged.
+        """
+        table = self._owner()
+        if table is not None and table.rootdir is not None:
+            table._open()
 
     @property
     def names(self) -> list[str]:
@@ -68,7 +127,7 @@ class cols:  # noqa: N801 - legacy name
 
     def __getitem__(self, name: str) -> carray:
         try:
-            return self._cols[name]
+            return self._column(name)
         except KeyError:
             raise KeyError(f"no column {name!r}; columns are {self.names}") from None
 
@@ -77,12 +136,18 @@ class cols:  # noqa: N801 - legacy name
         written in place, on disk too)."""
         if name not in self._cols:
             raise KeyError(f"no column {name!r}; use ctable.addcol to add one")
-        old = self._cols[name]
-        if len(column) != len(old):
+        old = self._column(name)
+        values = column[:] if isinstance(column, carray) else column
+        try:
+            values = np.asarray(values, dtype=old.dtype)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{column!r} cannot be converted into a column of "
+                             f"{old.dtype}: {exc}") from None
+        if values.shape[:1] != (len(old),):
             raise ValueError(f"column {name!r} must keep its length {len(old)}, not "
-                             f"{len(column)}")
+                             f"{values.shape[:1] or 'a scalar'}")
         # As legacy: the column keeps its dtype, cparams and directory.
-        old[:] = column[:] if isinstance(column, carray) else column
+        old[:] = values
 
     def insert(self, name: str, pos: int, column: carray) -> None:
         """Insert `column` under `name` at position `pos`.
@@ -108,7 +173,9 @@ class cols:  # noqa: N801 - legacy name
         """
         if name not in self._cols:
             raise KeyError(f"no column {name!r}; columns are {self.names}")
-        return self._cols.pop(name)
+        col = self._column(name)
+        del self._cols[name]
+        return col
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._cols)
@@ -120,14 +187,71 @@ class cols:  # noqa: N801 - legacy name
         return name in self._cols
 
     def values(self):
+        for name in self._cols:
+            self._column(name)
         return self._cols.values()
 
     def items(self):
+        self.values()
         return self._cols.items()
 
     def __repr__(self) -> str:
-        lines = [f"{name} : {col.dtype} ({len(col)},)" for name, col in self._cols.items()]
+        lines = [f"{name} : {col.dtype} ({len(col)},)" for name, col in self.items()]
         return "\n".join(lines)
+
+
+class _Unopened:
+    """A column of a table opened in mode 'r', not opened yet: its directory
+    and the length the table was opened with (its sealed ``meta/sizes``)."""
+
+    __slots__ = ("path", "length", "kwargs")
+
+    def __init__(self, path: str, length: int, kwargs: dict):
+        self.path, self.length, self.kwargs = path, length, kwargs
+
+    def open(self) -> carray:
+        """The column, as the table saw it when it was opened.
+
+        Raises
+        ------
+        ConcurrentModificationError
+            If a writer removed rows since.
+        CorruptDataError
+            If the column is damaged (its metadata is checked in full now).
+        """
+        col = carray(rootdir=self.path, mode="r", **self.kwargs)
+        if len(col) < self.length:
+            raise ConcurrentModificationError(
+                f"{self.path} lost rows since its table was opened ({len(col)} rows, the "
+                f"table {self.length}); open the table again")
+        col.engine.clip(self.length)  # rows committed since stay invisible
+        return col
+
+
+def _lengths_without_opening(rootdir: str, names: list[str]) -> dict[str, int] | None:
+    """Each column's committed length from its sealed ``meta/sizes`` alone, when
+    that is the whole story: every column in the bcolzx format (sealed), no
+    append journal, all the same length.  None otherwise (open them all)."""
+    lengths = {}
+    for name in names:
+        path = os.path.join(rootdir, name)
+        try:
+            if os.stat(layout.meta_path(path, layout.JOURNAL_FILE)).st_size:
+                return None
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return None
+        try:
+            sizes, seal = jsonfile.read_json_sealed(layout.meta_path(path, layout.SIZES_FILE))
+        except (OSError, ValueError):
+            return None  # reported as it should be by opening the column
+        shape = sizes.get("shape") if isinstance(sizes, dict) else None
+        if not (seal.sealed and isinstance(shape, list) and shape
+                and type(shape[0]) is int and shape[0] >= 0):
+            return None
+        lengths[name] = shape[0]
+    return lengths if len(set(lengths.values())) <= 1 else None
 
 
 def _remove_made(rootdir: str, existed: bool) -> None:
@@ -174,11 +298,16 @@ class ctable:  # noqa: N801 - legacy name
         ``rootdir``, ``mode`` ('r', 'a' or 'w'; default 'a'), ``auto_flush``
         (flush after every change; default True on disk, as legacy),
         ``lock_timeout`` (seconds to wait for a table another writer holds, as
-        for :class:`carray`), and for new columns ``cparams``, ``dflt``,
-        ``expectedlen``, ``chunklen``.
+        for :class:`carray`), ``allow_pickle`` (object-dtype columns, whose
+        values are pickled: see :class:`carray`; default
+        ``bcolzx.defaults.allow_pickle``), and for new columns ``cparams``,
+        ``dflt``, ``expectedlen``, ``chunklen``.
 
     Raises
     ------
+    PickleNotAllowedError
+        When creating object columns, or reading or writing their values,
+        without ``allow_pickle``.
     LockedError
         (an ``IOError``) when creating or replacing a table another writer
         holds; later, at the first change, when another writer holds it.
@@ -206,13 +335,16 @@ class ctable:  # noqa: N801 - legacy name
     def __init__(self, columns=None, names=None, **kwargs):
         rootdir = kwargs.pop("rootdir", None)
         mode = kwargs.pop("mode", "a")
-        # As legacy: on disk, every change is flushed unless told otherwise.
-        self.auto_flush = bool(kwargs.pop("auto_flush", rootdir is not None))
+        # As legacy: on disk, every change is flushed unless told otherwise;
+        # in memory there is nothing to flush, so it is always False.
+        self.auto_flush = rootdir is not None and bool(kwargs.pop("auto_flush", True))
+        kwargs.pop("auto_flush", None)
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
         self._rootdir = os.fspath(rootdir) if rootdir is not None else None
         self._mode = mode
         self._lock_timeout = defaults.resolve_lock_timeout(kwargs.pop("lock_timeout", None))
+        self._allow_pickle = defaults.resolve_allow_pickle(kwargs.pop("allow_pickle", None))
         self._lock = None  # the table's write lock (_storage/writer.py), on disk
         # How __rootdirs__ and __attrs__ are sealed (docs/format/README.md §2c):
         # new tables are; an opened table keeps what its __rootdirs__ says.
@@ -222,12 +354,13 @@ class ctable:  # noqa: N801 - legacy name
             if mode != "r":  # taken at the first change
                 self._lock = WriterLock(self._rootdir, self._lock_timeout)
             self._open()
-            writer.bind_table(self)
+            _table.bind_table(self)
             return
         if mode == "r":
             raise ReadOnlyError("cannot create a ctable in mode 'r'")
         if columns is None:
-            raise ValueError("a new ctable needs columns (a structured array or a list)")
+            raise ValueError("a new ctable needs columns (a structured array or a list); "
+                             "mode 'w' replaces a table by new columns")
         names, data = self._columns_from(columns, names)
         existed = self._rootdir is None or os.path.lexists(self._rootdir)
         if self._rootdir is not None:
@@ -238,10 +371,11 @@ class ctable:  # noqa: N801 - legacy name
             # The lock first: a table another writer holds is never replaced.
             self._lock = writer.prepare_dir(self._rootdir, replace=(mode == "w"),
                                             timeout=self._lock_timeout)
-            writer.bind_table(self)
+            _table.bind_table(self)
         try:
-            self._attrs = _attrs.attrs(self._rootdir, mode, _new=True, _seal=self._seal)
-            self._cols = cols()
+            self._attrs: _attrs.attrs | None = _attrs.attrs(self._rootdir, mode, _new=True,
+                                                            _seal=self._seal)
+            self._cols = cols(table=self)
             reuse = self._rootdir is None and not kwargs
             made = self._new_columns([(name, col) for name, col in zip(names, data)
                                       if not (reuse and isinstance(col, carray))], kwargs)
@@ -252,7 +386,8 @@ class ctable:  # noqa: N801 - legacy name
         except BaseException:
             if self._rootdir is not None:  # no half-made table is left behind
                 _remove_made(self._rootdir, existed)
-                self._lock.release()
+                if self._lock is not None:
+                    self._lock.release()
             raise
 
     # -- construction ------------------------------------------------------------
@@ -265,7 +400,10 @@ class ctable:  # noqa: N801 - legacy name
         elif isinstance(columns, np.ndarray) and columns.dtype.names:
             data = [columns[n] for n in columns.dtype.names]
             default = list(columns.dtype.names)
-        elif isinstance(columns, carray) and columns.dtype.names:
+        elif isinstance(columns, carray):
+            if not columns.dtype.names:
+                raise ValueError(f"a carray of dtype {columns.dtype} is one column: pass a "
+                                 "list of columns (ctable([c]))")
             arr = columns[:]
             data = [arr[n] for n in arr.dtype.names]
             default = list(arr.dtype.names)
@@ -275,7 +413,8 @@ class ctable:  # noqa: N801 - legacy name
         else:
             raise TypeError("columns must be a structured array, a ctable or a list of "
                             f"arrays/carrays, not {type(columns).__name__}")
-        names = default if names is None else list(names)
+        names = default if names is None else \
+            ([names] if isinstance(names, str) else list(names))
         if len(names) != len(data):
             raise ValueError(f"{len(names)} names for {len(data)} columns")
         if not data:
@@ -297,7 +436,7 @@ class ctable:  # noqa: N801 - legacy name
         """Whether this table's directory is legacy bcolz's (v1): its new
         columns must be v1 too, for legacy bcolz to keep opening it."""
         return self._rootdir is not None and any(
-            not c._engine.store.native for c in self._cols.values())
+            not c.engine.store.native for c in self._cols.values())
 
     def _new_columns(self, todo: list, kwargs: dict) -> dict:
         """New unflushed columns ``{name: carray}`` from ``(name, data)`` pairs.
@@ -313,46 +452,64 @@ class ctable:  # noqa: N801 - legacy name
             return {name: self._new_column(name, data, kwargs, flush=False)
                     for name, data in todo}
         made = [(name, *self._empty_column(name, data, kwargs)) for name, data in todo]
-        with ThreadPoolExecutor(workers) as pool:  # leaving it waits for every column
-            futures = [pool.submit(col.append, data) for _, col, data in made]
-        for future in futures:
-            future.result()
+        _threads.run_all(lambda job: job[1].append(job[2]), made, workers)
         return {name: col for name, col, _ in made}
 
-    def _new_column(self, name: str, data, kwargs: dict, flush: bool = True) -> carray:
+    def _new_column(self, name: str, data, kwargs: dict, flush: bool = True,
+                    allow_pickle=None) -> carray:
         """A new column holding `data` (flushed unless `flush` is False)."""
-        col, data = self._empty_column(name, data, kwargs)
+        col, data = self._empty_column(name, data, kwargs, allow_pickle)
         col.append(data)
         if flush and col.rootdir is not None:
             col.flush()
         return col
 
-    def _empty_column(self, name: str, data, kwargs: dict) -> tuple:
+    def _empty_column(self, name: str, data, kwargs: dict, allow_pickle=None) -> tuple:
         """A new empty column for `data`, and `data` as it is to be appended."""
         rootdir = self._coldir(name)
         if isinstance(data, carray):
             kw = {"cparams": data.cparams, "chunklen": data.chunklen, "dflt": data.dflt,
                   **kwargs}
+            if data.dtype == object and not data.engine.store.native and \
+                    "chunklen" not in kwargs:
+                del kw["chunklen"]  # a legacy object column's one row per chunk
         else:
             data = np.asarray(data)
             kw = {"expectedlen": len(data) if data.ndim else 1, **kwargs}
+        allow = self._allow_pickle if allow_pickle is None else allow_pickle
         col = carray(np.empty((0, *data.shape[1:]), data.dtype), rootdir=rootdir, mode="w",
-                     lock_timeout=self._lock_timeout, _v1=self._legacy(), **kw)
+                     lock_timeout=self._lock_timeout, allow_pickle=allow, _v1=self._legacy(),
+                     **kw)
         return col, data
 
     def _open(self) -> None:
-        path = os.path.join(self._rootdir, layout.ROOTDIRS_FILE)
+        rootdir = self._rootdir
+        assert rootdir is not None  # only tables on disk are opened
+        path = os.path.join(rootdir, layout.ROOTDIRS_FILE)
+        if self._mode == "r" and not os.path.lexists(rootdir):
+            # legacy bcolz's words and KeyError, and a FileNotFoundError too
+            raise DatasetNotFoundError(f"Disk-based ctable opened with `r`ead mode yet "
+                                       f"`rootdir='{rootdir}'` does not exist")
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"no ctable at {self._rootdir} (no {layout.ROOTDIRS_FILE})")
+            raise FileNotFoundError(f"no ctable at {rootdir} (no {layout.ROOTDIRS_FILE})")
         meta, self._seal = jsonfile.read_json_sealed(path)
         names = layout.column_names(meta, path)
+        if self._mode == "r":
+            lengths = _lengths_without_opening(rootdir, names)
+            if lengths is not None:  # each column opened (and checked in full) when used
+                kwargs = {"lock_timeout": self._lock_timeout, "allow_pickle": self._allow_pickle}
+                self._cols = cols(names, [_Unopened(os.path.join(rootdir, n), lengths[n], kwargs)
+                                          for n in names], table=self)
+                self._attrs = None
+                return
         # A writer commits the columns one by one: open them until they agree.
         opened = snapshot.agreeing_columns(
             lambda: {name: carray(rootdir=self._coldir(name), mode=self._mode,
-                                  lock_timeout=self._lock_timeout) for name in names},
-            self._rootdir, wait=not (self._lock is not None and self._lock.held))
-        even_columns(opened, self._mode)  # a crash between two columns' commits
-        self._cols = cols(list(opened), list(opened.values()))
+                                  lock_timeout=self._lock_timeout,
+                                  allow_pickle=self._allow_pickle) for name in names},
+            rootdir, wait=not (self._lock is not None and self._lock.held))
+        _table.even_columns(opened, self._mode)  # a crash between two columns' commits
+        self._cols = cols(list(opened), list(opened.values()), table=self)
         self._attrs = _attrs.attrs(self._rootdir, self._mode, _seal=self._seal)
 
     def _write_rootdirs(self) -> None:
@@ -384,9 +541,7 @@ class ctable:  # noqa: N801 - legacy name
         return len(self)
 
     def __len__(self) -> int:
-        for col in self._cols.values():
-            return len(col)
-        return 0
+        return self._cols._length()
 
     @property
     def shape(self) -> tuple[int]:
@@ -415,8 +570,11 @@ class ctable:  # noqa: N801 - legacy name
 
     @property
     def cparams(self):
-        """Compression parameters (of the first column)."""
-        return next(iter(self._cols.values())).cparams
+        """Compression parameters (of the first column; the defaults when the
+        table has no column)."""
+        for col in self._cols.values():
+            return col.cparams
+        return _cparams()
 
     @property
     def rootdir(self) -> str | None:
@@ -431,6 +589,8 @@ class ctable:  # noqa: N801 - legacy name
     @property
     def attrs(self) -> _attrs.attrs:
         """User attributes (see :class:`bcolzx.attrs.attrs`)."""
+        if self._attrs is None:  # a table opened in mode 'r' reads them on first use
+            self._attrs = _attrs.attrs(self._rootdir, "r", _seal=self._seal)
         return self._attrs
 
     # -- writing -----------------------------------------------------------------
@@ -438,7 +598,7 @@ class ctable:  # noqa: N801 - legacy name
     def _check_writable(self) -> None:
         if self._mode == "r":
             raise ReadOnlyError("the ctable is opened read-only (mode 'r')")
-        writer.take_table(self)  # the table's and the columns' locks, at the first change
+        _table.take_table(self)  # the table's and the columns' locks, at the first change
 
     def _rows_of(self, rows) -> list[np.ndarray]:
         """`rows` (any form append accepts) as one array per column, validated."""
@@ -451,8 +611,10 @@ class ctable:  # noqa: N801 - legacy name
             use = names if set(names) <= set(fields) else fields
             rows = [np.atleast_1d(rows[n]) if rows.ndim == 0 else rows[n] for n in use]
         elif isinstance(rows, tuple) and len(rows) == len(names) and \
-                all(np.ndim(v) == 0 for v in rows):
-            rows = [np.array([v]) for v in rows]
+                all(np.ndim(v) == 0 or self._cols[n].dtype == object
+                    for n, v in zip(names, rows)):
+            rows = [as_objects([v]) if self._cols[n].dtype == object else np.array([v])
+                    for n, v in zip(names, rows)]
         elif not isinstance(rows, (list, tuple)):
             raise TypeError("append needs a list of columns, a structured array, a record "
                             f"or a ctable, not {type(rows).__name__}")
@@ -461,6 +623,14 @@ class ctable:  # noqa: N801 - legacy name
         out = []
         for name, value in zip(names, rows):
             col = self._cols[name]
+            if col.dtype == object:  # one object per row; a non-sequence is one object
+                if _is_sequence(value):
+                    out.append(as_objects(value))
+                else:
+                    one = np.empty((), dtype=object)
+                    one[()] = value
+                    out.append(one)
+                continue
             arr = value[:] if isinstance(value, carray) else value
             try:
                 arr = np.asarray(arr, dtype=col.dtype)
@@ -477,7 +647,7 @@ class ctable:  # noqa: N801 - legacy name
                 raise ValueError(f"column {name!r} has {len(arr)} rows, the others {n}")
         return out
 
-    @writer.table_guarded
+    @_table.table_guarded
     def append(self, rows) -> None:
         """Append rows to every column.
 
@@ -500,9 +670,13 @@ class ctable:  # noqa: N801 - legacy name
         for col, arr in zip(self._cols.values(), arrays):
             col.append(arr)
         if self.auto_flush:
-            self.flush()
+            # Safe against a crash of the process at once, cheaply (the
+            # columns' append journals, docs/format/README.md §3b); flush()
+            # and close() make the rows durable against power loss too.
+            for col in self._cols.values():
+                col.engine.flush_appends()
 
-    @writer.table_guarded
+    @_table.table_guarded
     def trim(self, nitems: int) -> None:
         """Remove the last `nitems` rows (a negative `nitems` enlarges by
         ``-nitems`` rows of each column's ``dflt``, as legacy bcolz).
@@ -526,7 +700,7 @@ class ctable:  # noqa: N801 - legacy name
         if self.auto_flush:
             self.flush()
 
-    @writer.table_guarded
+    @_table.table_guarded
     def resize(self, nitems: int) -> None:
         """Grow (with each column's ``dflt``) or shrink to `nitems` rows.
 
@@ -561,7 +735,10 @@ class ctable:  # noqa: N801 - legacy name
             For an on-disk carray and an on-disk table: move its directory
             into the table instead of copying it.
         **kwargs
-            ``cparams``, ``dflt``, ``expectedlen``, ``chunklen`` for the copy.
+            ``cparams``, ``dflt``, ``expectedlen``, ``chunklen`` for the copy;
+            ``allow_pickle`` for an object column (default: the table's).
+            A new column of a legacy bcolz (v1) table is v1 too; an object
+            one then stores one pickle per chunk file, as legacy bcolz did.
 
         Raises
         ------
@@ -569,8 +746,11 @@ class ctable:  # noqa: N801 - legacy name
             For a length mismatch, a bad or existing name, or a bad `pos`.
         ReadOnlyError
             In mode 'r'.
+        PickleNotAllowedError
+            For an object column without ``allow_pickle``.
         """
         self._check_writable()
+        allow_pickle = defaults.resolve_allow_pickle(kwargs.pop("allow_pickle", None))
         kwargs = _split_kwargs(kwargs)
         name = f"f{len(self._cols)}" if name is None else _check_name(name)
         if name in self._cols:
@@ -579,20 +759,28 @@ class ctable:  # noqa: N801 - legacy name
         if not 0 <= pos <= len(self._cols):
             raise ValueError(f"pos must be in 0..{len(self._cols)}, not {pos}")
         data = newcol if isinstance(newcol, carray) else np.asarray(newcol)
-        if (len(data) if data.ndim else 1) != len(self):
+        if not isinstance(data, carray):  # as legacy: compressed as the table is
+            kwargs.setdefault("cparams", self.cparams)
+        if self._cols and (len(data) if data.ndim else 1) != len(self):
             raise ValueError(f"the new column has {len(data)} rows, the table {len(self)}")
-        if move and isinstance(data, carray) and data.rootdir and self._rootdir and \
-                data._engine.store.native != self._legacy():
-            data.flush()
-            dest = self._coldir(name)
-            os.replace(data.rootdir, dest)
-            col = carray(rootdir=dest, mode=self._mode, lock_timeout=self._lock_timeout)
+        moved = data if move and isinstance(data, carray) else None
+        source = moved.rootdir if moved is not None else None
+        if moved is not None and source and self._rootdir and \
+                moved.engine.store.native != self._legacy():
+            moved.flush()
+            dest = os.path.join(self._rootdir, name)
+            os.replace(source, dest)
+            col = carray(rootdir=dest, mode=self._mode, lock_timeout=self._lock_timeout,
+                         allow_pickle=self._allow_pickle if allow_pickle is None else
+                         allow_pickle)
         elif self._rootdir is None and isinstance(data, carray) and not kwargs:
             col = data
         else:
-            col = self._new_column(name, data, kwargs)
+            col = self._new_column(name, data, kwargs, allow_pickle=allow_pickle)
         self._cols.insert(name, pos, col)
         self._write_rootdirs()
+        if self.auto_flush:
+            self.flush()
 
     def delcol(self, name: str | None = None, pos: int | None = None, keep: bool = False
                ) -> None:
@@ -615,8 +803,6 @@ class ctable:  # noqa: N801 - legacy name
         self._check_writable()
         if name is not None and pos is not None:
             raise ValueError("give name or pos, not both")
-        if len(self._cols) == 1:
-            raise ValueError("cannot delete the only column of a ctable")
         if name is None:
             names = self.names
             pos = len(names) - 1 if pos is None else int(pos)
@@ -627,27 +813,39 @@ class ctable:  # noqa: N801 - legacy name
         self._write_rootdirs()
         if col.rootdir is not None and self._rootdir is not None and \
                 os.path.dirname(os.path.abspath(col.rootdir)) == os.path.abspath(self._rootdir):
-            col._engine.close(flush=keep)
+            col.engine.close(flush=keep)
             if not keep:
                 shutil.rmtree(col.rootdir)
+        if self.auto_flush:
+            self.flush()
 
-    @writer.table_guarded
     def flush(self) -> None:
-        """Make every column durable (see :meth:`carray.flush`).
+        """Make every column durable (see :meth:`carray.flush`), rows saved in the
+        columns' append journals (``auto_flush``) included.
 
         Raises
         ------
         OSError
             If the file system refuses.
+        LockedError
+            If another writer holds the table and rows of its journals are
+            not committed yet.
         """
+        self._flush(journal=True)
+
+    @_table.table_guarded
+    def _flush(self, journal: bool) -> None:
+        """Commit the columns; the journals' rows too with `journal` (else only when
+        this table holds the lock: closing a table read in mode 'a' commits nothing)."""
         on_disk = [c for c in self._cols.values() if c.rootdir is not None]
         if len(on_disk) < 2:  # in memory a flush stores nothing worth overlapping
             for col in self._cols.values():
-                col.flush()
+                if col.mode != "r":
+                    col.engine.flush(journal=journal)
             return
-        with ThreadPoolExecutor(min(len(on_disk), 8)) as pool:  # the columns' fsyncs overlap
-            for future in [pool.submit(c.flush) for c in on_disk]:
-                future.result()
+        # The columns' fsyncs overlap (each flush is mostly waiting for the disk).
+        _threads.run_all(lambda c: c.engine.flush(journal=journal),
+                         [c for c in on_disk if c.mode != "r"], min(len(on_disk), 8))
 
     def compact(self) -> int:
         """Flush, then reclaim the space rewrites left in every column's files.
@@ -678,17 +876,27 @@ class ctable:  # noqa: N801 - legacy name
     def copy(self, **kwargs) -> "ctable":
         """A copy, with new ``rootdir``, ``mode``, ``cparams``... as keywords.
 
+        As in legacy bcolz, the copy is compressed with the current defaults
+        (``bcolzx.defaults.cparams``) unless `cparams` is given; each column
+        keeps its chunk length and ``dflt``.
+
         Raises
         ------
+        OSError
+            If `rootdir` is this table's own directory.
         ValueError, FileExistsError
             As the constructor.
         """
-        # Passing parameters makes the constructor copy carray columns (each
-        # keeps its own cparams, chunklen and dflt unless overridden).
+        rootdir = kwargs.get("rootdir")
+        if rootdir is not None and self._rootdir is not None and \
+                os.path.abspath(os.fspath(rootdir)) == os.path.abspath(self._rootdir):
+            raise OSError(f"cannot copy {self._rootdir} onto itself")
+        kwargs.setdefault("cparams", _cparams())
+        # Passing parameters makes the constructor copy carray columns.
         out = ctable([self._cols[n] for n in self.names], names=self.names,
-                     **{"expectedlen": len(self), **kwargs})
-        for key, value in self._attrs.getall().items():
-            out._attrs[key] = value
+                     **{"expectedlen": len(self), "allow_pickle": self._allow_pickle, **kwargs})
+        for key, value in self.attrs.getall().items():
+            out.attrs[key] = value
         return out
 
     # -- reading -----------------------------------------------------------------
@@ -751,7 +959,8 @@ class ctable:  # noqa: N801 - legacy name
         if isinstance(key, list) and key and all(isinstance(k, str) for k in key):
             for name in key:
                 self._cols[name]  # noqa: B018 - KeyError for an unknown name
-            return ctable([self._cols[k] for k in key], names=key)
+            return ctable([self._cols[k] for k in key], names=key,
+                          allow_pickle=self._allow_pickle)
         if isinstance(key, tuple):
             raise IndexError("a ctable is one-dimensional: index it with one key")
         if isinstance(key, (list, np.ndarray, carray)):
@@ -765,7 +974,7 @@ class ctable:  # noqa: N801 - legacy name
                          "slice, a column name, a list of names, an array of positions or "
                          "booleans, or a condition string")
 
-    @writer.table_guarded
+    @_table.table_guarded
     def __setitem__(self, key, value) -> None:
         self._check_writable()
         if isinstance(key, str):
@@ -775,11 +984,7 @@ class ctable:  # noqa: N801 - legacy name
                     self.flush()
                 return
             key = np.flatnonzero(self.eval(key, out_flavor="numpy", _scope=caller_scope(None)))
-        value = np.asarray(value) if not isinstance(value, (tuple, np.void)) else value
-        if isinstance(value, tuple):
-            value = np.array([value], dtype=self.dtype)[0]
-        elif not (isinstance(value, (np.ndarray, np.void)) and value.dtype.names):
-            value = np.asarray(value, dtype=self.dtype)
+        value = _as_rows(value, self.dtype)
         for name, col in self._cols.items():
             col[key] = value[name]
         if self.auto_flush:
@@ -835,121 +1040,11 @@ class ctable:  # noqa: N801 - legacy name
 
     # -- queries -----------------------------------------------------------------
 
-    def _scope(self, expression: str, scope) -> tuple[Expression, dict, dict]:
-        """Compile `expression`; its columns (the table's and array variables)
-        and scalars, names looked up in `scope` when they are not columns."""
-        expr = compile_expression(expression)
-        columns = {n: self._cols[n] for n in expr.names if n in self._cols}
-        others = resolve_names([n for n in expr.names if n not in columns], scope)
-        more, scalars = split_operands(others)
-        for name, value in more.items():
-            if len(value) != len(self):
-                raise ValueError(f"variable {name!r} has {len(value)} rows, the table "
-                                 f"{len(self)}")
-        columns.update(more)
-        return expr, columns, scalars
-
-    def _vm(self, vm) -> str:
-        vm = defaults.vm if vm is None else vm
-        if vm not in ("python", "numexpr", "dask"):
-            raise ValueError(f"vm must be 'python', 'numexpr' or 'dask', not {vm!r}")
-        return vm
-
-    def _matches(self, expression, scope, vm) -> Iterator[tuple[int, np.ndarray, tuple | None]]:
-        """``(block_start, positions, block)`` of the rows where `expression` holds;
-        `block` is None or ``(block_start, {column: the block's rows})`` for the
-        table's columns the expression read."""
-        if not isinstance(expression, str):
-            mask = expression[:] if isinstance(expression, carray) else np.asarray(expression)
-            if mask.dtype != np.bool_ or mask.shape != (len(self),):
-                raise ValueError("the query must be a string expression or a boolean array "
-                                 f"of length {len(self)}")
-            yield 0, np.flatnonzero(mask), None
-            return
-        expr, columns, scalars = self._scope(expression, scope)
-        vm, engine = self._vm(vm), _blocks
-        if vm == "dask":  # each block a Dask task (bcolzx.interop.dask)
-            from bcolzx.interop import dask as engine
-
-            vm = engine.local_vm()
-        if not columns:
-            value = expr.evaluate(scalars, vm)
-            if value.shape != () or value.dtype != np.bool_:
-                raise ValueError(f"{expression!r} is not a boolean condition on the columns")
-            if bool(value):
-                yield 0, np.arange(len(self)), None
-            return
-        skip = self._zone_skipper(expr, columns, scalars)
-        local = engine is _blocks  # Dask tasks keep the blocks they read
-        blocks = engine.evaluate_blocks(expr, columns, scalars, vm=vm, skip_block=skip,
-                                        **({"with_columns": True} if local else {}))
-        for lo, mask, *read in blocks:
-            if mask.dtype != np.bool_:
-                raise ValueError(f"{expression!r} gives {mask.dtype} values, not a boolean "
-                                 "condition")
-            hits = np.flatnonzero(mask)
-            if len(hits):
-                # Only the table's own columns may stand in for a later read.
-                have = {n: v for n, v in read[0].items()
-                        if n in self._cols and self._cols[n] is columns[n]} if read else {}
-                yield lo, hits + lo, (lo, have)
-
-    def _zone_skipper(self, expr: Expression, columns: dict, scalars: dict):
-        """A ``skip_block`` for evaluate_blocks from the columns' chunk statistics."""
-        if not all(isinstance(c, carray) for c in columns.values()):
-            return None
-        stats = {n: c._engine.chunk_stats() for n, c in columns.items()}
-        chunklens = {c.chunklen for c in columns.values()}
-        if len(chunklens) != 1 or any(s is None for s in stats.values()):
-            return None
-        (cl,) = chunklens
-        nchunks = min(len(st) for st in stats.values())
-        maybe = np.ones(nchunks, dtype=bool)
-
-        def can_match(a: int, b: int) -> bool:
-            bounds = {name: (np.fmin.reduce(st["min"][a:b]), np.fmax.reduce(st["max"][a:b]),
-                             bool(st["nan"][a:b].any())) for name, st in stats.items()}
-            return may_match(expr, bounds, scalars)
-
-        def narrow(a: int, b: int) -> None:
-            """Clear `maybe` for the chunks of [a, b) that cannot match: whole
-            ranges first, so a selective query needs few checks."""
-            if not can_match(a, b):
-                maybe[a:b] = False
-            elif b - a > 4:
-                mid = (a + b) // 2
-                narrow(a, mid)
-                narrow(mid, b)
-            elif b - a > 1:
-                for c in range(a, b):
-                    maybe[c] = can_match(c, c + 1)
-
-        if nchunks:
-            narrow(0, nchunks)
-
-        def skip(lo: int, hi: int) -> bool:
-            first, last = lo // cl, (hi - 1) // cl
-            return last < nchunks and not maybe[first:last + 1].any()
-        return skip
-
     def _query(self, expression, outcols, limit, skip, scope, vm) -> Iterator[np.ndarray]:
-        """Structured arrays of the matching rows, block by block, with limit and skip."""
+        """Structured arrays of the rows the planner selects, block by block."""
         names = self._outcols(outcols)
-        yielded, left = 0, int(skip)
-        for lo, pos, block in self._matches(expression, scope, vm):
-            if left:
-                drop = min(left, len(pos))
-                pos, left = pos[drop:], left - drop
-            if limit is not None:
-                pos = pos[: max(0, limit - yielded)]
-            if not len(pos):
-                if limit is not None and yielded >= limit:
-                    return
-                continue
+        for pos, block in planner.select(expression, self._cols, scope, vm, limit, skip):
             yield self._read(names, int(pos[0]), int(pos[-1]) + 1, pos, block)
-            yielded += len(pos)
-            if limit is not None and yielded >= limit:
-                return
 
     def where(self, expression, outcols=None, limit: int | None = None, skip: int = 0,
               out_flavor=namedtuple, user_dict: dict | None = None, vm: str | None = None,
@@ -1003,7 +1098,8 @@ class ctable:  # noqa: N801 - legacy name
         Parameters
         ----------
         blen : int, optional
-            Rows per block (default: the chunk length); the last is shorter.
+            Rows per block (default: the smallest chunk length of the
+            columns, as legacy bcolz); the last is shorter.
         expression, outcols, limit, skip, user_dict, vm
             As :meth:`where`.
 
@@ -1016,7 +1112,9 @@ class ctable:  # noqa: N801 - legacy name
         ExpressionError, ValueError
             As :meth:`where`; ValueError for a non-positive `blen`.
         """
-        blen = next(iter(self._cols.values())).chunklen if blen is None else int(blen)
+        if blen is None:  # the smallest chunk length of the columns, as legacy
+            blen = min((c.chunklen for c in self._cols.values()), default=1)
+        blen = int(blen)
         if blen <= 0:
             raise ValueError(f"blen must be positive, not {blen}")
         blocks = self._query(expression, outcols, limit, skip, caller_scope(user_dict), vm)
@@ -1056,16 +1154,14 @@ class ctable:  # noqa: N801 - legacy name
         ExpressionError, ValueError
             As :meth:`where`; ValueError for an unknown `out_flavor`.
         """
-        flavor = defaults.out_flavor if out_flavor is None else out_flavor
-        if flavor not in ("bcolz", "carray", "numpy"):
-            raise ValueError(f"out_flavor must be 'bcolz', 'carray' or 'numpy', not {flavor!r}")
+        flavor = resolve_flavor(out_flavor)
         names = self._outcols(outcols)
         scope = caller_scope(user_dict) if _scope is None else _scope
         parts = list(self._query(expression, names, limit, skip, scope, vm))
         result = np.concatenate(parts) if parts else np.empty(0, self._dtype_of(names))
         if flavor == "numpy":
             return result
-        return ctable(result)
+        return ctable(result, allow_pickle=self._allow_pickle)
 
     def eval(self, expression: str, **kwargs):
         """Evaluate `expression` over the columns (see :func:`bcolzx.eval`).
@@ -1086,15 +1182,13 @@ class ctable:  # noqa: N801 - legacy name
         ExpressionError, ValueError
             As :func:`bcolzx.eval`.
         """
-        from bcolzx.toplevel import _evaluate
-
         scope = kwargs.pop("_scope", None)
         if scope is None:
             scope = caller_scope(kwargs.pop("user_dict", None))
         else:
             kwargs.pop("user_dict", None)
-        expr, columns, scalars = self._scope(expression, scope)
-        return _evaluate(expr, columns, scalars, length=len(self), **kwargs)
+        expr, columns, scalars = planner.operands(expression, self._cols, scope)
+        return evaluate(expr, columns, scalars, new_carray=carray, length=len(self), **kwargs)
 
     # -- interop -------------------------------------------------------------------
 
@@ -1158,7 +1252,7 @@ class ctable:  # noqa: N801 - legacy name
 
     def tohdf5(self, filepath, nodepath: str = "/ctable", mode: str = "w", cparams=None,
                cname: str | None = None, *, progress=None) -> None:
-        """Write this table to a PyTables Table (see :func:`bcolzx.interop.hdf5.to_hdf5`).
+        """Write this table to a PyTables Table; see :func:`bcolzx.interop.pytables.to_hdf5`.
 
         Parameters
         ----------
@@ -1183,14 +1277,14 @@ class ctable:  # noqa: N801 - legacy name
         TypeError
             For a column dtype that HDF5 cannot hold.
         """
-        from bcolzx.interop.hdf5 import to_hdf5
+        from bcolzx.interop.pytables import to_hdf5
 
         to_hdf5(self, filepath, nodepath=nodepath, mode=mode, cparams=cparams, cname=cname,
                 progress=progress)
 
     @staticmethod
     def fromhdf5(filepath, nodepath: str = "/ctable", **kwargs) -> "ctable":
-        """A new ctable from a PyTables Table (see :func:`bcolzx.interop.hdf5.from_hdf5`).
+        """A new ctable from a PyTables Table; see :func:`bcolzx.interop.pytables.from_hdf5`.
 
         Parameters
         ----------
@@ -1212,11 +1306,11 @@ class ctable:  # noqa: N801 - legacy name
         TypeError
             If the node is not a Table.
         """
-        from bcolzx.interop.hdf5 import from_hdf5
+        from bcolzx.interop.pytables import from_hdf5
 
         return from_hdf5(filepath, nodepath=nodepath, **kwargs)
 
-    def toarrow(self, columns=None, batch_rows: int | None = None):
+    def to_arrow(self, columns=None, batch_rows: int | None = None):
         """This table as a pyarrow Table (see :func:`bcolzx.interop.arrow.to_arrow`).
 
         Parameters
@@ -1243,9 +1337,9 @@ class ctable:  # noqa: N801 - legacy name
 
         return to_arrow(self, columns=columns, batch_rows=batch_rows)
 
-    def toparquet(self, path, columns=None, compression: str | None = None,
-                  row_group_rows: int | None = None, mode: str = "w", *, progress=None,
-                  **writer_kwargs) -> None:
+    def to_parquet(self, path, columns=None, compression: str | None = None,
+                   row_group_rows: int | None = None, mode: str = "w", *, progress=None,
+                   **writer_kwargs) -> None:
         """Write this table to a Parquet file by record batches.
 
         See :func:`bcolzx.interop.arrow.to_parquet`.
@@ -1268,7 +1362,7 @@ class ctable:  # noqa: N801 - legacy name
                    **writer_kwargs)
 
     @staticmethod
-    def fromarrow(data, rootdir=None, **kwargs) -> "ctable":
+    def from_arrow(data, rootdir=None, **kwargs) -> "ctable":
         """A new ctable from Arrow data (see :func:`bcolzx.interop.arrow.from_arrow`).
 
         Parameters
@@ -1369,7 +1463,7 @@ class ctable:  # noqa: N801 - legacy name
             If the flush fails (the locks are given up all the same).
         """
         if self._rootdir is not None:
-            writer.release_table(self)
+            _table.release_table(self)
 
     def __array__(self, dtype=None, copy=None):
         out = self[:]
@@ -1380,7 +1474,12 @@ class ctable:  # noqa: N801 - legacy name
         # process never becomes a second writer); in memory: carry the data.
         if self._rootdir is not None:
             self.flush()
+            if self._allow_pickle is not None:  # the switch travels with the copy
+                return (_reopen, (self._rootdir, "r", self._allow_pickle))
             return (_reopen, (self._rootdir, "r"))
+        if any(c.dtype == object for c in self._cols.values()):
+            # The values travel unpickled by the receiver's own pickle.loads: its consent.
+            return (_rebuild, (self[:], True))
         return (ctable, (self[:],))
 
     def __sizeof__(self) -> int:
@@ -1396,15 +1495,49 @@ class ctable:  # noqa: N801 - legacy name
         lines.append(str(self))
         return "\n".join(lines)
 
+    def _pickles_refused(self) -> bool:
+        """Whether an object column's values may not be read now."""
+        return any(c._pickles_refused() for c in self._cols.values())
+
     def __str__(self) -> str:
         n = len(self)
+        if self._pickles_refused():  # printing must not raise nor unpickle
+            return f"[{n} rows; object columns are pickled, not read: allow_pickle is off]"
         if n <= 20:
             return str(self[:])
         return f"{str(self[:10])[:-1]} ... {str(self[n - 10:])[1:]}"
 
 
-def _reopen(rootdir: str, mode: str) -> ctable:
-    return ctable(rootdir=rootdir, mode=mode)
+def _as_rows(value, dtype: np.dtype):
+    """`value` (a record, a tuple, a list of tuples, a structured array or a
+    ctable) as a structured scalar or array of `dtype`.
+
+    Raises
+    ------
+    ValueError
+        If it cannot be converted.
+    """
+    if isinstance(value, ctable):
+        value = value[:]
+    if isinstance(value, (np.ndarray, np.void)) and value.dtype.names:
+        return value
+    try:
+        if isinstance(value, tuple):
+            return np.array([value], dtype=dtype)[0]
+        if isinstance(value, list):
+            return np.array([tuple(v) if isinstance(v, (list, np.ndarray)) else v
+                             for v in value], dtype=dtype)
+        return np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"cannot convert {value!r} to rows of {dtype}: {exc}") from None
+
+
+def _reopen(rootdir: str, mode: str, allow_pickle: bool | None = None) -> ctable:
+    return ctable(rootdir=rootdir, mode=mode, allow_pickle=allow_pickle)
+
+
+def _rebuild(rows: np.ndarray, allow_pickle: bool | None = None) -> ctable:
+    return ctable(rows, allow_pickle=allow_pickle)
 
 
 def _row_maker(names: list[str], out_flavor):
@@ -1412,7 +1545,7 @@ def _row_maker(names: list[str], out_flavor):
         return tuple
     if out_flavor is namedtuple or out_flavor == "namedtuple":
         valid = all(n.isidentifier() and not keyword.iskeyword(n) for n in names)
-        row = namedtuple("row", names, rename=not valid)
+        row = namedtuple("row", names, rename=not valid)  # type: ignore[misc, arg-type]
         return lambda values: row(*values)
     raise ValueError(f"out_flavor must be namedtuple or tuple, not {out_flavor!r}")
 

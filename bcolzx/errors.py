@@ -23,12 +23,15 @@ __all__ = [
     "ChecksumError",
     "TruncatedDataError",
     "UnsupportedFormatError",
+    "PickleNotAllowedError",
     "ReadOnlyError",
     "LockedError",
     "ConcurrentModificationError",
     "BufferTooSmallError",
     "BcolzxMemoryError",
     "InvalidParameterError",
+    "UndefinedNameError",
+    "DatasetNotFoundError",
     "ExpressionError",
     "blosc2_error",
 ]
@@ -99,6 +102,41 @@ class TruncatedDataError(CorruptDataError):
 
 class UnsupportedFormatError(BcolzxError, ValueError):
     """Data written in a format (or format version) this bcolzx cannot read."""
+
+
+class PickleNotAllowedError(UnsupportedFormatError, TypeError):
+    """Python objects (object dtype) would be pickled or unpickled, and that is not allowed.
+
+    Object-dtype carrays and ctable columns store each value with
+    :mod:`pickle`, and unpickling can run any code the data names.  As
+    ``numpy.load(allow_pickle=False)`` does, bcolzx refuses to pickle or
+    unpickle unless the caller opts in: ``allow_pickle=True`` on the call
+    (``carray``, ``ctable``, ``open``, ``fromiter``, ``walk``...) or
+    ``bcolzx.defaults.allow_pickle = True`` for the process.  Raised before
+    any byte is unpickled.
+
+    Both an :class:`UnsupportedFormatError` (so a :class:`ValueError`, as
+    NumPy's own refusal) and a :class:`TypeError`: until object dtype was
+    supported, bcolzx refused new object data with ``TypeError`` and legacy
+    object directories with ``UnsupportedFormatError``, and code written
+    against either keeps catching the refusal (as ``numpy.exceptions.AxisError``
+    is both a ``ValueError`` and an ``IndexError``).
+
+    Parameters
+    ----------
+    action : str
+        What was refused, e.g. ``"reading the values of an object carray"``.
+    path : str, optional
+        The dataset, when there is one.
+    """
+
+    def __init__(self, action: str, path: str | None = None) -> None:
+        where = f" ({path})" if path is not None else ""
+        super().__init__(
+            f"{action}{where} needs pickle, which can run arbitrary code when data is read: "
+            "pass allow_pickle=True or set bcolzx.defaults.allow_pickle = True if you trust "
+            "the data (docs/migration.md, 'Object dtype')")
+        self.path = path
 
 
 class ReadOnlyError(BcolzxError, PermissionError):
@@ -173,6 +211,24 @@ class ExpressionError(BcolzxError, ValueError):
     for undefined names or operators that do not apply to the operands'
     dtypes.  A :class:`ValueError`, like legacy bcolz's errors for bad
     expressions.
+    """
+
+
+class DatasetNotFoundError(BcolzxError, FileNotFoundError, KeyError):
+    """A dataset opened for reading does not exist.
+
+    A :class:`FileNotFoundError` (so an ``IOError``), and a :class:`KeyError`,
+    which legacy bcolz raised when a ctable was opened in mode ``'r'`` at a
+    path that does not exist.
+    """
+
+
+class UndefinedNameError(ExpressionError, NameError):
+    """A name in an expression is neither a column nor a variable.
+
+    Both an :class:`ExpressionError` (so a ``ValueError``) and a
+    :class:`NameError`, which legacy bcolz raised for it (it ran the
+    expression as Python).
     """
 
 

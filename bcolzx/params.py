@@ -1,21 +1,13 @@
-"""Compression parameters, global defaults and thread settings (legacy bcolz names).
+"""Compression parameters: the ``cparams`` class and its validation (legacy bcolz names).
 
-Nothing here acts at import time: the default virtual machine and thread
-count are decided on first use, numexpr and pandas are never imported (their
-presence is detected with :func:`importlib.util.find_spec` and their versions
-read with :mod:`importlib.metadata`), and no thread count is set anywhere
-until the caller asks.
+:class:`cparams` is immutable; a parameter left as None takes its default
+from ``bcolzx.defaults.cparams`` (:mod:`bcolzx.defaults` holds the global
+defaults and the thread settings).  Nothing here acts at import time.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import operator
-import os
-import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -29,12 +21,6 @@ __all__ = [
     "BITSHUFFLE",
     "filters",
     "cparams",
-    "defaults",
-    "defaults_ctx",
-    "detect_number_of_cores",
-    "set_nthreads",
-    "blosc_set_nthreads",
-    "print_versions",
 ]
 
 NOSHUFFLE: int = 0
@@ -43,11 +29,6 @@ BITSHUFFLE: int = 2
 
 #: Names of the shuffle filters, by number (as legacy ``bcolz.filters``).
 filters: dict[int, str] = {NOSHUFFLE: "noshuffle", SHUFFLE: "shuffle", BITSHUFFLE: "bitshuffle"}
-
-#: Oldest numexpr legacy bcolz would use (``bcolz.min_numexpr_version``).
-MIN_NUMEXPR_VERSION = "2.5.2"
-#: Upper bound of the default thread count: more rarely helps C-Blosc2.
-MAX_DEFAULT_NTHREADS = 8
 
 _CPARAMS_KEYS = ("clevel", "shuffle", "cname", "quantize")
 
@@ -114,71 +95,12 @@ def _check_blocking(blocksize: Any, bytedelta: Any) -> tuple[int, str]:
     return blocksize, bytedelta
 
 
-def check_lock_timeout(value: Any) -> float:
-    """Validate a write-lock timeout: seconds >= 0, ``math.inf`` to wait for ever.
 
-    Raises
-    ------
-    TypeError
-        If `value` is not a real number.
-    ValueError
-        If it is negative or NaN.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"lock_timeout must be a number of seconds (or math.inf), not "
-                        f"{type(value).__name__}")
-    value = float(value)
-    if not value >= 0:
-        raise ValueError(f"lock_timeout must be >= 0 seconds (math.inf waits for ever), not "
-                         f"{value}")
-    return value
+def _default_cparams() -> dict[str, Any]:
+    """The live ``defaults.cparams`` dict (:mod:`bcolzx.defaults` imports this module)."""
+    from bcolzx.defaults import defaults
 
-
-#: The most threads a compressor or decompressor takes (bcolzx._ext.codec).
-MAX_NTHREADS = 1024
-
-
-def _check_nthreads(nthreads: Any) -> int:
-    if isinstance(nthreads, bool):
-        raise TypeError("nthreads must be an int, not a bool")
-    try:
-        nthreads = operator.index(nthreads)
-    except TypeError:
-        raise TypeError(f"nthreads must be an int, not {type(nthreads).__name__}") from None
-    if not 1 <= nthreads <= MAX_NTHREADS:  # what the codec accepts: refused before any change
-        raise ValueError(f"nthreads must be between 1 and {MAX_NTHREADS}, not {nthreads}")
-    return nthreads
-
-
-# -- optional dependencies, detected without importing them ---------------------
-
-
-def _version_tuple(version: str) -> tuple[int, ...]:
-    parts = []
-    for piece in version.split(".")[:3]:
-        digits = ""
-        for ch in piece:
-            if not ch.isdigit():
-                break
-            digits += ch
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts)
-
-
-def _installed_version(dist: str) -> str | None:
-    """The installed version of distribution `dist`, or None; never imports it."""
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _numexpr_usable() -> bool:
-    """numexpr is installed in a version legacy bcolz accepted (>= 2.5.2)."""
-    if importlib.util.find_spec("numexpr") is None:
-        return False
-    version = _installed_version("numexpr")
-    return version is None or _version_tuple(version) >= _version_tuple(MIN_NUMEXPR_VERSION)
+    return defaults.cparams
 
 
 # -- cparams -------------------------------------------------------------------
@@ -230,7 +152,7 @@ class cparams:  # noqa: N801 - legacy name
     0
     >>> cparams(blocksize=16384, bytedelta=False)
     cparams(clevel=5, shuffle=1, cname='lz4', quantize=0, blocksize=16384, bytedelta='off')
-    """
+    """  # noqa: E501 - the first line is the signature Sphinx shows, on one line
 
     __slots__ = ("_clevel", "_shuffle", "_cname", "_quantize", "_blocksize", "_bytedelta")
 
@@ -246,7 +168,7 @@ class cparams:  # noqa: N801 - legacy name
     ) -> None:
         clevel, shuffle, cname, quantize = _check_cparams(clevel, shuffle, cname, quantize)
         self._blocksize, self._bytedelta = _check_blocking(blocksize, bytedelta)
-        dflts = defaults.cparams
+        dflts = _default_cparams()
         # The defaults dict can be mutated in place (legacy code does), so what
         # comes from it is validated again.
         self._clevel, self._shuffle, self._cname, self._quantize = _check_cparams(
@@ -310,14 +232,14 @@ class cparams:  # noqa: N801 - legacy name
 
         Examples
         --------
-        >>> from bcolzx.params import cparams, defaults_ctx
+        >>> from bcolzx import cparams, defaults_ctx
         >>> with defaults_ctx():
         ...     cparams.setdefaults(clevel=1)
         ...     cparams().clevel
         1
         """
         checked = _check_cparams(clevel, shuffle, cname, quantize)
-        dflts = defaults.cparams
+        dflts = _default_cparams()
         for key, value in zip(_CPARAMS_KEYS, checked):
             if value is not None:
                 dflts[key] = value
@@ -361,393 +283,3 @@ class cparams:  # noqa: N801 - legacy name
             f"{type(self).__name__}(clevel={self._clevel}, shuffle={self._shuffle}, "
             f"cname='{self._cname}', quantize={self._quantize}{extra})"
         )
-
-
-# -- defaults ------------------------------------------------------------------
-
-
-class Defaults:
-    """The global defaults of bcolzx (legacy ``bcolz.defaults``).
-
-    Use the single instance :data:`defaults`.  Every assignment is validated.
-
-    Attributes
-    ----------
-    cparams : dict
-        Default compression parameters, ``{'clevel': 5, 'shuffle': 1,
-        'cname': 'lz4', 'quantize': 0}`` initially.  Assign a dict with all
-        four keys or a :class:`cparams`; or change single entries with
-        :meth:`cparams.setdefaults`.
-    vm : {'numexpr', 'python', 'dask'}
-        The virtual machine of ``eval()``: 'numexpr' when numexpr (>= 2.5.2)
-        is installed, else 'python'; 'dask' (when Dask is installed) evaluates
-        blocks as Dask tasks.  ``eval_vm`` is the legacy alias.
-    out_flavor : {'bcolz', 'carray', 'numpy'}
-        What ``eval()`` returns: a carray ('bcolz', 'carray'; the default) or a
-        NumPy array ('numpy').  ``eval_out_flavor`` is the legacy alias.
-    nthreads : int
-        Threads used for compression and decompression; initially
-        ``min(detect_number_of_cores(), 8)``.
-    lock_timeout : float
-        Seconds a writer waits for a dataset another writer holds before
-        :class:`~bcolzx.LockedError` (the default of the ``lock_timeout``
-        argument of carray, ctable and open): 0 (initially) fails at once,
-        ``math.inf`` waits for ever.
-
-    Raises
-    ------
-    ValueError
-        On an invalid assignment.
-    """
-
-    choices: dict[str, tuple[str, ...]] = {
-        "out_flavor": ("bcolz", "carray", "numpy"),
-        "vm": ("numexpr", "python", "dask"),
-    }
-
-    def __init__(self) -> None:
-        self._cparams: dict[str, Any] = {
-            "clevel": 5,
-            "shuffle": SHUFFLE,
-            "cname": "lz4",
-            "quantize": 0,
-        }
-        self._vm: str | None = None  # decided on first read
-        self._out_flavor = "bcolz"
-        self._nthreads: int | None = None  # decided on first read
-        self._lock_timeout = 0.0
-
-    def check_choices(self, name: str, value: Any) -> None:
-        """Raise ValueError unless `value` is an accepted value of default `name`.
-
-        Raises
-        ------
-        ValueError
-            If it is not.
-        """
-        if not isinstance(value, str) or value not in self.choices[name]:
-            raise ValueError(
-                f"{value!r} is incorrect value for {name!r} default; "
-                f"choose one of {self.choices[name]}"
-            )
-
-    def check_cparams(self, value: Any) -> dict[str, Any]:
-        """Validate a full set of compression parameters.
-
-        Parameters
-        ----------
-        value : dict or cparams
-            A dict with exactly the keys 'clevel', 'shuffle', 'cname' and
-            'quantize', or a :class:`cparams`.
-
-        Returns
-        -------
-        dict
-            A new dict of validated values.
-
-        Raises
-        ------
-        ValueError
-            If `value` is of the wrong type, misses or adds keys, or holds an
-            invalid (or None) value.
-        """
-        if isinstance(value, cparams):
-            return value.to_dict()
-        if not isinstance(value, Mapping):
-            raise ValueError(
-                f"this needs to be a cparams object or a dictionary and you passed "
-                f"{type(value).__name__!r}"
-            )
-        if set(value) != set(_CPARAMS_KEYS):
-            raise ValueError(
-                f"The dictionary must have exactly these entries: {list(_CPARAMS_KEYS)}"
-            )
-        missing = [key for key in _CPARAMS_KEYS if value[key] is None]
-        if missing:
-            raise ValueError(f"default cparams cannot be None: {missing}")
-        checked = _check_cparams(*(value[key] for key in _CPARAMS_KEYS))
-        return dict(zip(_CPARAMS_KEYS, checked))
-
-    @property
-    def cparams(self) -> dict[str, Any]:
-        """Default compression parameters (the live dict, as in legacy bcolz)."""
-        return self._cparams
-
-    @cparams.setter
-    def cparams(self, value: Any) -> None:
-        self._cparams = self.check_cparams(value)
-
-    @property
-    def vm(self) -> str:
-        """Virtual machine for ``eval()``: 'numexpr', 'python' or 'dask'."""
-        if self._vm is None:
-            self._vm = "numexpr" if _numexpr_usable() else "python"
-        return self._vm
-
-    @vm.setter
-    def vm(self, value: str) -> None:
-        self.check_choices("vm", value)
-        if value == "numexpr" and not _numexpr_usable():
-            raise ValueError(
-                "cannot use `numexpr` virtual machine "
-                f"(numexpr >= {MIN_NUMEXPR_VERSION} is not installed)"
-            )
-        if value == "dask" and importlib.util.find_spec("dask") is None:
-            raise ValueError("cannot use `dask` virtual machine (Dask is not installed: "
-                             "pip install 'bcolzx[dask]')")
-        self._vm = value
-
-    eval_vm = vm  # legacy alias
-
-    @property
-    def out_flavor(self) -> str:
-        """Output flavor of ``eval()``: 'bcolz', 'carray' or 'numpy'."""
-        return self._out_flavor
-
-    @out_flavor.setter
-    def out_flavor(self, value: str) -> None:
-        self.check_choices("out_flavor", value)
-        self._out_flavor = value
-
-    eval_out_flavor = out_flavor  # legacy alias
-
-    @property
-    def nthreads(self) -> int:
-        """Threads used for compression and decompression."""
-        if self._nthreads is None:
-            self._nthreads = min(detect_number_of_cores(), MAX_DEFAULT_NTHREADS)
-        return self._nthreads
-
-    @nthreads.setter
-    def nthreads(self, value: int) -> None:
-        try:
-            self._nthreads = _check_nthreads(value)
-        except TypeError as exc:
-            raise ValueError(str(exc)) from None
-
-    @property
-    def lock_timeout(self) -> float:
-        """Seconds a writer waits for a dataset's write lock (0: fail at once)."""
-        return self._lock_timeout
-
-    @lock_timeout.setter
-    def lock_timeout(self, value: float) -> None:
-        self._lock_timeout = check_lock_timeout(value)
-
-    def resolve_lock_timeout(self, value: Any) -> float:
-        """`value` validated, or this default when it is None.
-
-        Raises
-        ------
-        TypeError, ValueError
-            As :func:`check_lock_timeout`.
-        """
-        return self._lock_timeout if value is None else check_lock_timeout(value)
-
-    def __repr__(self) -> str:
-        return (
-            f"Defaults(cparams={self.cparams!r}, vm={self.vm!r}, "
-            f"out_flavor={self.out_flavor!r}, nthreads={self.nthreads!r})"
-        )
-
-
-#: The global defaults.
-defaults = Defaults()
-
-
-@contextmanager
-def defaults_ctx(
-    cparams: Mapping[str, Any] | cparams | None = None,
-    vm: str | None = None,
-    out_flavor: str | None = None,
-) -> Iterator[None]:
-    """Run a block with some defaults changed, restoring all of them after.
-
-    All of ``defaults.cparams``, ``vm`` and ``out_flavor`` are restored on
-    exit, also when the block raises and also when it changed them itself
-    (e.g. with :meth:`cparams.setdefaults`).
-
-    Parameters
-    ----------
-    cparams : dict or cparams, optional
-        Full compression parameters to use (see ``Defaults.check_cparams``).
-    vm : str, optional
-        Virtual machine to use.
-    out_flavor : str, optional
-        Output flavor to use.
-
-    Yields
-    ------
-    None
-
-    Raises
-    ------
-    ValueError
-        If a value is invalid; nothing is then changed.
-
-    Examples
-    --------
-    >>> from bcolzx.params import defaults, defaults_ctx
-    >>> with defaults_ctx(out_flavor='numpy'):
-    ...     defaults.out_flavor
-    'numpy'
-    >>> defaults.out_flavor
-    'bcolz'
-    """
-    saved_cparams = dict(defaults.cparams)
-    saved_vm = defaults._vm
-    saved_flavor = defaults.out_flavor
-    try:
-        if cparams is not None:
-            defaults.cparams = cparams
-        if vm is not None:
-            defaults.vm = vm
-        if out_flavor is not None:
-            defaults.out_flavor = out_flavor
-        yield
-    finally:
-        defaults._cparams = saved_cparams
-        defaults._vm = saved_vm
-        defaults._out_flavor = saved_flavor
-
-
-# -- threads -------------------------------------------------------------------
-
-
-def detect_number_of_cores() -> int:
-    """The number of cores this process may run on.
-
-    Uses the CPU affinity of the process where the platform has one (so a
-    container or ``taskset`` limit is honoured), else ``os.cpu_count()``.
-
-    Returns
-    -------
-    int
-        At least 1.
-
-    Raises
-    ------
-    None
-
-    Examples
-    --------
-    >>> from bcolzx.params import detect_number_of_cores
-    >>> detect_number_of_cores() >= 1
-    True
-    """
-    getaffinity = getattr(os, "sched_getaffinity", None)
-    if getaffinity is not None:
-        try:
-            return max(1, len(getaffinity(0)))
-        except OSError:
-            pass
-    return max(1, os.cpu_count() or 1)
-
-
-def blosc_set_nthreads(nthreads: int) -> int:
-    """Set the threads used for compression and decompression.
-
-    Parameters
-    ----------
-    nthreads : int
-        At least 1.
-
-    Returns
-    -------
-    int
-        The previous setting.
-
-    Raises
-    ------
-    TypeError
-        If `nthreads` is not an int.
-    ValueError
-        If `nthreads` is not between 1 and 1024; nothing is changed.
-
-    Examples
-    --------
-    >>> from bcolzx.params import blosc_set_nthreads
-    >>> old = blosc_set_nthreads(2)
-    >>> blosc_set_nthreads(old)
-    2
-    """
-    nthreads = _check_nthreads(nthreads)
-    previous = defaults.nthreads
-    defaults._nthreads = nthreads
-    return previous
-
-
-def set_nthreads(nthreads: int) -> int:
-    """Set the threads used by bcolzx, and by numexpr if it is in use.
-
-    Sets ``defaults.nthreads``; if numexpr has already been imported (by
-    anyone), its thread count is set too.  numexpr is never imported here.
-
-    Parameters
-    ----------
-    nthreads : int
-        At least 1.
-
-    Returns
-    -------
-    int
-        The previous setting of ``defaults.nthreads``.
-
-    Raises
-    ------
-    TypeError
-        If `nthreads` is not an int.
-    ValueError
-        If `nthreads` is not between 1 and 1024; nothing is changed.
-
-    See Also
-    --------
-    blosc_set_nthreads : the same, without touching numexpr.
-    """
-    previous = blosc_set_nthreads(nthreads)
-    numexpr = sys.modules.get("numexpr")
-    if numexpr is not None and hasattr(numexpr, "set_num_threads"):
-        # numexpr caps its own threads (NUMEXPR_MAX_THREADS) and prints an error past it.
-        numexpr.set_num_threads(min(defaults.nthreads, getattr(numexpr, "MAX_THREADS",
-                                                                defaults.nthreads)))
-    return previous
-
-
-# -- versions ------------------------------------------------------------------
-
-
-def print_versions() -> None:
-    """Print the versions of bcolzx and of what it relies on.
-
-    The layout follows legacy ``bcolz.print_versions()``.  Optional packages
-    (numexpr, pandas) are reported from their installed metadata, without
-    importing them.
-
-    Raises
-    ------
-    None
-    """
-    import platform
-
-    import numpy
-
-    import bcolzx  # here, not at the top: bcolzx/__init__ imports this module
-
-    rule = "-=" * 38
-    print(rule)
-    print(f"bcolzx version:    {bcolzx.__version__}")
-    print(f"NumPy version:     {numpy.__version__}")
-    print(f"C-Blosc2 version:  {_codec.blosc2_version()} ({_codec.blosc2_version_date()})")
-    print(f"Blosc compressors: {_codec.compressor_list()}")
-    numexpr_version = _installed_version("numexpr")
-    if numexpr_version is not None and _numexpr_usable():
-        print(f"Numexpr version:   {numexpr_version}")
-    else:
-        print(f"Numexpr version:   not available (version >= {MIN_NUMEXPR_VERSION} not detected)")
-    print(f"pandas version:    {_installed_version('pandas') or 'not available'}")
-    print(f"Python version:    {sys.version}")
-    print(f"Platform:          {sys.platform}-{platform.machine()}")
-    print(f"Byte-ordering:     {sys.byteorder}")
-    print(f"Detected cores:    {detect_number_of_cores()}")
-    print(f"Threads:           {defaults.nthreads}")
-    print(rule)

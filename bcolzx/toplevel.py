@@ -1,10 +1,40 @@
-"""Top-level functions of the bcolzx namespace (legacy bcolz names)."""
+"""The top-level functions of the bcolzx namespace, with legacy ``bcolz.toplevel``'s names.
+
+Constructors with NumPy's names (:func:`fill`, :func:`zeros`, :func:`ones`,
+:func:`arange`, :func:`fromiter`), built chunk by chunk; :func:`open` and
+:func:`walk` for datasets on disk; :func:`eval` (its evaluation is
+:mod:`bcolzx._query.evaluate`'s); and the C-Blosc2 library bcolzx runs with.
+"""
 
 from __future__ import annotations
 
-from bcolzx._ext import codec as _codec
+import contextlib as _contextlib
+import glob as _glob
+import itertools as _itertools
+import math as _math
+import os as _os
+import shutil as _shutil
+import warnings as _warnings
 
-__all__ = ["blosc_version", "blosc_compressor_list"]
+import numpy as _np
+
+from bcolzx._ext import codec as _codec
+from bcolzx._format import layout as _layout
+from bcolzx._query import evaluate as _evaluate
+from bcolzx._query.expr import compile_expression as _compile
+from bcolzx._query.scope import caller_scope as _caller_scope
+from bcolzx._query.scope import resolve_names as _resolve
+from bcolzx._query.scope import split_operands as _split
+from bcolzx.carray import carray as _carray
+from bcolzx.carray import iterblocks
+from bcolzx.ctable import ctable as _ctable
+from bcolzx.errors import PickleNotAllowedError as _PickleNotAllowedError
+from bcolzx.errors import UnsupportedFormatError as _UnsupportedFormatError
+
+# Imports are aliased with a leading underscore: the module's public names
+# are the functions below (and iterblocks), as in legacy bcolz.toplevel.
+__all__ = ["arange", "blosc_compressor_list", "blosc_version", "eval", "fill", "fromiter",
+           "iterblocks", "ones", "open", "walk", "zeros"]
 
 
 def blosc_version() -> tuple[str, str]:
@@ -51,25 +81,11 @@ def blosc_compressor_list() -> list[str]:
 
 # --- constructors and directory helpers (bcolz 1.2 names and signatures) ----------
 
-import contextlib as _contextlib  # noqa: E402
-import itertools as _itertools  # noqa: E402
-import math as _math  # noqa: E402
-import os as _os  # noqa: E402
-import shutil as _shutil  # noqa: E402
-import warnings as _warnings  # noqa: E402
-
-import numpy as _np  # noqa: E402
-
-from bcolzx._format import layout as _layout  # noqa: E402
-from bcolzx.carray import carray as _carray  # noqa: E402
-from bcolzx.carray import iterblocks  # noqa: E402,F401
-from bcolzx.errors import UnsupportedFormatError as _UnsupportedFormatError  # noqa: E402
-
-__all__ += ["open", "zeros", "ones", "fill", "arange", "fromiter", "iterblocks", "walk"]
-
 
 def _shape_len(shape) -> tuple[int, tuple]:
-    shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+    # A float length is taken as int(length), as legacy bcolz did (zeros(1e6)).
+    shape = (shape,) if isinstance(shape, (int, float, _np.integer, _np.floating)) \
+        else tuple(shape)
     if not shape or any(int(x) < 0 for x in shape):
         raise ValueError(f"shape must be non-negative and at least 1-D, not {shape}")
     return int(shape[0]), tuple(int(x) for x in shape[1:])
@@ -90,7 +106,8 @@ def fill(shape, dflt=None, dtype=float, **kwargs) -> _carray:
     dtype : numpy.dtype
         Default float64.
     **kwargs
-        As for :class:`carray` (cparams, chunklen, rootdir, mode, ...).
+        As for :class:`carray` (cparams, chunklen, rootdir, mode,
+        allow_pickle, ...).
 
     Returns
     -------
@@ -100,6 +117,9 @@ def fill(shape, dflt=None, dtype=float, **kwargs) -> _carray:
     ------
     ValueError
         For a negative shape or a value that is not of `dtype`.
+    PickleNotAllowedError
+        For object dtype without ``allow_pickle`` (the default ``dflt`` is
+        then None; NumPy's zeros and ones of object dtype are the ints 0 and 1).
 
     Examples
     --------
@@ -114,26 +134,27 @@ def fill(shape, dflt=None, dtype=float, **kwargs) -> _carray:
     if dtype.names and not rowshape:
         return _fill_ctable(n, dflt, dtype, kwargs)
     ca = _carray(_np.empty((0, *rowshape), dtype), dflt=dflt, **kwargs)
-    ca._engine.resize(n, ca.dflt)
+    ca.engine.resize(n, ca._fill_value())
     if ca.rootdir is not None:
         ca.flush()
     return ca
 
 
 def _table_kwargs(kwargs: dict) -> tuple[dict, dict]:
-    table = {k: kwargs.pop(k) for k in ("rootdir", "mode", "auto_flush") if k in kwargs}
+    table = {k: kwargs.pop(k) for k in ("rootdir", "mode", "auto_flush", "allow_pickle")
+             if k in kwargs}
     return table, kwargs
 
 
 def _fill_ctable(n: int, dflt, dtype: _np.dtype, kwargs: dict):
     """A ctable of `n` rows of a structured `dtype`, one column per field."""
-    from bcolzx.ctable import ctable
-
+    names = list(dtype.names or ())
     table, kwargs = _table_kwargs(kwargs)
     row = _np.zeros((), dtype) if dflt is None else _np.asarray(dflt, dtype)
     cols = [fill((n, *dtype[f].shape), row[f] if dflt is not None else None,
-                 dtype[f].base, **kwargs) for f in dtype.names]
-    return ctable(cols, names=list(dtype.names), **table, **kwargs)
+                 dtype[f].base, allow_pickle=table.get("allow_pickle"), **kwargs)
+            for f in names]
+    return _ctable(cols, names=names, **table, **kwargs)
 
 
 def zeros(shape, dtype=float, **kwargs) -> _carray:
@@ -143,6 +164,8 @@ def zeros(shape, dtype=float, **kwargs) -> _carray:
     ------
     ValueError
         For a negative shape.
+    PickleNotAllowedError
+        For object dtype without ``allow_pickle``.
 
     Examples
     --------
@@ -150,6 +173,8 @@ def zeros(shape, dtype=float, **kwargs) -> _carray:
     >>> bcolzx.zeros(3, dtype="i4")[:]
     array([0, 0, 0], dtype=int32)
     """
+    if _np.dtype(dtype) == object:
+        return fill(shape, 0, dtype, **kwargs)  # as NumPy's zeros: the int 0
     return fill(shape, None, dtype, **kwargs)
 
 
@@ -160,6 +185,8 @@ def ones(shape, dtype=float, **kwargs) -> _carray:
     ------
     ValueError
         For a negative shape.
+    PickleNotAllowedError
+        For object dtype without ``allow_pickle``.
 
     Examples
     --------
@@ -174,11 +201,15 @@ def arange(start=None, stop=None, step=None, dtype=None, **kwargs) -> _carray:
     """A carray of evenly spaced values, built block by block (legacy ``bcolz.arange``).
 
     Called as ``arange(stop)``, ``arange(start, stop)`` or ``arange(start, stop, step)``.
+    Keyword arguments are those of :class:`carray` (``allow_pickle`` for
+    ``dtype=object``, whose values are Python ints or floats).
 
     Raises
     ------
     ValueError
         If `step` is zero.
+    PickleNotAllowedError
+        For object dtype without ``allow_pickle``.
 
     Examples
     --------
@@ -194,8 +225,10 @@ def arange(start=None, stop=None, step=None, dtype=None, **kwargs) -> _carray:
         step = 1
     if step == 0:
         raise ValueError("step must not be zero")
-    dtype = _np.arange(start, start + step, step, dtype=dtype).dtype if dtype is None else \
-        _np.dtype(dtype)
+    if dtype is None:  # NumPy's rule: the arguments' kind as Python numbers (1e3 -> float64)
+        dtype = _np.result_type(*(x.item() if isinstance(x, _np.generic) else x
+                                  for x in (start, stop, step)))
+    dtype = _np.dtype(dtype)
     n = len(range(start, stop, step)) if all(isinstance(x, (int, _np.integer))
                                              for x in (start, stop, step)) \
         else len(_np.arange(start, stop, step))
@@ -206,7 +239,8 @@ def arange(start=None, stop=None, step=None, dtype=None, **kwargs) -> _carray:
     ints = all(isinstance(x, (int, _np.integer)) for x in (start, stop, step))
     for i in range(0, n, blen):
         steps = i + _np.arange(min(blen, n - i), dtype=_np.int64 if ints else _np.float64)
-        ca._engine.append((start + steps * step).astype(dtype))
+        block = (start + steps * step).astype(dtype)
+        ca.engine.append(ca._rows(block) if ca._objects else block)
     if ca.rootdir is not None:
         ca.flush()
     return ca
@@ -222,9 +256,11 @@ def fromiter(iterable, dtype, count, **kwargs) -> _carray:
     dtype : numpy.dtype
         Their dtype.
     count : int
-        How many to take; -1 for all.
+        How many to take at most (an iterable that ends sooner gives fewer, as
+        in legacy bcolz); -1 for all.
     **kwargs
-        As for :class:`carray`.
+        As for :class:`carray` (``allow_pickle`` for ``dtype=object``: each
+        value is one row).
 
     Returns
     -------
@@ -233,8 +269,11 @@ def fromiter(iterable, dtype, count, **kwargs) -> _carray:
     Raises
     ------
     ValueError
-        If the iterable ends before `count` values, or `count` values would
-        not fit a dataset; a `rootdir` the call created is removed.
+        If `count` values would not fit a dataset, or a value does not
+        convert to `dtype`; a `rootdir` the call created is removed.
+    PickleNotAllowedError
+        For object dtype (or an object field) without ``allow_pickle``;
+        nothing is created.
 
     Examples
     --------
@@ -252,7 +291,7 @@ def fromiter(iterable, dtype, count, **kwargs) -> _carray:
             return _fromiter_ctable(iterable, dtype, count, kwargs)
         ca = _carray(_np.empty(0, dtype), **kwargs)
         for block in _iter_blocks(iterable, dtype, count, ca.chunklen):
-            ca._engine.append(ca._rows(block))
+            ca.engine.append(ca._rows(block))
         if ca.rootdir is not None:
             ca.flush()
         return ca
@@ -272,36 +311,34 @@ def _removed_on_failure(rootdir):
 
 
 def _iter_blocks(iterable, dtype: _np.dtype, count: int, blen: int):
-    """NumPy blocks of up to `blen` values of `iterable` (`count` in all, or all: -1).
-
-    Raises
-    ------
-    ValueError
-        If the iterable ends before `count` values.
-    """
+    """NumPy blocks of up to `blen` values of `iterable`: at most `count` in all
+    (all: -1); an iterable that ends sooner gives what it has, as in legacy bcolz."""
     it = iter(iterable)
     taken = 0
     while count < 0 or taken < count:
         want = blen if count < 0 else min(blen, count - taken)
-        block = _np.fromiter(_itertools.islice(it, want), dtype=dtype)
+        if dtype == _np.dtype(object):  # one value per row, whatever it holds
+            values = list(_itertools.islice(it, want))
+            block = _np.empty(len(values), dtype=object)
+            for i, value in enumerate(values):
+                block[i] = value
+        else:
+            block = _np.fromiter(_itertools.islice(it, want), dtype=dtype)
         if len(block):
             yield block
             taken += len(block)
         if len(block) < want:
-            if count >= 0:
-                raise ValueError(f"the iterable ended after {taken} values, {count} asked for")
             return
 
 
 def _fromiter_ctable(iterable, dtype: _np.dtype, count: int, kwargs: dict):
     """fromiter for a structured dtype: a ctable filled block by block."""
-    from bcolzx.ctable import ctable
-
+    names = list(dtype.names or ())
     table, kwargs = _table_kwargs(kwargs)
     auto_flush = table.pop("auto_flush", table.get("rootdir") is not None)
-    empty = [_np.empty((0, *dtype[f].shape), dtype[f].base) for f in dtype.names]
+    empty = [_np.empty((0, *dtype[f].shape), dtype[f].base) for f in names]
     # One flush at the end, not one per block; then the caller's setting.
-    ct = ctable(empty, names=list(dtype.names), auto_flush=False, **table, **kwargs)
+    ct = _ctable(empty, names=names, auto_flush=False, **table, **kwargs)
     for block in _iter_blocks(iterable, dtype, count, next(iter(ct.cols.values())).chunklen):
         ct.append(block)
     if ct.rootdir is not None:
@@ -318,7 +355,8 @@ def _kind(path: str) -> str | None:
     return None
 
 
-def open(rootdir, mode: str = "a", *, lock_timeout=None):  # noqa: A001 - legacy name
+def open(rootdir, mode: str = "a", *, lock_timeout=None,  # legacy name, shadows the builtin
+         allow_pickle=None):
     """Open a persistent carray or ctable (legacy ``bcolz.open``).
 
     Parameters
@@ -326,10 +364,16 @@ def open(rootdir, mode: str = "a", *, lock_timeout=None):  # noqa: A001 - legacy
     rootdir : str
         The dataset directory.
     mode : {'r', 'a', 'w'}
-        Read-only, read-write, or replace ('w' opens an emptied carray).
+        Read-only, read-write, or (for a carray) emptied: 'w' opens an
+        emptied carray, and refuses a ctable as legacy bcolz did.
     lock_timeout : float, optional
         Seconds to wait, at the first change, for a dataset another writer
         holds (default ``bcolzx.defaults.lock_timeout``; see :class:`carray`).
+    allow_pickle : bool, optional
+        Allow reading and writing the values of object-dtype data (carray
+        or ctable columns), which are pickled; default
+        ``bcolzx.defaults.allow_pickle``.  Opening needs no switch: nothing
+        is unpickled until values are read.
 
     Returns
     -------
@@ -340,8 +384,13 @@ def open(rootdir, mode: str = "a", *, lock_timeout=None):  # noqa: A001 - legacy
     ------
     FileNotFoundError
         If `rootdir` holds no dataset.
+    ValueError
+        For a ctable in mode 'w'.
     LockedError
         In mode 'w', if another writer holds the dataset (nothing is changed).
+    PickleNotAllowedError
+        In mode 'w', for object dtype without `allow_pickle` (nothing is
+        changed); reading values of an object dataset later raises it too.
 
     Examples
     --------
@@ -356,23 +405,21 @@ def open(rootdir, mode: str = "a", *, lock_timeout=None):  # noqa: A001 - legacy
     if kind is None:
         raise FileNotFoundError(f"no bcolzx carray or ctable at {rootdir}")
     if kind == "ctable":
-        from bcolzx.ctable import ctable
-
-        if mode == "w":
-            old = ctable(rootdir=rootdir, mode="r")
-            empty = [_np.empty((0, *c.shape[1:]), c.dtype) for c in old.cols.values()]
-            return ctable(empty, names=old.names, cparams=old.cparams, rootdir=rootdir,
-                          mode="w", lock_timeout=lock_timeout)
-        return ctable(rootdir=rootdir, mode=mode, lock_timeout=lock_timeout)
+        if mode == "w":  # as legacy bcolz: a table is replaced by new columns only
+            raise ValueError(f"{rootdir} is a ctable: opening it in mode 'w' would empty it; "
+                             "create a new one with ctable(columns, rootdir=..., mode='w')")
+        return _ctable(rootdir=rootdir, mode=mode, lock_timeout=lock_timeout,
+                       allow_pickle=allow_pickle)
     if mode == "w":
         old = _carray(rootdir=rootdir, mode="r")
         return _carray(_np.empty((0, *old.shape[1:]), old.dtype), cparams=old.cparams,
                        dflt=old.dflt, chunklen=old.chunklen, rootdir=rootdir, mode="w",
-                       lock_timeout=lock_timeout)
-    return _carray(rootdir=rootdir, mode=mode, lock_timeout=lock_timeout)
+                       lock_timeout=lock_timeout, allow_pickle=allow_pickle)
+    return _carray(rootdir=rootdir, mode=mode, lock_timeout=lock_timeout,
+                   allow_pickle=allow_pickle)
 
 
-def walk(dir, classname=None, mode="a"):  # noqa: A002 - legacy name
+def walk(dir, classname=None, mode="a", *, allow_pickle=None):  # legacy names
     """Yield the carrays (and ctables) found under `dir` (legacy ``bcolz.walk``).
 
     Parameters
@@ -383,6 +430,11 @@ def walk(dir, classname=None, mode="a"):  # noqa: A002 - legacy name
         Only that kind (None: both).
     mode : str
         Mode to open them with.
+    allow_pickle : bool, optional
+        Yield object-dtype datasets (and ctables with object columns) too,
+        able to read their pickled values; default
+        ``bcolzx.defaults.allow_pickle``.  Without it they are skipped with
+        a warning, as datasets that cannot be read.
 
     Yields
     ------
@@ -391,7 +443,8 @@ def walk(dir, classname=None, mode="a"):  # noqa: A002 - legacy name
     Warns
     -----
     RuntimeWarning
-        For a dataset bcolzx cannot read (it is skipped; damaged ones raise).
+        For a dataset bcolzx cannot read (it is skipped; damaged ones raise),
+        or an object dataset without `allow_pickle`.
 
     Raises
     ------
@@ -400,38 +453,35 @@ def walk(dir, classname=None, mode="a"):  # noqa: A002 - legacy name
     """
     if classname not in (None, "carray", "ctable"):
         raise ValueError(f"classname must be 'carray', 'ctable' or None, not {classname!r}")
-    for root, dirs, _files in _os.walk(dir):
-        kind = _kind(root)
-        if kind is None:
+    # Legacy bcolz's walk, step for step: the entries of `dir` that glob's
+    # '*' lists (hidden ones not), in that order; first the containers among
+    # them, then, recursively, the other directories.  `dir` itself is not
+    # a candidate, and a container's own subdirectories are never entered.
+    plain = []
+    for node in _glob.glob(_os.path.join(_glob.escape(_os.fspath(dir)), "*")):
+        if not _os.path.isdir(node):
             continue
-        dirs[:] = []  # a container's subdirectories are its own
-        if classname not in (None, kind):
+        kind = _kind(node)
+        if kind is None:
+            plain.append(node)
             continue
         try:
-            obj = open(root, mode=mode)
-        except _UnsupportedFormatError as exc:  # e.g. a legacy object-dtype carray
-            _warnings.warn(f"walk skips {root}: {exc}", RuntimeWarning, stacklevel=2)
+            obj = open(node, mode=mode, allow_pickle=allow_pickle)
+            if obj._pickles_refused():  # values pickled, and no consent to read them
+                raise _PickleNotAllowedError("reading an object-dtype dataset", node)
+        except _UnsupportedFormatError as exc:  # a codec or format bcolzx lacks, pickles
+            _warnings.warn(f"walk skips {node}: {exc}", RuntimeWarning, stacklevel=2)
             continue
-        if len(obj):  # legacy skips empty containers
+        if len(obj) and classname in (None, kind):  # legacy skips empty containers
             yield obj
+    for node in plain:
+        yield from walk(node, classname, mode, allow_pickle=allow_pickle)
 
 
 # --- eval ---------------------------------------------------------------------------
 
-from bcolzx._query import blocks as _qblocks  # noqa: E402
-from bcolzx._query.expr import compile_expression as _compile  # noqa: E402
-from bcolzx.params import defaults as _defaults  # noqa: E402
-from bcolzx.vars import caller_scope as _caller_scope  # noqa: E402
-from bcolzx.vars import resolve_names as _resolve  # noqa: E402
-from bcolzx.vars import split_operands as _split  # noqa: E402
 
-__all__ += ["eval"]
-
-_VMS = ("python", "numexpr", "dask")
-_FLAVORS = ("bcolz", "carray", "numpy")
-
-
-def eval(expression, vm=None, out_flavor=None, user_dict=None, blen=None, **kwargs):  # noqa: A001
+def eval(expression, vm=None, out_flavor=None, user_dict=None, blen=None, **kwargs):  # legacy name
     """Evaluate an expression over carrays, arrays and scalars, block by block (legacy
     ``bcolz.eval``).
 
@@ -488,41 +538,5 @@ def eval(expression, vm=None, out_flavor=None, user_dict=None, blen=None, **kwar
     expr = _compile(expression)
     values = _resolve(expr.names, _caller_scope(user_dict))
     columns, scalars = _split(values)
-    return _evaluate(expr, columns, scalars, vm=vm, out_flavor=out_flavor, blen=blen, **kwargs)
-
-
-def _evaluate(expr, columns, scalars, vm=None, out_flavor=None, blen=None, length=None,
-              **kwargs):
-    """Evaluate a compiled expression; the result as `out_flavor` asks."""
-    vm = _defaults.vm if vm is None else vm
-    if vm not in _VMS:
-        raise ValueError(f"vm must be one of {_VMS}, not {vm!r}")
-    engine = _qblocks
-    if vm == "dask":  # each block a Dask task (bcolzx.interop.dask)
-        from bcolzx.interop import dask as engine
-
-        vm = engine.local_vm()
-    flavor = _defaults.out_flavor if out_flavor is None else out_flavor
-    if flavor not in _FLAVORS:
-        raise ValueError(f"out_flavor must be one of {_FLAVORS}, not {flavor!r}")
-    if not columns and length is None:
-        result = _np.asarray(expr.evaluate(scalars, vm))
-        return result if flavor == "numpy" else _carray(result.reshape(-1), **kwargs)
-    if not columns or flavor == "numpy":
-        if flavor == "numpy":
-            if not columns:
-                return _np.broadcast_to(expr.evaluate(scalars, vm), (length,)).copy()
-            return engine.evaluate(expr, columns, scalars, blen=blen, vm=vm)
-        result = _np.broadcast_to(expr.evaluate(scalars, vm), (length,))
-        return _carray(result, **kwargs)
-    dtypes = {**{n: c.dtype for n, c in columns.items()},
-              **{n: _np.asarray(v).dtype for n, v in scalars.items()}}
-    n = len(next(iter(columns.values())))
-    shape = _np.broadcast_shapes(*[tuple(c.shape[1:]) for c in columns.values()])
-    kwargs.setdefault("expectedlen", n)
-    out = _carray(_np.empty((0, *shape), expr.dtype(dtypes)), **kwargs)
-    for _, block in engine.evaluate_blocks(expr, columns, scalars, blen=blen, vm=vm):
-        out._engine.append(out._rows(block))
-    if out.rootdir is not None:
-        out.flush()
-    return out
+    return _evaluate.evaluate(expr, columns, scalars, new_carray=_carray, vm=vm,
+                              out_flavor=out_flavor, blen=blen, **kwargs)

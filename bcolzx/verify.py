@@ -10,7 +10,7 @@ from bcolzx._format import jsonfile, layout
 from bcolzx._format import legacy as _legacy
 from bcolzx._format.meta import read_sizes
 from bcolzx._format.spare import spare_copy_note
-from bcolzx._recovery import torn_lengths
+from bcolzx._table import torn_lengths
 from bcolzx.errors import BcolzxError
 
 __all__ = ["Problem", "Report", "verify"]
@@ -107,7 +107,11 @@ def _verify_carray(path: str, report: Report, progress=None) -> int | None:
     except (BcolzxError, OSError, ValueError) as exc:
         report.problems.append(_problem(exc, path))
         return None
-    eng = c._engine
+    try:  # read on first use by a carray opened in mode 'r': checked here
+        c.attrs  # noqa: B018
+    except (BcolzxError, OSError, ValueError) as exc:
+        report.problems.append(_problem(exc, path))
+    eng = c.engine
     if report.format == "unknown":
         report.format = "bcolzx" if eng.store.native else "legacy-v1"
     report.chunks += eng.nfull + (1 if eng.nleft else 0)

@@ -172,8 +172,9 @@ class Bcolz(Bcolzx):
 
     def __init__(self, n, workdir):
         System.__init__(self, n, workdir)
-        import bcolz
-        self.mod = bcolz
+        from bcolzx.compat import import_legacy  # the real one, shim or not
+
+        self.mod = import_legacy()
 
 
 class SChunk(System):

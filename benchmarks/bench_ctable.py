@@ -17,6 +17,10 @@ Cases (memory and disk for bcolzx and legacy bcolz):
 - a selective query on a sorted column, ``(f0 > a) & (f0 < a + 20000)`` in
   the middle of the table (< 1% of the chunks can match);
 - ``todataframe()`` (when pandas is installed);
+- ``--onerow`` appends (default 20,000) of one row each to a persistent table
+  with the default ``auto_flush`` (legacy bcolz's tutorial does exactly this),
+  timed per row; bcolzx saves them in the append journal (safe when the process
+  is killed), legacy rewrites its leftover files (not even that);
 - pandas ``DataFrame.query`` of the same expressions on the uncompressed
   frame held in memory.
 
@@ -62,6 +66,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=float, default=1e7)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--onerow", type=int, default=20000,
+                   help="one-row appends with auto_flush (0: skip)")
     p.add_argument("--dir", default=None)
     args = p.parse_args(argv)
     n = int(args.n)
@@ -70,8 +76,9 @@ def main(argv=None):
     import bcolzx
     systems = {"bcolzx": bcolzx}
     try:
-        import bcolz
-        systems["bcolz"] = bcolz
+        from bcolzx.compat import import_legacy  # the real one, shim or not
+
+        systems["bcolz"] = import_legacy()
     except ImportError:
         print("# legacy bcolz (bcolz-zipline) not installed: no legacy column")
     try:
@@ -123,6 +130,21 @@ def main(argv=None):
             if pd is not None and hasattr(ct, "todataframe"):
                 record(f"todataframe ({where})", name,
                        best_of(lambda: ct.todataframe(), args.repeat))
+    if args.onerow:
+        rows = [(int(i), float(i) * 0.5, int(i % 1000)) for i in range(args.onerow)]
+        empty = np.empty(0, dtype=[("f0", "i8"), ("f1", "f8"), ("f2", "i4")])
+        for name, mod in systems.items():
+            path = os.path.join(workdir, f"{name}.onerow")
+
+            def one_at_a_time():
+                ct = mod.ctable(empty, rootdir=path, mode="w")  # auto_flush: the default
+                for row in rows:
+                    ct.append(row)
+            def clear():
+                shutil.rmtree(path, ignore_errors=True)
+            record(f"append 1 row x {args.onerow} (disk)", name,
+                   best_of(one_at_a_time, max(1, args.repeat // 2), setup=clear))
+            assert len(mod.open(path, mode="r")) == args.onerow
     # sanity: same answers
     for expr in (QUERY, BROAD, selective):
         got = tables["bcolzx", "disk"].fetchwhere(expr, out_flavor="numpy")
@@ -183,6 +205,8 @@ def report(res):
             (f"todataframe ({where}) >= 1.5x legacy",
              ratio(f"todataframe ({where})", "bcolz"), 1.5),
         ]
+    onerow = [c for c in res if c.startswith("append 1 row")]
+    checks += [(f"{c} >= legacy", ratio(c, "bcolz"), 1.0) for c in onerow]
     met = known = 0
     for desc, value, goal in checks:
         status = "n/a" if value is None else ("MET" if value >= goal else "NOT MET")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from docutils import nodes
+
 import bcolzx
 
 project = "bcolzx"
@@ -31,7 +33,6 @@ root_doc = "index"
 exclude_patterns = ["_build", "**/.ipynb_checkpoints",
                     # the raw tables of a benchmark run (linked, not a page)
                     "benchmarks/tables.md", "benchmarks/tables-1e8.md"]
-templates_path: list[str] = []
 
 # -- MyST (the Markdown pages) ---------------------------------------------------------
 # GitHub-style anchors, so that links such as ``migration.md#4-exceptions`` work both on
@@ -82,15 +83,50 @@ def _public_signature(app, what, name, obj, options, signature, return_annotatio
     return f"({text})", return_annotation
 
 
+def _full_width_plots(app, doctree):
+    """The benchmark pages' figures: the article's full width, each a link to its file.
+
+    The pages keep plain Markdown images (they read the same on a code host); a width
+    makes Sphinx wrap each image in a link to the full-size file (html_scaled_image_link).
+    """
+    if not app.env.docname.startswith("benchmarks/"):
+        return
+    for node in doctree.findall(nodes.image):
+        node["width"] = "100%"
+        node["classes"].append("bcolzx-plot")
+
+
 def setup(app):
     app.connect("autodoc-process-signature", _public_signature)
+    app.connect("doctree-read", _full_width_plots)
 
 
 # -- HTML ------------------------------------------------------------------------------
-html_theme = "alabaster"
+# pydata-sphinx-theme (NumPy's, pandas' and Zarr's).  Every page of this site is a top-level
+# entry of the index's toctrees, so the header gets one link per part of the site
+# (_templates/navbar-sections.html) and the left sidebar the whole site
+# (_templates/site-nav.html) instead of the theme's per-section navigation.
+html_theme = "pydata_sphinx_theme"
 html_title = f"bcolzx {release}"
-html_static_path: list[str] = []
+html_short_title = "bcolzx"
+html_static_path = ["_static"]
+html_css_files = ["bcolzx.css"]
+templates_path = ["_templates"]
+html_sidebars = {
+    "index": [],  # the index lists every page in its body
+    "search": [],
+    "genindex": [],
+    "**": ["site-nav.html"],
+}
 html_theme_options = {
-    "description": "Compressed, persistent, columnar containers for NumPy data",
-    "fixed_sidebar": True,
+    "logo": {"text": "bcolzx"},
+    "navbar_align": "left",
+    "navbar_center": ["navbar-sections.html"],
+    "navbar_end": ["theme-switcher"],
+    "navbar_persistent": ["search-button"],
+    "secondary_sidebar_items": {"**": ["page-toc", "sourcelink"], "index": []},
+    "show_toc_level": 2,
+    "show_prev_next": True,
+    "footer_start": ["copyright", "bcolzx-version.html"],
+    "footer_end": ["sphinx-version", "theme-version"],
 }

@@ -96,6 +96,39 @@ def test_docs_build_without_warnings(built_docs):
         assert (built_docs / page).is_file(), page
 
 
+def test_site_uses_the_pydata_theme_with_its_additions(built_docs):
+    index = (built_docs / "index.html").read_text(encoding="utf-8")
+    assert "pydata-sphinx-theme.css" in index
+    assert "_static/bcolzx.css" in index
+    assert f"This documentation is of bcolzx {bcolzx.__version__}" in index
+
+
+def test_benchmark_figures_are_full_width_links_to_their_files(built_docs):
+    html = (built_docs / "benchmarks" / "README.html").read_text(encoding="utf-8")
+    images = re.findall(r'(<a [^>]*href="([^"]+)"[^>]*>)?<img [^>]*src="([^"]+\.png)"[^>]*>',
+                        html)
+    assert len(images) >= 7
+    for link, href, src in images:
+        assert link and href == src, f"{src} is not a link to its full-size file"
+    assert html.count('class="bcolzx-plot"') >= 7
+
+
+def test_page_titles_are_final():
+    """No page of the site is titled as a draft (the format pages are normative)."""
+    for page in _pages():
+        first = page.read_text(encoding="utf-8").lstrip().splitlines()[0]
+        assert "draft" not in first.lower(), f"{_page_id(page)}: {first}"
+
+
+def test_benchmark_page_names_the_version_its_results_came_from():
+    import json
+
+    page = (DOCS / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    for results in sorted((DOCS / "benchmarks").glob("results*.json")):
+        version = json.loads(results.read_text(encoding="utf-8"))["machine"]["bcolzx"]
+        assert version in page, f"{results.name} is from bcolzx {version}; the page must say so"
+
+
 def test_every_page_is_built(built_docs):
     """Sphinx warns about pages outside every toctree; check that each one has its HTML."""
     for page in _pages():
@@ -156,8 +189,9 @@ def test_python_examples_are_doctests():
 
 # The modules whose docstrings the API reference renders (bcolzx.toplevel and
 # bcolzx.ctable are run by tests/test_docs.py).
-DOCUMENTED_MODULES = ["bcolzx.params", "bcolzx.attrs", "bcolzx.carray", "bcolzx.verify",
-                      "bcolzx.convert", "bcolzx.compact", "bcolzx.compat", "bcolzx.errors"]
+DOCUMENTED_MODULES = ["bcolzx.params", "bcolzx.defaults", "bcolzx.attrs", "bcolzx.carray",
+                      "bcolzx.verify", "bcolzx.convert", "bcolzx.compact", "bcolzx.compat",
+                      "bcolzx.errors"]
 
 
 def test_docstring_examples_of_the_reference_run(tmp_path, monkeypatch):

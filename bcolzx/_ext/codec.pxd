@@ -31,10 +31,8 @@ cdef class Decompressor(_Locked):
     # later shuffled Blosc 1.x chunk wrongly (C-Blosc2 3.x keeps stale filters).
     cdef c.blosc2_context* ctx           # nthreads threads inside one chunk
     cdef c.blosc2_context* ctx1          # the same, for Blosc 1.x chunks
-    cdef c.blosc2_context** workers      # one single-threaded context per worker
-    cdef c.blosc2_context** workers1     # the same, for Blosc 1.x chunks
     cdef c.blosc2_context* _ctx_for(self, const uint8_t* src) noexcept nogil
     cdef int _make_contexts(self) except -1
     cdef readonly int nthreads
     cdef int _decompress(self, const uint8_t* src, Py_ssize_t srcsize, void* dest,
-                         Py_ssize_t destsize) except -1
+                         Py_ssize_t destsize, bint exact=*) except -1

@@ -19,7 +19,7 @@ from cpython.pythread cimport (
 )
 from libc.stdint cimport int32_t, uint8_t
 from libc.stdlib cimport calloc, free, malloc
-from libc.string cimport memcmp, memcpy, memset
+from libc.string cimport memcpy
 
 cimport cblosc2 as c
 
@@ -48,16 +48,9 @@ FILTERS = (NOSHUFFLE, SHUFFLE, BITSHUFFLE)
 #: C-Blosc2's registered byte-delta filter (filters-registry.h: BLOSC_FILTER_BYTEDELTA).
 BYTEDELTA = 35
 
-SPECIAL_NONE = c.BLOSC2_NO_SPECIAL
-SPECIAL_ZERO = c.BLOSC2_SPECIAL_ZERO
-SPECIAL_NAN = c.BLOSC2_SPECIAL_NAN
-SPECIAL_VALUE = c.BLOSC2_SPECIAL_VALUE
-
 MAX_OVERHEAD = c.BLOSC2_MAX_OVERHEAD
 MAX_BUFFERSIZE = c.BLOSC2_MAX_BUFFERSIZE
 MIN_HEADER_LENGTH = c.BLOSC_MIN_HEADER_LENGTH
-# decompress_many gives each extra thread at least this much output.
-cdef Py_ssize_t _BYTES_PER_WORKER = 1 << 20
 #: C-Blosc2 version the extension was compiled against.
 BUILD_VERSION = (c.BLOSC2_VERSION_MAJOR, c.BLOSC2_VERSION_MINOR, c.BLOSC2_VERSION_RELEASE)
 
@@ -66,11 +59,6 @@ cdef extern from *:
     int BCOLZX_BLOSC2_STATIC
 
 LINKAGE = "static" if BCOLZX_BLOSC2_STATIC else "shared"
-
-
-# The quiet NaNs C-Blosc2 writes for a NaN special chunk (little endian).
-cdef const unsigned char* _NAN32 = b"\x00\x00\xc0\x7f"
-cdef const unsigned char* _NAN64 = b"\x00\x00\x00\x00\x00\x00\xf8\x7f"
 
 
 def blosc2_version():
@@ -554,42 +542,15 @@ cdef enum:
     _BLOSC2_FORMAT = 3
 
 
-cdef struct _Batch:
-    # One worker's share of a decompress_many call: chunks [first, stop).
-    c.blosc2_context* ctx   # for Blosc2-format chunks
-    c.blosc2_context* ctx1  # for C-Blosc 1.x chunks
-    const uint8_t** srcs
-    int32_t* srcsizes
-    uint8_t** dests
-    int32_t* destsizes
-    Py_ssize_t first
-    Py_ssize_t stop
-    int rc                  # first error code, 0 if none
-    Py_ssize_t failed       # index of the chunk that failed
-
-
-cdef void* _run_batch(void* arg) noexcept nogil:
-    cdef _Batch* b = <_Batch*>arg
-    cdef Py_ssize_t i
-    cdef int rc
-    for i in range(b.first, b.stop):
-        rc = c.blosc2_decompress_ctx(b.ctx1 if b.srcs[i][0] < _BLOSC2_FORMAT else b.ctx,
-                                     b.srcs[i], b.srcsizes[i], b.dests[i], b.destsizes[i])
-        if rc != b.destsizes[i]:
-            b.rc = rc if rc < 0 else -3
-            b.failed = i
-            break
-    return NULL
-
-
 cdef class Decompressor(_Locked):
     """Decompress C-Blosc2 and C-Blosc 1.x chunks.
 
     Parameters
     ----------
     nthreads : int
-        Threads to use: inside a chunk for :meth:`decompress`, across chunks
-        for :meth:`decompress_many`.
+        C-Blosc2's threads inside a chunk (its blocks are decoded in
+        parallel).  Work across chunks is shared out by the caller (bcolzx's
+        one pool, ``bcolzx._threads``): no call starts threads of its own.
 
     Raises
     ------
@@ -598,25 +559,14 @@ cdef class Decompressor(_Locked):
     """
     def __cinit__(self, nthreads=1):
         self.nthreads = _check_nthreads(nthreads)
-        self.workers = <c.blosc2_context**>calloc(self.nthreads, sizeof(c.blosc2_context*))
-        self.workers1 = <c.blosc2_context**>calloc(self.nthreads, sizeof(c.blosc2_context*))
-        if self.workers == NULL or self.workers1 == NULL:
-            raise MemoryError("cannot allocate decompression contexts")
         self._make_contexts()
         _live.add(self)
 
     cdef int _make_contexts(self) except -1:
         cdef c.blosc2_dparams dp = c.BLOSC2_DPARAMS_DEFAULTS
-        cdef int i
         dp.nthreads = self.nthreads
         self.ctx = c.blosc2_create_dctx(dp)
         self.ctx1 = c.blosc2_create_dctx(dp)
-        dp.nthreads = 1
-        for i in range(self.nthreads):
-            self.workers[i] = c.blosc2_create_dctx(dp)
-            self.workers1[i] = c.blosc2_create_dctx(dp)
-            if self.workers[i] == NULL or self.workers1[i] == NULL:
-                raise MemoryError("cannot create a C-Blosc2 decompression context")
         if self.ctx == NULL or self.ctx1 == NULL:
             raise MemoryError("cannot create a C-Blosc2 decompression context")
         return 0
@@ -626,18 +576,10 @@ cdef class Decompressor(_Locked):
         self._make_contexts()  # the parent's contexts are abandoned, never freed here
 
     def __dealloc__(self):
-        cdef int i
         if self.ctx != NULL:
             c.blosc2_free_ctx(self.ctx)
         if self.ctx1 != NULL:
             c.blosc2_free_ctx(self.ctx1)
-        for i in range(self.nthreads):
-            if self.workers != NULL and self.workers[i] != NULL:
-                c.blosc2_free_ctx(self.workers[i])
-            if self.workers1 != NULL and self.workers1[i] != NULL:
-                c.blosc2_free_ctx(self.workers1[i])
-        free(self.workers)
-        free(self.workers1)
 
     cdef c.blosc2_context* _ctx_for(self, const uint8_t* src) noexcept nogil:
         """The whole-chunk context for `src`'s format (its first header byte)."""
@@ -647,10 +589,13 @@ cdef class Decompressor(_Locked):
         return f"Decompressor(nthreads={self.nthreads})"
 
     cdef int _decompress(self, const uint8_t* src, Py_ssize_t srcsize, void* dest,
-                         Py_ssize_t destsize) except -1:
+                         Py_ssize_t destsize, bint exact=False) except -1:
         cdef int32_t nbytes, cbytes, blocksize
         cdef int rc
         _chunk_sizes(src, srcsize, &nbytes, &cbytes, &blocksize)
+        if exact and nbytes != destsize:
+            raise _error(-3, f"decompress (the chunk holds {nbytes} bytes, {destsize} "
+                             "expected)", False)
         if nbytes > destsize:
             raise _error(-6, f"decompress ({nbytes} bytes into {destsize})", False)
         with nogil:
@@ -663,7 +608,7 @@ cdef class Decompressor(_Locked):
             raise _error(-3, "decompress", True)
         return rc
 
-    def decompress(self, src, out=None):
+    def decompress(self, src, out=None, bint exact=False):
         """Decompress one chunk.
 
         Parameters
@@ -673,6 +618,9 @@ cdef class Decompressor(_Locked):
         out : writable buffer, optional
             Where to write the data, at least the chunk's ``nbytes`` long.
             Decompression goes straight into it, with no intermediate copy.
+        exact : bool
+            The chunk must hold exactly ``len(out)`` bytes (checked from its
+            header, before anything is decoded).
 
         Returns
         -------
@@ -684,7 +632,8 @@ cdef class Decompressor(_Locked):
         TruncatedDataError
             If `src` is shorter than the chunk its header describes.
         CorruptDataError
-            If the chunk cannot be decoded.
+            If the chunk cannot be decoded, or with `exact` does not hold
+            ``len(out)`` bytes.
         BufferTooSmallError
             If `out` is too small.
         """
@@ -701,7 +650,8 @@ cdef class Decompressor(_Locked):
                 return result
             get_buffer(out, &dview, True, "out")
             try:
-                self._decompress(<const uint8_t*>sview.buf, sview.len, dview.buf, dview.len)
+                self._decompress(<const uint8_t*>sview.buf, sview.len, dview.buf, dview.len,
+                                 exact)
             finally:
                 PyBuffer_Release(&dview)
             return out
@@ -806,12 +756,13 @@ cdef class Decompressor(_Locked):
                 PyBuffer_Release(&dview)
             PyBuffer_Release(&sview)
 
-    def decompress_many(self, chunks, out):
+    def decompress_many(self, chunks, out, Py_ssize_t chunk_nbytes=0):
         """Decompress a sequence of chunks, one after another, into one buffer.
 
-        The chunks are shared out among ``nthreads`` threads (each with its
-        own context); every chunk is decompressed straight into its place in
-        `out`.
+        Each chunk is decompressed straight into its place in `out`, on the
+        calling thread with the GIL released (C-Blosc2's own threads split a
+        chunk's blocks when ``nthreads > 1``).  To spread many chunks over
+        several threads, call this from several threads on parts of them.
 
         Parameters
         ----------
@@ -820,6 +771,9 @@ cdef class Decompressor(_Locked):
         out : writable buffer
             Receives the concatenated data; must hold the sum of the chunks'
             ``nbytes``.
+        chunk_nbytes : int
+            When positive, every chunk must hold exactly this many bytes
+            (checked from its header before anything is decoded).
 
         Returns
         -------
@@ -829,30 +783,27 @@ cdef class Decompressor(_Locked):
         Raises
         ------
         TruncatedDataError, CorruptDataError
-            If a chunk is damaged; the message names its position.
+            If a chunk is damaged or (with `chunk_nbytes`) of another size;
+            the exception's ``chunk`` is its position in `chunks`.
         BufferTooSmallError
             If `out` is too small.
         """
-        cdef Py_ssize_t n = len(chunks), i, got = 0, total = 0
+        cdef Py_ssize_t n = len(chunks), i, got = 0, total = 0, failed = -1
         cdef Py_buffer dview
         cdef Py_buffer* views = NULL
         cdef const uint8_t** srcs = NULL
         cdef int32_t* srcsizes = NULL
-        cdef uint8_t** dests = NULL
         cdef int32_t* destsizes = NULL
-        cdef _Batch* batches = NULL
-        cdef pthread_t* threads = NULL
         cdef int32_t nbytes, cbytes, blocksize
-        cdef int nworkers, w, started = 0
+        cdef int rc = 0
         cdef uint8_t* base
         get_buffer(out, &dview, True, "out")
         try:
             views = <Py_buffer*>calloc(n + 1, sizeof(Py_buffer))
             srcs = <const uint8_t**>calloc(n + 1, sizeof(uint8_t*))
             srcsizes = <int32_t*>calloc(n + 1, sizeof(int32_t))
-            dests = <uint8_t**>calloc(n + 1, sizeof(uint8_t*))
             destsizes = <int32_t*>calloc(n + 1, sizeof(int32_t))
-            if not (views and srcs and srcsizes and dests and destsizes):
+            if not (views and srcs and srcsizes and destsizes):
                 raise MemoryError()
             base = <uint8_t*>dview.buf
             for i in range(n):
@@ -860,49 +811,29 @@ cdef class Decompressor(_Locked):
                 got = i + 1
                 _chunk_sizes(<const uint8_t*>views[i].buf, views[i].len,
                              &nbytes, &cbytes, &blocksize, i)
+                if chunk_nbytes > 0 and nbytes != chunk_nbytes:
+                    raise _error(-3, f"decompress_many (chunk {i} holds {nbytes} bytes, "
+                                     f"{chunk_nbytes} expected)", False, i)
                 if total + nbytes > dview.len:
                     raise _error(-6, f"decompress_many (chunk {i} ends past byte {dview.len})",
                                  False)
                 srcs[i] = <const uint8_t*>views[i].buf
                 srcsizes[i] = cbytes
-                dests[i] = base + total
                 destsizes[i] = nbytes
                 total += nbytes
-            # A thread costs tens of microseconds to start: give each at least
-            # _BYTES_PER_WORKER of output, or run on this thread alone.
-            nworkers = <int>min(self.nthreads, n, max(1, total // _BYTES_PER_WORKER))
-            if nworkers < 1:
-                return 0
-            batches = <_Batch*>calloc(nworkers, sizeof(_Batch))
-            threads = <pthread_t*>calloc(nworkers, sizeof(pthread_t))
-            if batches == NULL or threads == NULL:
-                raise MemoryError()
-            for w in range(nworkers):
-                batches[w].ctx = self.workers[w]
-                batches[w].ctx1 = self.workers1[w]
-                batches[w].srcs = srcs
-                batches[w].srcsizes = srcsizes
-                batches[w].dests = dests
-                batches[w].destsizes = destsizes
-                batches[w].first = n * w // nworkers
-                batches[w].stop = n * (w + 1) // nworkers
             with nogil:
                 self.acquire()
-                # Worker 0 runs on this thread; the others on new threads.
-                for w in range(1, nworkers):
-                    if pthread_create(&threads[w], NULL, _run_batch, &batches[w]) != 0:
+                total = 0
+                for i in range(n):
+                    rc = c.blosc2_decompress_ctx(self._ctx_for(srcs[i]), srcs[i], srcsizes[i],
+                                                 base + total, destsizes[i])
+                    if rc != destsizes[i]:
+                        failed = i
                         break
-                    started = w
-                _run_batch(&batches[0])
-                for w in range(1, started + 1):
-                    pthread_join(threads[w], NULL)
-                # Whatever could not get a thread runs here.
-                for w in range(started + 1, nworkers):
-                    _run_batch(&batches[w])
+                    total += destsizes[i]
                 self.release()
-            for w in range(nworkers):
-                if batches[w].rc < 0:
-                    raise _error(batches[w].rc, "decompress_many", True, batches[w].failed)
+            if failed >= 0:
+                raise _error(rc if rc < 0 else -3, "decompress_many", True, failed)
             return total
         finally:
             for i in range(got):
@@ -911,69 +842,11 @@ cdef class Decompressor(_Locked):
             free(views)
             free(srcs)
             free(srcsizes)
-            free(dests)
             free(destsizes)
-            free(batches)
-            free(threads)
 
 
-# --- constant chunks ----------------------------------------------------------
-
-cdef int _special_kind(const uint8_t* p, Py_ssize_t n, Py_ssize_t typesize) noexcept nogil:
-    """The special kind of a buffer of n bytes, or SPECIAL_NONE."""
-    cdef Py_ssize_t i
-    if n == 0 or typesize <= 0 or n % typesize != 0:
-        return c.BLOSC2_NO_SPECIAL
-    # Periodic with period typesize <=> every item equals the first one.
-    if n > typesize and memcmp(p, p + typesize, n - typesize) != 0:
-        return c.BLOSC2_NO_SPECIAL
-    for i in range(typesize):
-        if p[i] != 0:
-            break
-    else:
-        return c.BLOSC2_SPECIAL_ZERO
-    if (typesize == 4 and memcmp(p, _NAN32, 4) == 0) or (typesize == 8 and memcmp(p, _NAN64, 8) == 0):
-        return c.BLOSC2_SPECIAL_NAN
-    return c.BLOSC2_SPECIAL_VALUE
-
-
-def special_value(src, Py_ssize_t typesize):
-    """Recognise a buffer made of one repeated item.
-
-    Parameters
-    ----------
-    src : buffer
-        The data of a chunk.
-    typesize : int
-        Item size in bytes.
-
-    Returns
-    -------
-    tuple
-        ``(kind, value)``: `kind` is ``SPECIAL_ZERO`` (every byte zero),
-        ``SPECIAL_NAN`` (every item the quiet NaN C-Blosc2 writes, typesize 4
-        or 8), ``SPECIAL_VALUE`` (every item equal to `value`, a bytes object
-        of `typesize` bytes) or ``SPECIAL_NONE`` (anything else, including an
-        empty buffer); `value` is None unless the kind is ``SPECIAL_VALUE``.
-
-    Raises
-    ------
-    ValueError
-        If `typesize` is not positive.
-    """
-    cdef Py_buffer view
-    cdef int kind
-    if typesize <= 0:
-        raise ValueError(f"typesize must be positive, not {typesize}")
-    get_buffer(src, &view, False, "src")
-    try:
-        with nogil:
-            kind = _special_kind(<const uint8_t*>view.buf, view.len, typesize)
-        value = (<const char*>view.buf)[:typesize] if kind == c.BLOSC2_SPECIAL_VALUE else None
-        return kind, value
-    finally:
-        PyBuffer_Release(&view)
-
+# --- special chunks --------------------------------------------------------
+# Made by C-Blosc2 here; recognised and filled without it by bcolzx._ext.special.
 
 def special_chunk(int kind, Py_ssize_t nbytes, int typesize, value=None):
     """Make a C-Blosc2 chunk that stores no data, only a repeated value.
@@ -981,7 +854,8 @@ def special_chunk(int kind, Py_ssize_t nbytes, int typesize, value=None):
     Parameters
     ----------
     kind : int
-        ``SPECIAL_ZERO``, ``SPECIAL_NAN`` or ``SPECIAL_VALUE``.
+        ``SPECIAL_ZERO``, ``SPECIAL_NAN`` or ``SPECIAL_VALUE`` (constants of
+        :mod:`bcolzx._ext.special`, which are C-Blosc2's).
     nbytes : int
         Uncompressed size of the chunk, a multiple of `typesize`.
     typesize : int
@@ -1024,64 +898,6 @@ def special_chunk(int kind, Py_ssize_t nbytes, int typesize, value=None):
     if rc < 0:
         raise _error(rc, "special_chunk", False)
     return out[:rc]  # a few dozen bytes: the copy costs nothing
-
-
-def fill_special(out, int kind, Py_ssize_t typesize, value=None):
-    """Fill a buffer with a special value, as a special chunk would decode.
-
-    Parameters
-    ----------
-    out : writable buffer
-        Its length must be a multiple of `typesize`.
-    kind, typesize, value
-        As for :func:`special_chunk`.
-
-    Returns
-    -------
-    buffer
-        `out`.
-
-    Raises
-    ------
-    ValueError
-        For an unknown kind or inconsistent sizes.
-    """
-    cdef Py_buffer view
-    cdef const unsigned char* item
-    cdef uint8_t* p
-    cdef Py_ssize_t done, n
-    if typesize <= 0:
-        raise ValueError(f"typesize must be positive, not {typesize}")
-    if kind == c.BLOSC2_SPECIAL_ZERO:
-        item = NULL
-    elif kind == c.BLOSC2_SPECIAL_NAN:
-        if typesize not in (4, 8):
-            raise ValueError(f"NaN needs typesize 4 or 8, not {typesize}")
-        item = _NAN32 if typesize == 4 else _NAN64
-    elif kind == c.BLOSC2_SPECIAL_VALUE:
-        if not isinstance(value, bytes) or len(value) != typesize:
-            raise ValueError(f"a value fill needs value as {typesize} bytes")
-        item = value
-    else:
-        raise ValueError(f"unknown special kind {kind}")
-    get_buffer(out, &view, True, "out")
-    try:
-        if view.len % typesize:
-            raise ValueError(f"out has {view.len} bytes, not a multiple of typesize {typesize}")
-        p = <uint8_t*>view.buf
-        n = view.len
-        with nogil:
-            if item == NULL:
-                memset(p, 0, n)
-            elif n > 0:
-                memcpy(p, item, typesize)
-                done = typesize
-                while done < n:   # double the filled prefix each step
-                    memcpy(p + done, p, done if 2 * done <= n else n - done)
-                    done *= 2
-        return out
-    finally:
-        PyBuffer_Release(&view)
 
 
 # --- import-time ABI check (shared builds only) ----------------------------

@@ -9,8 +9,19 @@ from bcolzx._ext import index as _index
 
 #: Value of ``meta/storage["format"]`` for datasets in this format.
 FORMAT_NAME = "bcolzx"
-#: Major version of docs/format; readers refuse higher ones.
-FORMAT_VERSION = 1
+#: Highest version of docs/format this bcolzx reads; readers refuse higher ones.
+FORMAT_VERSION = 2
+#: The version writers put in ``meta/storage``: the lowest that describes the
+#: dataset, so that readers of version 1 keep reading every fixed-size dataset.
+FIXED_FORMAT_VERSION = 1
+#: Datasets of variable-length items (``"vlen"`` in ``meta/storage``, §2d).
+VLEN_FORMAT_VERSION = 2
+#: ``meta/storage["vlen"]`` values: how the items of a variable-length dataset
+#: are encoded ("pickle": object dtype, one pickle per value).
+VLEN_CODECS = ("pickle",)
+#: NumPy's ``nbytes`` per row of an object-dtype dataset, whatever the platform:
+#: what ``meta/sizes["nbytes"]`` counts for variable-length datasets.
+VLEN_ROW_NBYTES = 8
 
 ATTRS_FILE = "__attrs__"
 META_DIR = "meta"
@@ -19,6 +30,8 @@ SIZES_FILE = "sizes"
 STORAGE_FILE = "storage"
 #: Per-chunk min/max of the stored chunks (docs/format/README.md, "Zone map").
 ZONEMAP_FILE = "zonemap"
+#: Rows appended since the last commit (docs/format/README.md §3b, "Append journal").
+JOURNAL_FILE = "journal"
 ROOTDIRS_FILE = "__rootdirs__"
 #: The advisory write lock of a carray or ctable directory (docs/format/README.md §1).
 LOCK_FILE = "__lock__"
@@ -45,6 +58,36 @@ BYTEDELTA_MODES = ("auto", "on", "off")
 DEFAULT_BYTEDELTA = "auto"
 #: In 'auto' mode, chunks compressed between two trials of both pipelines.
 BYTEDELTA_RETRIAL = 128
+
+#: Variable-length datasets (object dtype): a chunk aims at this many bytes of
+#: items (pickles) ...
+VLEN_CHUNK_BYTES = 64 << 10
+#: ... guessing this many bytes per item when no item is known yet ...
+VLEN_GUESS_ITEM_BYTES = 64
+#: ... and holds at most this many rows (a read of one row decodes its chunk).
+VLEN_MAX_CHUNKLEN = 4096
+
+
+def vlen_chunklen(item_bytes: float | None = None) -> int:
+    """Rows per chunk of a new variable-length dataset whose items average
+    `item_bytes` (None: not known yet).
+
+    A power of two, so that a chunk holds about :data:`VLEN_CHUNK_BYTES` of
+    items, between 1 and :data:`VLEN_MAX_CHUNKLEN`: 1024 rows when nothing is
+    known.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    None
+    """
+    size = VLEN_GUESS_ITEM_BYTES if not item_bytes or item_bytes <= 0 else item_bytes
+    rows = max(1, int(VLEN_CHUNK_BYTES // size))
+    return min(VLEN_MAX_CHUNKLEN, 1 << (rows.bit_length() - 1))
+
 
 def default_chunklen(rowbytes: int, expectedlen: int | None = None) -> int:
     """Rows per chunk so that a chunk holds about DEFAULT_CHUNK_BYTES.

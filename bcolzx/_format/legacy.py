@@ -70,11 +70,15 @@ def storage_from_json(obj: dict, path: str | None = None) -> Storage:
     Quirks of files written by old versions: no ``cname`` means blosclz, a
     boolean ``shuffle`` means byte shuffle or none, no ``quantize`` means 0.
 
+    Object dtype: legacy bcolz pickled each object into its own chunk file,
+    whatever ``chunklen`` says; the storage then has ``vlen="pickle"`` and a
+    chunklen of 1 (one row per chunk).  Nothing is unpickled here.
+
     Raises
     ------
     UnsupportedFormatError
-        For object dtype (legacy stored each object pickled in its own
-        file; bcolzx stores fixed-size items only).
+        For a structured dtype holding objects (legacy bcolz never wrote
+        one).
     CorruptDataError
         For missing or invalid keys.
     """
@@ -85,10 +89,13 @@ def storage_from_json(obj: dict, path: str | None = None) -> Storage:
         dtype = np.dtype(obj["dtype"])
     except (TypeError, ValueError) as exc:
         raise CorruptDataError(f"invalid dtype {obj['dtype']!r}: {exc}", path=path) from None
+    vlen = None
     if dtype.hasobject:
-        raise UnsupportedFormatError(
-            f"{path}: a legacy carray of object dtype (one pickle per element) cannot be "
-            "read by bcolzx; convert it with legacy bcolz to a fixed-size dtype first")
+        if dtype != np.dtype(object):
+            raise UnsupportedFormatError(
+                f"{path}: dtype {dtype} holds objects inside a structured dtype, which "
+                "legacy bcolz did not write and bcolzx does not read")
+        vlen = "pickle"
     cparams = CParams.from_json(obj.get("cparams", {}), path)
     if cparams.cname not in BLOSC1_CODECS or cparams.shuffle not in (0, 1, 2) \
             or not 0 <= cparams.clevel <= 9:
@@ -100,19 +107,32 @@ def storage_from_json(obj: dict, path: str | None = None) -> Storage:
                                f"{expectedlen!r}", path=path)
     dflt = obj.get("dflt")
     try:
-        dflt = dflt_from_json(dflt, dtype, path) if dflt is not None else None
+        dflt = dflt_from_json(dflt, dtype, path) if dflt is not None or vlen else None
     except CorruptDataError:
         # Legacy bcolz wrote some defaults it could not read back (dates,
         # complex numbers): such a dataset has the zero default.
         dflt = None
+    if vlen:
+        chunklen = 1
     return Storage(dtype=dtype, chunklen=chunklen, cparams=cparams, expectedlen=expectedlen,
                    dflt=dflt, chunks_per_superchunk=1, checksum="none", blocksize=0,
-                   bytedelta="off", uid=None, sealed=False)
+                   bytedelta="off", vlen=vlen, uid=None, sealed=False)
 
 
 def storage_to_json(storage: Storage) -> dict:
-    """The v1 ``meta/storage`` object legacy bcolz writes for `storage`."""
+    """The v1 ``meta/storage`` object legacy bcolz writes for `storage`.
+
+    Raises
+    ------
+    UnsupportedFormatError
+        For a default value legacy bcolz cannot read back.
+    """
     dflt = storage.dflt
+    if storage.vlen:
+        # Legacy bcolz reads the JSON value as the default of its object carray.
+        return {"dtype": "object", "cparams": storage.cparams.to_json(),
+                "chunklen": storage.chunklen, "expectedlen": storage.expectedlen,
+                "dflt": dflt.item()}
     if dflt.dtype.kind in "Mm":
         value = int(dflt.view(np.int64))
     elif dflt.dtype.kind == "S":
@@ -136,8 +156,9 @@ def sizes_from_json(obj: dict, path: str | None = None) -> Sizes:
     return Sizes.from_json(obj, path)
 
 
-def read(rootdir: str) -> tuple[Storage, Sizes]:
-    """The storage and sizes metadata of the v1 dataset at `rootdir`.
+def read(rootdir: str, storage_json: dict | None = None) -> tuple[Storage, Sizes]:
+    """The storage and sizes metadata of the v1 dataset at `rootdir` (its
+    ``meta/storage`` object when already read).
 
     Raises
     ------
@@ -148,7 +169,8 @@ def read(rootdir: str) -> tuple[Storage, Sizes]:
     """
     spath = layout.meta_path(rootdir, layout.STORAGE_FILE)
     zpath = layout.meta_path(rootdir, layout.SIZES_FILE)
-    return storage_from_json(read_json(spath), spath), sizes_from_json(read_json(zpath), zpath)
+    obj = read_json(spath) if storage_json is None else storage_json
+    return storage_from_json(obj, spath), sizes_from_json(read_json(zpath), zpath)
 
 
 def legacy_cbytes(chunks_cbytes: int, chunk_bytes: int) -> int:
@@ -210,8 +232,11 @@ def memcpyed_chunk(raw: bytes | memoryview, typesize: int) -> bytes:
 
 def blosc1_typesize(dtype: np.dtype) -> int:
     """The typesize legacy bcolz gives C-Blosc for items of `dtype`: the
-    character size for strings, else the item size (at most 255)."""
+    character size for strings, 1 for pickled objects, else the item size (at
+    most 255)."""
     base = dtype.base
+    if base.hasobject:
+        return 1
     if base.kind == "S":
         return 1
     if base.kind == "U":

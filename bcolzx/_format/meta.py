@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from bcolzx._format import layout
 from bcolzx._ext import codec as _codec
+from bcolzx._format import layout
 from bcolzx._format import seal as _seal
 from bcolzx._format.jsonfile import read_json_sealed, write_json
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
@@ -81,13 +81,34 @@ def _from_descr(descr: list) -> np.dtype:
     return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": pos})
 
 
+def _json_scalar(value: Any) -> bool:
+    """Whether `value` is a JSON scalar that reads back as itself."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return True
+    return isinstance(value, float) and math.isfinite(value)
+
+
 def dflt_to_json(value: np.ndarray) -> Any:
     """The JSON form of a default value (a 0-d array of the dataset's dtype).
 
     Plain numbers, strings and bools are written as JSON values, as legacy
-    bcolz does; anything else as ``{"raw": base64 of its bytes}``.
+    bcolz does; anything else as ``{"raw": base64 of its bytes}``.  The
+    default of an object-dtype dataset is a JSON scalar (None, a bool, an
+    int, a finite float or a str), never a pickle: opening a dataset never
+    unpickles.
+
+    Raises
+    ------
+    ValueError
+        For an object default that is not such a scalar.
     """
     kind = value.dtype.kind
+    if kind == "O":
+        item = value.item()
+        if not _json_scalar(item) or type(item) not in (type(None), bool, int, float, str):
+            raise ValueError(f"the default of an object carray must be None, a bool, an int, a "
+                             f"finite float or a str, not {item!r}")
+        return item
     if value.dtype.fields is None and value.ndim == 0:
         if kind in "biu":
             return value.item()
@@ -109,6 +130,14 @@ def dflt_from_json(obj: Any, dtype: np.dtype, path: str | None = None) -> np.nda
     CorruptDataError
         If `obj` cannot be a value of `dtype`.
     """
+    if dtype.kind == "O":
+        # Never raw bytes: those of an object item are a pointer.
+        if not _json_scalar(obj):
+            raise CorruptDataError(f"invalid dflt {obj!r} for an object dataset (a JSON "
+                                   "scalar)", path=path)
+        out = np.empty((), dtype=object)
+        out[()] = obj
+        return out
     try:
         if isinstance(obj, dict) and set(obj) == {"raw"}:
             raw = base64.b64decode(obj["raw"], validate=True)
@@ -164,6 +193,9 @@ class Storage:
     checksum: str = layout.DEFAULT_CHECKSUM
     blocksize: int = layout.DEFAULT_BLOCKSIZE
     bytedelta: str = layout.DEFAULT_BYTEDELTA
+    #: How variable-length items are encoded (§2d): "pickle" for object dtype,
+    #: None for fixed-size items.
+    vlen: str | None = None
     #: The dataset's random identity (§2c): new for every new Storage; None for a
     #: dataset written without one (older bcolzx, legacy bcolz).
     uid: str | None = field(default_factory=_seal.new_uid, compare=False)
@@ -172,8 +204,11 @@ class Storage:
 
     def __post_init__(self):
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
+        check_item_kind(self.dtype, self.vlen)
         if self.dflt is None:
-            object.__setattr__(self, "dflt", np.zeros((), dtype=self.dtype))
+            # Object datasets default to None (NumPy's zeros would be the int 0).
+            object.__setattr__(self, "dflt", np.empty((), dtype=object) if self.vlen else
+                               np.zeros((), dtype=self.dtype))
         if self.chunklen < 1:
             raise ValueError(f"chunklen must be >= 1, not {self.chunklen}")
         if not 1 <= self.chunks_per_superchunk <= 1 << 20:
@@ -191,20 +226,34 @@ class Storage:
     def replace(self, **changes) -> "Storage":
         return replace(self, **changes)
 
+    def row_unit(self, rowshape: tuple = ()) -> int:
+        """What one row counts in the sizes of chunks and indexes: its bytes, or
+        1 for a variable-length dataset (whose sizes count rows, §2d).
+
+        Raises
+        ------
+        None
+        """
+        return 1 if self.vlen else self.dtype.itemsize * math.prod(rowshape)
+
     def to_json(self) -> dict:
-        return {
-            "dtype": dtype_to_json(self.dtype),
+        out = {
+            "dtype": "|O" if self.vlen else dtype_to_json(self.dtype),
             "cparams": self.cparams.to_json(),
             "chunklen": self.chunklen,
             "expectedlen": self.expectedlen,
             "dflt": dflt_to_json(self.dflt),
             "format": layout.FORMAT_NAME,
-            "format_version": layout.FORMAT_VERSION,
+            "format_version": layout.VLEN_FORMAT_VERSION if self.vlen else
+            layout.FIXED_FORMAT_VERSION,
             "chunks_per_superchunk": self.chunks_per_superchunk,
             "checksum": self.checksum,
             "blocksize": self.blocksize,
             "bytedelta": self.bytedelta,
         }
+        if self.vlen:
+            out["vlen"] = self.vlen
+        return out
 
     @classmethod
     def from_json(cls, obj: dict, path: str | None = None) -> "Storage":
@@ -233,6 +282,8 @@ class Storage:
         if missing:
             raise CorruptDataError(f"missing keys {missing}", path=path)
         dtype = dtype_from_json(obj["dtype"], path)
+        vlen = obj.get("vlen")
+        _check_item_kind_json(dtype, vlen, version, path)
         cparams = CParams.from_json(obj["cparams"], path)
         # What C-Blosc2 would refuse when compressing is damage here, not a bad argument.
         if cparams.cname not in _codec.CODECS or not 0 <= cparams.clevel <= 9 or \
@@ -249,9 +300,65 @@ class Storage:
                 checksum=obj["checksum"],
                 blocksize=_int(obj.get("blocksize", 0)),
                 bytedelta=obj.get("bytedelta", "off"),
+                vlen=vlen,
             )
         except (TypeError, ValueError) as exc:
             raise CorruptDataError(f"invalid storage metadata: {exc}", path=path) from None
+
+
+def check_item_kind(dtype: np.dtype, vlen: str | None) -> None:
+    """Refuse a dtype and item encoding that do not go together.
+
+    Python objects are stored only as the items of a one-dimensional
+    object-dtype dataset, pickled (``vlen="pickle"``); a structured dtype with
+    an object field is not supported (nor was it by legacy bcolz).
+
+    Raises
+    ------
+    TypeError
+        For a structured (or sub-array) dtype holding objects.
+    ValueError
+        For object dtype without ``vlen="pickle"``, or `vlen` with another dtype.
+    """
+    if dtype.hasobject and dtype != np.dtype(object):
+        raise TypeError(f"dtype {dtype} holds Python objects inside a structured or sub-array "
+                        "dtype, which bcolzx does not store (nor did legacy bcolz): use a "
+                        "ctable with an object column per field, or dtype object")
+    if vlen is not None and vlen not in layout.VLEN_CODECS:
+        raise ValueError(f"unknown variable-length encoding {vlen!r} (known: "
+                         f"{layout.VLEN_CODECS})")
+    if dtype.hasobject != (vlen == "pickle"):
+        raise ValueError(f"dtype {dtype} with vlen={vlen!r}: object dtype goes with "
+                         "vlen='pickle', and only it")
+
+
+def _check_item_kind_json(dtype: np.dtype, vlen: Any, version: int, path: str | None) -> None:
+    """:func:`check_item_kind` for a ``meta/storage`` being read.
+
+    Raises
+    ------
+    UnsupportedFormatError
+        For a variable-length encoding this bcolzx does not know, or objects
+        inside a structured dtype.
+    CorruptDataError
+        For object dtype without ``"vlen"`` (items would be read as pointers),
+        ``"vlen"`` with another dtype, or ``"vlen"`` in a version-1 file.
+    """
+    if vlen is not None and (not isinstance(vlen, str) or vlen not in layout.VLEN_CODECS):
+        raise UnsupportedFormatError(f"{path}: variable-length items encoded as {vlen!r}, "
+                                     f"which this bcolzx does not read (it knows "
+                                     f"{layout.VLEN_CODECS})")
+    if dtype.hasobject and dtype != np.dtype(object):
+        raise UnsupportedFormatError(f"{path}: dtype {dtype} holds objects inside a structured "
+                                     "dtype, which bcolzx does not read")
+    if dtype.hasobject and vlen is None:
+        raise CorruptDataError(f"dtype {dtype} without the 'vlen' member that says how its "
+                               "objects are stored", path=path)
+    if vlen is not None and not dtype.hasobject:
+        raise CorruptDataError(f"'vlen': {vlen!r} with dtype {dtype}", path=path)
+    if vlen is not None and version < layout.VLEN_FORMAT_VERSION:
+        raise CorruptDataError(f"'vlen' in a format_version {version} file (variable-length "
+                               f"datasets are version {layout.VLEN_FORMAT_VERSION})", path=path)
 
 
 def _int(value) -> int:
@@ -290,6 +397,41 @@ class Sizes:
             raise CorruptDataError(f"invalid sizes metadata: {exc}", path=path) from None
 
 
+def read_storage_json(rootdir: str) -> tuple[dict, "_seal.Seal"]:
+    """``meta/storage`` as a JSON object, its seal checked (§2c), without
+    interpreting it: the one read of the file when a dataset is opened, in
+    either format (a legacy one has no ``"format"`` key and no seal).
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file is missing.
+    CorruptDataError
+        If it is not a JSON object or its seal does not match.
+    UnsupportedFormatError
+        If a seal that does not match is that of a newer format version.
+    """
+    path = layout.meta_path(rootdir, layout.STORAGE_FILE)
+    try:
+        return read_json_sealed(path)
+    except CorruptDataError as exc:
+        _newer_version(path, exc)
+        raise
+
+
+def storage_from_sealed(rootdir: str, obj: dict, seal) -> Storage:
+    """The :class:`Storage` of a bcolzx-format ``meta/storage`` read by
+    :func:`read_storage_json`.
+
+    Raises
+    ------
+    CorruptDataError, UnsupportedFormatError
+        As :meth:`Storage.from_json`.
+    """
+    path = layout.meta_path(rootdir, layout.STORAGE_FILE)
+    return Storage.from_json(obj, path).replace(uid=seal.uid, sealed=seal.sealed)
+
+
 def read_storage(rootdir: str) -> Storage:
     """Read and validate ``meta/storage`` (its seal included, §2c).
 
@@ -300,13 +442,8 @@ def read_storage(rootdir: str) -> Storage:
     CorruptDataError, UnsupportedFormatError
         As :meth:`Storage.from_json`, or for a seal that does not match.
     """
-    path = layout.meta_path(rootdir, layout.STORAGE_FILE)
-    try:
-        obj, seal = read_json_sealed(path)
-    except CorruptDataError as exc:
-        _newer_version(path, exc)
-        raise
-    return Storage.from_json(obj, path).replace(uid=seal.uid, sealed=seal.sealed)
+    obj, seal = read_storage_json(rootdir)
+    return storage_from_sealed(rootdir, obj, seal)
 
 
 def _newer_version(path: str, exc: CorruptDataError) -> None:

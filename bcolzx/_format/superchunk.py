@@ -19,7 +19,6 @@ from bcolzx._ext import writeback
 from bcolzx._format.jsonfile import fsync_dir
 from bcolzx.errors import CorruptDataError, TruncatedDataError
 
-
 #: What a special-value chunk (no data stored) counts for in ``cbytes``: the
 #: 16 bytes of its index entry, so that ``nbytes / cbytes`` stays finite.
 SPECIAL_CBYTES = 16
@@ -296,7 +295,8 @@ class SuperchunkFile:
             i = 0
             while i < len(wanted):
                 j = i + 1  # extend the run while chunks are adjacent in the file
-                while j < len(wanted) and wanted[j][0] == wanted[j - 1][0] + wanted[j - 1][1] + csize:
+                while j < len(wanted) and \
+                        wanted[j][0] == wanted[j - 1][0] + wanted[j - 1][1] + csize:
                     j += 1
                 start = wanted[i][0]
                 end = wanted[j - 1][0] + wanted[j - 1][1] + csize

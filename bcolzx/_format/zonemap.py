@@ -1,7 +1,8 @@
 """``meta/zonemap``: per-chunk bounds of a dataset's values (docs/format/README.md, §2b).
 
 A zone map holds, for each stored chunk, the minimum and maximum of its
-non-NaN values and whether it holds NaN (NaT).  Queries skip chunks whose
+non-NaN values and whether it holds NaN (NaT), as :func:`bounds_of` computes
+them.  Queries skip chunks whose
 bounds prove they cannot match.  The file is JSON: the arrays are the raw
 little-endian bytes, base64-encoded, with a crc32c over them, so that a
 damaged zone map is detected instead of silently skipping matching chunks.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import os
+from typing import Any
 
 import numpy as np
 
@@ -24,11 +26,58 @@ from bcolzx._format import seal as _seal
 from bcolzx._format.meta import dtype_from_json, dtype_to_json
 from bcolzx.errors import CorruptDataError
 
-__all__ = ["KINDS", "stats_dtype", "read", "write"]
+__all__ = ["KINDS", "bounds_of", "read", "stats_dtype", "write"]
 
 #: dtype kinds that get a zone map.
 KINDS = "biufMm"
 VERSION = 1
+
+
+def bounds_of(values: np.ndarray) -> tuple[Any, Any, bool]:
+    """The ``(min, max, has_nan)`` bounds of an array: what the zone map records for a chunk.
+
+    The same form :func:`bcolzx._query.zonemap.may_match` takes for a block.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        A non-empty array of booleans, numbers, datetime64 or timedelta64.
+
+    Returns
+    -------
+    tuple
+        ``(min, max, has_nan)``: NumPy scalars of the array's dtype over its
+        non-NaN values (NaN when there are none), and whether it holds NaN or NaT.
+
+    Raises
+    ------
+    ValueError
+        If `values` is empty.
+    TypeError
+        If its dtype has no order (strings, structured, object).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> bounds_of(np.array([3.0, np.nan, 1.0]))
+    (np.float64(1.0), np.float64(3.0), True)
+    """
+    values = np.asarray(values)
+    if values.size == 0:
+        raise ValueError("an empty array has no bounds")
+    if values.dtype.kind not in KINDS:
+        raise TypeError(f"bounds of {values.dtype} values are not supported")
+    if values.dtype.kind in "fc":
+        missing = np.isnan(values)
+    elif values.dtype.kind in "Mm":
+        missing = np.isnat(values)
+    else:
+        return values.min(), values.max(), False
+    present = values[~missing]
+    if present.size == 0:
+        nan = np.array(np.nan if values.dtype.kind in "fc" else "NaT", values.dtype)[()]
+        return nan, nan, True
+    return present.min(), present.max(), bool(missing.any())
 
 
 def stats_dtype(dtype: np.dtype) -> np.dtype:

@@ -1,4 +1,4 @@
-"""Evaluate an expression over columns, block by block, on a thread pool.
+"""Evaluate an expression over columns, block by block, on the shared thread pool.
 
 A *column* is anything with ``__len__``, ``dtype``, ``shape`` and slicing
 ``column[a:b]`` that returns a NumPy array: a :class:`bcolzx.carray`, a NumPy
@@ -6,9 +6,12 @@ array, a memory map.  Only the columns the expression names are read, one
 block of rows at a time, so memory stays flat whatever the column length.
 
 Blocks are read on the calling thread (columns need not be thread-safe) and
-evaluated on a :class:`concurrent.futures.ThreadPoolExecutor`; NumPy ufuncs
-and numexpr release the GIL, so evaluations overlap each other and the reads
-of the next blocks.  At most ``2 * nthreads`` blocks are in flight.
+evaluated on bcolzx's one pool of worker threads (:mod:`bcolzx._threads`);
+NumPy ufuncs and numexpr release the GIL, so evaluations overlap each other
+and the reads of the next blocks.  At most ``2 * nthreads`` blocks are in
+flight.  A query evaluated from one of the pool's own threads (a task that
+queries) evaluates its blocks inline: a task never waits for the pool it
+occupies.
 """
 
 from __future__ import annotations
@@ -17,15 +20,16 @@ import math
 import operator
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from concurrent.futures import Future
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from bcolzx import _threads
 from bcolzx._query.expr import Expression, compile_expression
-from bcolzx.errors import ExpressionError
+from bcolzx.errors import UndefinedNameError
 
-__all__ = ["BLOCK_BYTES", "evaluate", "evaluate_blocks"]
+__all__ = ["BLOCK_BYTES", "Operands", "evaluate", "evaluate_blocks", "operands"]
 
 #: Bytes of the widest column read per block when no ``blen`` is given and the
 #: columns have no ``chunklen``.
@@ -50,7 +54,7 @@ def _split_names(expr: Expression, columns: Mapping[str, Any],
         elif name in scalars:
             used_scalars[name] = np.asarray(scalars[name])
         else:
-            raise ExpressionError(f"name {name!r} in expression {expr.text!r} is neither a "
+            raise UndefinedNameError(f"name {name!r} in expression {expr.text!r} is neither a "
                                   "column nor a scalar")
     return used_columns, used_scalars
 
@@ -81,7 +85,7 @@ def _default_blen(columns: list[Any]) -> int:
 
 
 def _default_nthreads() -> int:
-    from bcolzx.params import defaults
+    from bcolzx.defaults import defaults
 
     return defaults.nthreads
 
@@ -89,6 +93,43 @@ def _default_nthreads() -> int:
 def _rows(start: int, stop: int | None, length: int) -> tuple[int, int]:
     begin, end, _ = slice(start, stop).indices(length)
     return begin, max(begin, end)
+
+
+class Operands(NamedTuple):
+    """What evaluating an expression block by block needs to know first."""
+
+    #: The compiled expression.
+    expr: Expression
+    #: The names of the columns it reads, in its order.
+    names: list[str]
+    #: Its scalars, as arrays.
+    values: dict[str, np.ndarray]
+    #: The columns' common length (None when there are no columns).
+    length: int | None
+    #: Rows per block: the given `blen`, checked, or the columns' default
+    #: (0 when the expression reads no column).
+    blen: int
+
+
+def operands(expr: Expression | str, columns: Mapping[str, Any],
+             scalars: Mapping[str, Any] | None = None, blen: int | None = None) -> Operands:
+    """Compile `expr` if needed, split its names into columns and scalars, and
+    settle the block length: the checks every block-wise evaluator (this
+    module's, and Dask's in :mod:`bcolzx.interop.dask`) makes before reading.
+
+    Raises
+    ------
+    ExpressionError, ValueError, TypeError
+        As :func:`evaluate_blocks`.
+    """
+    expr = _as_expression(expr)
+    names, values = _split_names(expr, columns, {} if scalars is None else scalars)
+    used = [columns[n] for n in names]
+    length = _length(dict(zip(names, used)))
+    if not names:
+        return Operands(expr, names, values, length, 0)
+    blen = _check_positive("blen", blen if blen is not None else _default_blen(used))
+    return Operands(expr, names, values, length, blen)
 
 
 def evaluate_blocks(
@@ -123,8 +164,9 @@ def evaluate_blocks(
     vm : {'python', 'numexpr'}
         The virtual machine (see :mod:`bcolzx._query.expr`).
     nthreads : int, optional
-        Threads evaluating blocks (default: ``bcolzx.defaults.nthreads``); 1
-        evaluates on the calling thread, without a pool.
+        Threads of the shared pool evaluating blocks (default:
+        ``bcolzx.defaults.nthreads``); 1 evaluates on the calling thread, as
+        does a call from one of the pool's threads.
     skip_block : callable, optional
         ``skip_block(block_start, block_stop)`` returning True skips that
         block: it is neither read nor evaluated nor yielded.
@@ -219,21 +261,25 @@ class _Reader:
 
 def _pooled(read: _Reader, ranges: list[tuple[int, int]], nthreads: int
             ) -> Iterator[tuple[int, np.ndarray]]:
+    """Blocks read here, evaluated on the shared pool, yielded in order."""
+    if _threads.in_worker():  # decided where the blocks are consumed
+        yield from (read.evaluate(a, b) for a, b in ranges)
+        return
+    pool = _threads.pool(nthreads)
     pending: deque[tuple[int, dict, Future]] = deque()
-    with ThreadPoolExecutor(nthreads, thread_name_prefix="bcolzx-eval") as pool:
-        try:
-            for a, b in ranges:
-                namespace = read.read(a, b)
-                pending.append((a, namespace, pool.submit(read.compute, namespace)))
-                if len(pending) >= _IN_FLIGHT * nthreads:
-                    first, namespace, future = pending.popleft()
-                    yield read.result(first, namespace, future.result())
-            while pending:
+    try:
+        for a, b in ranges:
+            namespace = read.read(a, b)
+            pending.append((a, namespace, pool.submit(read.compute, namespace)))
+            if len(pending) >= _IN_FLIGHT * nthreads:
                 first, namespace, future = pending.popleft()
                 yield read.result(first, namespace, future.result())
-        finally:  # the consumer stopped early, or a block failed
-            for _, _, future in pending:
-                future.cancel()
+        while pending:
+            first, namespace, future = pending.popleft()
+            yield read.result(first, namespace, future.result())
+    finally:  # the consumer stopped early, or a block failed: drop what has not started
+        for _, _, future in pending:
+            future.cancel()
 
 
 def evaluate(

@@ -4,7 +4,7 @@ A block's *bounds* for a column are ``(min, max)`` or ``(min, max, has_nan)``:
 
 * ``min`` and ``max`` bound every value of the column in the block that is
   not NaN (or NaT); give them as NumPy scalars of the column's dtype (what
-  :func:`bounds_of` and ``ndarray.min`` return), since the dtype decides how
+  :func:`bcolzx._format.zonemap.bounds_of` and ``ndarray.min`` return), since the dtype decides how
   the expression computes.  ``min > max``, or a NaN ``min`` or ``max``, means
   the block holds no non-NaN value;
 * ``has_nan`` (default False) says the block may hold NaN (NaT for
@@ -30,22 +30,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from bcolzx._query import expr as _expr
-from bcolzx._query.expr import (
-    Binary,
-    Call,
-    Compare,
-    Const,
-    Expression,
-    Logical,
-    Name,
-    Node,
-    Unary,
-)
+from bcolzx._format.zonemap import KINDS as _ORDERED
+from bcolzx._query import kinds
+from bcolzx._query.expr import Expression
+from bcolzx._query.tree import Binary, Call, Compare, Const, Logical, Name, Node, Unary
+from bcolzx.errors import ExpressionError
 
-__all__ = ["bounds_of", "may_match"]
+__all__ = ["may_match"]
 
-_ORDERED = "biufMm"  # dtype kinds whose min/max mean something here
+# _ORDERED: the dtype kinds whose min/max mean something (those with a zone map).
 _ARITHMETIC = "iuf"
 
 
@@ -63,7 +56,7 @@ class _Range(NamedTuple):
     """Every non-NaN value lies in [lo, hi] (none if `empty`); `nan`: NaN possible.
 
     `lo` and `hi` are 0-d arrays of the value's dtype, or the same
-    ``_Literal`` for a Python constant (typed as the python VM types it).
+    :class:`~bcolzx._query.kinds.Literal` for a Python constant (typed as the python VM types it).
     """
 
     lo: Any
@@ -73,55 +66,10 @@ class _Range(NamedTuple):
 
     @property
     def dtype(self) -> np.dtype:
-        return _expr._typed(self.lo).dtype
+        return kinds.array_of(self.lo).dtype
 
 
 _Abstract = _Truth | _Range | None  # None: nothing known
-
-
-def bounds_of(values: np.ndarray) -> tuple[Any, Any, bool]:
-    """The ``(min, max, has_nan)`` bounds of an array, in the form :func:`may_match` takes.
-
-    Parameters
-    ----------
-    values : numpy.ndarray
-        A non-empty array of booleans, numbers, datetime64 or timedelta64.
-
-    Returns
-    -------
-    tuple
-        ``(min, max, has_nan)``: NumPy scalars of the array's dtype over its
-        non-NaN values (NaN when there are none), and whether it holds NaN or NaT.
-
-    Raises
-    ------
-    ValueError
-        If `values` is empty.
-    TypeError
-        If its dtype has no order (strings, structured, object).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> bounds_of(np.array([3.0, np.nan, 1.0]))
-    (np.float64(1.0), np.float64(3.0), True)
-    """
-    values = np.asarray(values)
-    if values.size == 0:
-        raise ValueError("an empty array has no bounds")
-    if values.dtype.kind not in _ORDERED:
-        raise TypeError(f"bounds of {values.dtype} values are not supported")
-    if values.dtype.kind in "fc":
-        missing = np.isnan(values)
-    elif values.dtype.kind in "Mm":
-        missing = np.isnat(values)
-    else:
-        return values.min(), values.max(), False
-    present = values[~missing]
-    if present.size == 0:
-        nan = np.array(np.nan if values.dtype.kind in "fc" else "NaT", values.dtype)[()]
-        return nan, nan, True
-    return present.min(), present.max(), bool(missing.any())
 
 
 def may_match(expr: Expression, bounds: Mapping[str, tuple],
@@ -185,7 +133,7 @@ def _bounds_range(name: str, entry: tuple) -> _Range | None:
 
 
 def _to_kind(value: np.ndarray) -> np.ndarray:
-    kind = _expr.kind_of(value.dtype)
+    kind = kinds.kind_of(value.dtype)
     return value if kind is None else value.astype(kind)
 
 
@@ -209,7 +157,7 @@ def _truth(value: _Abstract) -> _Truth:
     if isinstance(value, _Truth):
         return value
     if isinstance(value, _Range) and value.dtype.kind == "b" and not value.empty:
-        return _Truth(bool(_expr._typed(value.hi)), not bool(_expr._typed(value.lo)))
+        return _Truth(bool(kinds.array_of(value.hi)), not bool(kinds.array_of(value.lo)))
     return _MAYBE
 
 
@@ -242,8 +190,8 @@ class _Analyser:
         if isinstance(value, np.generic):
             return _point(np.asarray(value))
         if isinstance(value, (str, bytes)):
-            return _Range(_expr._Literal(value), _expr._Literal(value), False, False)
-        literal = _expr._Literal(value)
+            return _Range(kinds.Literal(value), kinds.Literal(value), False, False)
+        literal = kinds.Literal(value)
         if literal.typed().dtype.kind not in _ORDERED:
             return None
         nan = bool(_is_nan(literal.typed()))
@@ -259,7 +207,7 @@ class _Analyser:
         if node.op == "neg" and _is_number(value):
             if value.empty:
                 return value
-            ends = _expr.unary("neg", _ends(value, "lh"))
+            ends = kinds.unary("neg", _ends(value, "lh"))
             return _from_ends(ends, [-x for x in _exact(value, "lh")], value.nan)
         return None
 
@@ -296,7 +244,7 @@ def _combine(op: str, truths: list[_Truth]) -> _Truth:
 
 def _holds(op: str, x: Any, y: Any) -> bool:
     """The python VM's comparison of two interval ends (same casts as on data)."""
-    return bool(_expr.compare(op, x, y))
+    return bool(kinds.compare(op, x, y))
 
 
 def _compare(op: str, x: _Abstract, y: _Abstract) -> _Truth:
@@ -307,7 +255,7 @@ def _compare(op: str, x: _Abstract, y: _Abstract) -> _Truth:
         return _Truth(op == "ne" and nan, op != "ne" and nan)
     try:
         true, false = _compare_ranges(op, x, y)
-    except _expr.ExpressionError:
+    except ExpressionError:
         return _MAYBE
     if op == "ne":
         return _Truth(true or nan, false)
@@ -329,14 +277,14 @@ def _compare_ranges(op: str, x: _Range, y: _Range) -> tuple[bool, bool]:
 
 def _ends(value: _Range, which: str) -> Any:
     """The ends of `value` picked by `which` ('l'/'h' letters) as one array."""
-    if isinstance(value.lo, _expr._Literal):
+    if isinstance(value.lo, kinds.Literal):
         return value.lo
     return np.stack([value.lo if c == "l" else value.hi for c in which])
 
 
 def _exact(value: _Range, which: str) -> list[Any]:
     """The same ends as Python numbers, for exact integer arithmetic."""
-    ends = [_expr._typed(value.lo).item(), _expr._typed(value.hi).item()]
+    ends = [kinds.array_of(value.lo).item(), kinds.array_of(value.hi).item()]
     return [ends[0] if c == "l" else ends[1] for c in which]
 
 
@@ -345,19 +293,19 @@ def _arithmetic(op: str, x: _Abstract, y: _Abstract) -> _Range | None:
         return None
     try:
         if x.empty or y.empty:  # NaN in, NaN out
-            ends = np.asarray(_expr.binary(op, _ends(x, "l"), _ends(y, "l")))
+            ends = np.asarray(kinds.binary(op, _ends(x, "l"), _ends(y, "l")))
             return _Range(ends, ends, x.nan or y.nan, True) if ends.dtype.kind == "f" else None
-        zero = _expr._Literal(0)
+        zero = kinds.Literal(0)
         if op == "truediv" and _holds("le", y.lo, zero) and _holds("ge", y.hi, zero):
             return None  # the divisor may be zero
-        ends = _expr.binary(op, _ends(x, "llhh"), _ends(y, "lhlh"))
-    except _expr.ExpressionError:
+        ends = kinds.binary(op, _ends(x, "llhh"), _ends(y, "lhlh"))
+    except ExpressionError:
         return None
     pairs = zip(_exact(x, "llhh"), _exact(y, "lhlh"))
     python_op = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b,
                  "mul": lambda a, b: a * b, "truediv": lambda a, b: None}[op]
     nan = x.nan or y.nan
-    if op == "mul" and not all(np.isfinite(_expr._typed(_ends(v, "lh"))).all()
+    if op == "mul" and not all(np.isfinite(kinds.array_of(_ends(v, "lh"))).all()
                                for v in (x, y)):
         nan = True  # 0 * inf inside the box
     return _from_ends(ends, [python_op(a, b) for a, b in pairs], nan)

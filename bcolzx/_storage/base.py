@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import abc
+from typing import TYPE_CHECKING
 
 from bcolzx._format.meta import Sizes, Storage
 from bcolzx._format.superchunk import Special
+
+if TYPE_CHECKING:
+    from bcolzx._storage.lock import WriterLock
 
 __all__ = ["ChunkStore", "Special"]
 
@@ -42,7 +46,7 @@ class ChunkStore(abc.ABC):
     rootdir: str | None = None
     #: The dataset's :class:`~bcolzx._storage.lock.WriterLock` when opened by a
     #: would-be writer (mode 'a' or 'w' on disk); None for readers and in memory.
-    lock = None
+    lock: WriterLock | None = None
 
     @abc.abstractmethod
     def get(self, first: int, stop: int) -> list:
@@ -108,7 +112,34 @@ class ChunkStore(abc.ABC):
         """Bytes :meth:`compact` would reclaim now (read from the indexes only)."""
         return 0
 
-    def close(self) -> None:
+    #: Whether the store keeps an append journal (docs/format/README.md §3b).
+    journaling: bool = False
+
+    def journal_rows(self, max_rows: int) -> bytes:
+        """The rows the journal adds to the committed state, at most `max_rows`
+        (read once, at opening; empty without a journal)."""
+        return b""
+
+    def journal_append(self, first: int, rows: bytes) -> None:
+        """Journal `rows` (bytes of whole rows) appended from row `first` on.
+
+        Raises
+        ------
+        NotImplementedError
+            If the store keeps no journal (check :attr:`journaling` first).
+        """
+        raise NotImplementedError(f"{type(self).__name__} keeps no journal")
+
+    def unchanged(self) -> bool:
+        """Whether the dataset is still as this store last knew it (False when
+        the store cannot tell: it must then be read again)."""
+        return False
+
+    def journal_bytes(self) -> int:
+        """Bytes the journal holds (0 without one)."""
+        return 0
+
+    def close(self) -> None:  # noqa: B027 - optional: most stores hold nothing open
         """Release what the store holds (it holds no file open between calls)."""
 
     @property

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from math import ceil, prod
+from math import ceil
 
-from bcolzx._format import layout
+from bcolzx._format import journal, layout
 from bcolzx._format.jsonfile import fsync_dir, write_json
 from bcolzx._format.meta import (
     Sizes,
@@ -44,13 +44,15 @@ class DirectoryStore(ChunkStore):
         self.rootdir = os.fspath(rootdir)
         self.storage = storage
         self.rowshape = tuple(sizes.shape[1:])
-        rowbytes = storage.dtype.itemsize * prod(self.rowshape)
+        # Sizes count bytes, or rows for variable-length items (format §2d).
+        rowbytes = storage.row_unit(self.rowshape)
         self.chunk_bytes = storage.chunklen * rowbytes
         if not 0 < self.chunk_bytes < 2**31 - 64:
             raise CorruptDataError(f"chunks of {self.chunk_bytes} bytes are not supported "
                                    "(1 byte to 2 GiB)", path=self.rootdir)
+        typesize = 1 if storage.vlen else storage.dtype.itemsize
         self.geometry = Geometry(storage.chunks_per_superchunk, self.chunk_bytes,
-                                 storage.dtype.itemsize, layout.CHECKSUMS[storage.checksum])
+                                 typesize, layout.CHECKSUMS[storage.checksum])
         self.length = length = sizes.shape[0]
         self.nchunks = ceil(length / storage.chunklen)
         self._last_size = (length - (self.nchunks - 1) * storage.chunklen) * rowbytes \
@@ -59,6 +61,15 @@ class DirectoryStore(ChunkStore):
         self._generations = list(sizes.generations)
         self._readonly = readonly
         self._files: dict[int, SuperchunkFile] = {}
+        self._rowbytes = rowbytes
+        self._journal_base = journal.make_header(rowbytes, length, journal.base_id(
+            sizes.to_json()), storage.uid)
+        self._journal_fd: int | None = None
+        self._journal_end = 0  # where the valid records end; 0: no valid journal
+        # The state this store last knew: its commit and its journal file, to
+        # tell whether another writer changed the dataset since (unchanged()).
+        self._known_sizes = sizes.to_json()
+        self._known_journal = self._journal_stat()
 
     # -- opening ---------------------------------------------------------------
 
@@ -91,8 +102,9 @@ class DirectoryStore(ChunkStore):
         return cls(rootdir, storage, sizes, readonly=False)
 
     @classmethod
-    def open(cls, rootdir: str, readonly: bool = False) -> "DirectoryStore":
-        """Open an existing dataset directory.
+    def open(cls, rootdir: str, readonly: bool = False, storage: Storage | None = None
+             ) -> "DirectoryStore":
+        """Open an existing dataset directory (its `storage` metadata when already read).
 
         Raises
         ------
@@ -102,9 +114,10 @@ class DirectoryStore(ChunkStore):
             If its metadata is damaged or of another format.
         """
         rootdir = os.fspath(rootdir)
-        if not os.path.isdir(rootdir):
-            raise FileNotFoundError(f"no dataset directory at {rootdir}")
-        storage = read_storage(rootdir)
+        if storage is None:
+            if not os.path.isdir(rootdir):
+                raise FileNotFoundError(f"no dataset directory at {rootdir}")
+            storage = read_storage(rootdir)
         return cls(rootdir, storage, read_sizes(rootdir, storage), readonly)
 
     @property
@@ -160,7 +173,7 @@ class DirectoryStore(ChunkStore):
             number, slot = divmod(i, k)
             end = min(stop, (number + 1) * k)
             slots = list(range(slot, slot + end - i))
-            out.extend(snapshot.read(self, number, lambda sc: sc.read(slots)))
+            out.extend(snapshot.read(self, number, lambda sc, slots=slots: sc.read(slots)))
             i = end
         return out
 
@@ -192,6 +205,89 @@ class DirectoryStore(ChunkStore):
         if last_i is not None and last_i == self.nchunks - 1:
             self._last_size = last_size
 
+    # -- the append journal (docs/format/README.md §3b) ----------------------------
+
+    @property
+    def journaling(self) -> bool:  # type: ignore[override]
+        """Fixed-size rows only: variable-length items are committed, never journaled."""
+        return not self.storage.vlen
+
+    def _journal_path(self) -> str:
+        return layout.meta_path(self.rootdir, layout.JOURNAL_FILE)
+
+    def _journal_stat(self) -> tuple | None:
+        try:
+            st = os.stat(self._journal_path())
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    def journal_rows(self, max_rows: int) -> bytes:
+        try:
+            with open(self._journal_path(), "rb") as f:
+                st = os.fstat(f.fileno())
+                data = f.read()
+        except FileNotFoundError:
+            self._known_journal = None
+            return b""
+        self._known_journal = st.st_ino, len(data), st.st_mtime_ns
+        rows, self._journal_end = journal.parse(data, self._journal_base, max_rows)
+        return rows
+
+    def journal_append(self, first: int, rows: bytes) -> None:
+        """Write one record, without an fsync: it survives a crash of this
+        process, and the next commit (which empties the journal) makes its
+        rows durable.
+
+        Raises
+        ------
+        ReadOnlyError, LockedError
+            Without the write lock.
+        OSError
+            If the file system refuses.
+        """
+        self._check_writable()
+        head = journal.header(self._journal_base)
+        if self._journal_fd is None:
+            fd = os.open(self._journal_path(), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            try:
+                if self._journal_end < journal.HEADER_SIZE:  # none, or another commit's
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, head, 0)
+                    self._journal_end = len(head)
+                else:  # a torn tail after the valid records is dropped
+                    os.ftruncate(fd, self._journal_end)
+            except BaseException:
+                os.close(fd)
+                raise
+            self._journal_fd = fd
+        data = journal.record(head, first, rows, self._rowbytes)
+        written = os.pwrite(self._journal_fd, data, self._journal_end)
+        if written != len(data):
+            raise OSError(f"short write to {self._journal_path()} ({written} of {len(data)} "
+                          "bytes)")
+        self._journal_end += len(data)
+        st = os.fstat(self._journal_fd)
+        self._known_journal = st.st_ino, st.st_size, st.st_mtime_ns
+
+    def journal_bytes(self) -> int:
+        return max(0, self._journal_end - journal.HEADER_SIZE)
+
+    def _journal_clear(self, sizes: Sizes) -> None:
+        """After a commit: the journal's rows are committed; the journal goes."""
+        self._journal_base = journal.make_header(
+            self._rowbytes, sizes.shape[0], journal.base_id(sizes.to_json()), self.storage.uid)
+        if self._journal_fd is not None:
+            os.close(self._journal_fd)
+            self._journal_fd = None
+        if self._journal_end:
+            try:
+                os.unlink(self._journal_path())
+            except FileNotFoundError:
+                pass
+            self._journal_end = 0
+        self._known_journal = None
+
     def _record(self, sizes: Sizes) -> None:
         """Write ``meta/sizes``: the commit point, naming each file's index generation."""
         nfiles = ceil(self.nchunks / self.geometry.nslots)
@@ -202,9 +298,21 @@ class DirectoryStore(ChunkStore):
                 gens[number] = sc.index.generation
         if 0 in gens:
             raise AssertionError(f"superchunks without a generation: {gens}")
-        write_sizes(self.rootdir, replace(sizes, cbytes=self.cbytes, generations=tuple(gens)),
-                    self.storage)
+        committed = replace(sizes, cbytes=self.cbytes, generations=tuple(gens))
+        write_sizes(self.rootdir, committed, self.storage)
         self._generations = gens
+        self._known_sizes = committed.to_json()
+        self._journal_clear(committed)
+
+    def unchanged(self) -> bool:
+        """Whether the dataset is still as this store last knew it: the same
+        commit (``meta/sizes``) and the same journal.  One small read and a stat."""
+        try:
+            sizes = read_sizes(self.rootdir, self.storage)
+        except (OSError, ValueError):
+            return False
+        return sizes.to_json() == self._known_sizes and \
+            self._journal_stat() == self._known_journal
 
     def commit(self, sizes: Sizes) -> None:
         self._check_writable()
@@ -269,3 +377,6 @@ class DirectoryStore(ChunkStore):
 
     def close(self) -> None:
         self._files.clear()
+        if self._journal_fd is not None:
+            os.close(self._journal_fd)
+            self._journal_fd = None

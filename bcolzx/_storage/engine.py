@@ -1,101 +1,48 @@
-"""Rows over chunks: the leftover, chunk encoding, reads and writes by row range.
+"""Rows over chunks: an array's state, and its write path (append, write, resize, flush).
 
 :class:`ChunkedArray` is the one code path between the public containers and
 a :class:`~bcolzx._storage.base.ChunkStore`.  Full chunks live in the store;
 the partial last chunk (the *leftover*) lives in memory and is stored as a
-short chunk on :meth:`flush`.
+short chunk on :meth:`flush`.  The read path is its base,
+:class:`~bcolzx._storage.reader.ChunkReader`; chunks are compressed by an
+:class:`~bcolzx._storage.encoding.Encoder`, cached by a
+:class:`~bcolzx._storage.chunkcache.ChunkCache`, bounded by a
+:class:`~bcolzx._storage.zones.ZoneMap`, and handed to pool threads within
+the budget of :mod:`bcolzx._storage.flight`.
 """
 
 from __future__ import annotations
 
-import atexit
-import os
 import threading
 import warnings
-import weakref
-from collections import OrderedDict, deque
+from collections import deque
 from concurrent.futures import wait
 from math import prod
 
 import numpy as np
 
+from bcolzx import _threads
 from bcolzx._ext import codec
-from bcolzx._format import layout
-from bcolzx._format import zonemap
-from bcolzx._query.zonemap import bounds_of
+from bcolzx._ext.special import fill_special
+from bcolzx._format import layout, zonemap
 from bcolzx._format.meta import Sizes
-from bcolzx._storage import parallel
-from bcolzx._storage import writer
+from bcolzx._storage import flight, writer
 from bcolzx._storage.base import ChunkStore, Special
-from bcolzx.errors import CorruptDataError, ReadOnlyError, UnsupportedFormatError
+from bcolzx._storage.chunkcache import ChunkCache
+from bcolzx._storage.encoding import Encoder, encode_in_pool
+from bcolzx._storage.reader import ChunkReader
+from bcolzx._storage.zones import ZoneMap, bounds
+from bcolzx.errors import ReadOnlyError
 
-_SPECIAL_IN_INDEX = (codec.SPECIAL_ZERO, codec.SPECIAL_NAN)
-#: Compressed bytes of verified stored chunks kept for small reads.  A chunk
-#: compresses to a few KiB to 1 MiB, so this keeps the most recently read
-#: 32 to thousands of chunks; random single items then cost one block.
-CACHE_BYTES = 32 << 20
 #: Uncompressed bytes of the chunks a large append encodes before storing them
 #: (on disk: one group is written while the next is compressed).
 PUT_BYTES = 16 << 20
-#: Uncompressed bytes of the chunks appends may have in flight (handed to
-#: pool threads by :meth:`ChunkedArray._hand_off`, not yet stored), all arrays
-#: together; an array also keeps at most 8 more than its thread count.
-FLIGHT_BYTES = 16 << 20
-_flight_lock = threading.Lock()
-_flight_bytes = 0
-#: Arrays with chunks in flight.
-_busy: weakref.WeakSet = weakref.WeakSet()
+#: Journal bytes past which an append is saved by a commit instead (which
+#: empties the journal): recovery never replays more than this.
+JOURNAL_BYTES = 4 << 20
 
 
-def _fly(nbytes: int) -> bool:
-    """Count `nbytes` more in flight, if :data:`FLIGHT_BYTES` allow (or
-    nothing else is in flight)."""
-    global _flight_bytes
-    with _flight_lock:
-        if _flight_bytes and _flight_bytes + nbytes > FLIGHT_BYTES:
-            return False
-        _flight_bytes += nbytes
-        return True
-
-
-def _land(nbytes: int) -> None:
-    global _flight_bytes
-    with _flight_lock:
-        _flight_bytes -= nbytes
-
-
-def _settle_before_fork() -> None:
-    # A child must neither wait for a pool thread it does not have nor store
-    # chunks into files its parent writes: everything in flight is stored here.
-    for engine in list(_busy):
-        try:
-            engine.settle()
-        except BaseException as exc:  # pragma: no cover - nothing to raise into
-            warnings.warn(f"bcolzx could not store an appended chunk before fork(): "
-                          f"{exc!r}", ResourceWarning, stacklevel=1)
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_settle_before_fork)
-
-#: Arrays on disk that may be written to (flushed at interpreter exit).
-_on_disk: weakref.WeakSet = weakref.WeakSet()
-
-
-@atexit.register
-def _flush_at_exit() -> None:
-    # Garbage collection at the very end of the interpreter cannot import or
-    # start threads any more: unsaved rows are stored while it still can.
-    for engine in list(_on_disk):
-        if engine.dirty and not engine._closed:
-            try:
-                engine.flush()
-            except Exception as exc:  # pragma: no cover - nothing to raise into
-                warnings.warn(f"bcolzx could not flush {engine._store.rootdir} at exit: "
-                              f"{exc!r}", ResourceWarning, stacklevel=1)
-
-
-class ChunkedArray:
+class ChunkedArray(ChunkReader):
     """A growable 1-D sequence of rows (each ``rowshape`` items of ``dtype``) in chunks.
 
     Parameters
@@ -110,12 +57,21 @@ class ChunkedArray:
     ------
     ValueError
         If the chunk geometry is unusable.
+    TypeError
+        For a store of variable-length items (object dtype).
     CorruptDataError
         If the stored leftover chunk cannot be read back.
     """
 
+    #: Whether this engine reads variable-length items (only VlenArray does:
+    #: decoding their chunks as fixed-size items would read pickles as pointers).
+    _vlen_items = False
+
     def __init__(self, store: ChunkStore, nthreads: int = 1):
         st = store.storage
+        if (st.vlen is not None or st.dtype.hasobject) and not self._vlen_items:
+            raise TypeError(f"{type(self).__name__} stores fixed-size items, not {st.dtype} "
+                            "(variable-length items need bcolzx._storage.engine_for)")
         self._store = store
         # Full chunks an append completed may still be on their way to the
         # store from pool threads (:meth:`_hand_off`): every access to the
@@ -125,43 +81,40 @@ class ChunkedArray:
         self._window = 0
         writer.bind(self)  # its lock (if any) may pass on while this holds nothing unsaved
         if store.rootdir is not None and not store.readonly:
-            _on_disk.add(self)
+            flight.on_disk.add(self)
         self.dtype = st.dtype
         self.rowshape = tuple(int(x) for x in store.rowshape)
         length = store.length
         self.chunklen = st.chunklen
-        self.itemsize = self.dtype.itemsize
-        self.rowbytes = self.itemsize * prod(self.rowshape)
+        # Variable-length items (VlenArray) count one unit per row: their
+        # chunks and indexes size them in rows (docs/format/README.md §2d).
+        self.itemsize = 1 if st.vlen else self.dtype.itemsize
+        self.rowbytes = st.row_unit(self.rowshape)
         self._items_per_row = prod(self.rowshape)
         self.chunk_bytes = self.chunklen * self.rowbytes
         if self.chunk_bytes > codec.MAX_BUFFERSIZE or self.rowbytes == 0:
             raise ValueError(f"chunks of {self.chunk_bytes} bytes are not supported "
                              f"(rows of {self.rowbytes} bytes, chunklen {self.chunklen})")
-        self._until_trial = 0
+        self._enc: Encoder | None = None
         self.nthreads = 0
         self.set_nthreads(nthreads)
-        self._leftover = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
         self.nfull, self.nleft = divmod(length, self.chunklen)
-        self._leftover_stored = False
+        # The leftover's buffer is made, and its stored rows decoded, on first
+        # use (:attr:`_leftover`): opening reads no chunk.
+        self._left_buf: np.ndarray | None = None
+        self._left_to_load = bool(self.nleft)
+        self._leftover_stored = bool(self.nleft)
         self._dirty = False
         self._closed = False
-        self._cache: OrderedDict = OrderedDict()
-        self._cache_bytes = 0
-        # Readers may share this object across threads (e.g. Dask's from_array with
-        # lock=False): the cache's bookkeeping is guarded, the reads are not.
-        self._cache_lock = threading.Lock()
-        # The zone map: per stored chunk (min, max, nan) lists, loaded on first
-        # use; None when this dtype has none or the dataset's is unknown.
-        self._zones: list | None = None
-        self._zones_loaded = not (store.native and self.rowshape == ()
-                                  and self.dtype.kind in zonemap.KINDS)
-        self._zones_dirty = False
-        if self.nleft:
-            self._load_leftover()
-        if length == 0 and not self._zones_loaded:
-            # Nothing stored yet: the zone map starts here, whatever the first
-            # appends look like (a stale file is replaced on the first flush).
-            self._zones, self._zones_loaded = [], True
+        self._cache = ChunkCache()
+        self._zones = ZoneMap(store, self.dtype, store.native and self.rowshape == ()
+                              and self.dtype.kind in zonemap.KINDS, empty=length == 0)
+        # The commit this array was read at, and the rows past it that are
+        # safe against a crash of the process (the append journal).
+        self._durable_len, self._durable_nfull = length, self.nfull
+        self._journaled, self._append_only = length, True
+        if store.journaling:
+            self._replay_journal()
 
     def set_nthreads(self, nthreads: int) -> None:
         """Use `nthreads` threads for compression and decompression from now on.
@@ -174,36 +127,10 @@ class ChunkedArray:
         if nthreads == self.nthreads:
             return
         self.settle()  # the chunks in flight were handed off under the old count
-        self._window = nthreads + max(1, min(8, FLIGHT_BYTES // max(self.chunk_bytes, 1)))
-        st = self.store.storage
-        cp = st.cparams
-        own = self.store.encoder(nthreads)
-        if own is not None:
-            self._comp, self._plain, self._delta = own, None, None
-            self._dec = codec.Decompressor(nthreads)
-            self.nthreads = nthreads
-            return
-        typesize = min(self.itemsize, 255) if self.itemsize else 1
-        # One stream per block (no split): faster both ways and, after the
-        # byte shuffle, as small or smaller (benchmarks/bench_codec.py).
-        plain = codec.Compressor(cp.cname, cp.clevel, cp.shuffle, typesize, st.blocksize,
-                                 nthreads, split=False)
-        # Byte-delta after the byte shuffle: always, never, or (auto) chosen on
-        # a sample of chunks; each chunk records its own filters, so readers
-        # need not know.
-        delta = None
-        if st.bytedelta != "off" and cp.shuffle == codec.SHUFFLE and self.itemsize <= 255:
-            delta = codec.Compressor(cp.cname, cp.clevel, cp.shuffle, typesize,
-                                     st.blocksize, nthreads, bytedelta=True, split=False)
-        using_delta = self.nthreads and self._comp is self._delta and delta is not None
+        self._window = nthreads + max(1, min(8, flight.FLIGHT_BYTES // max(self.chunk_bytes, 1)))
+        self._enc = Encoder(self.store.storage, self.itemsize, self._store.native, nthreads,
+                            own=self.store.encoder(nthreads), previous=self._enc)
         self._dec = codec.Decompressor(nthreads)
-        if st.bytedelta == "on" and delta is not None:
-            self._comp, self._plain, self._delta = delta, None, None
-        elif delta is not None:
-            self._plain, self._delta = plain, delta
-            self._comp = delta if using_delta else plain
-        else:
-            self._comp, self._plain, self._delta = plain, None, None
         self.nthreads = nthreads
 
     # -- chunks stored in the background -----------------------------------------
@@ -242,26 +169,26 @@ class ChunkedArray:
                 self._abandon()
                 writer.roll_back(self, exc)
             pending.popleft()
-            _land(self.chunk_bytes)
+            flight.land(self.chunk_bytes)
             done.append((chunk, entry, rows, bounds))
         try:
             self._put([(chunk, entry, self.chunk_bytes) for chunk, entry, _, _ in done])
         except BaseException as exc:
             self._abandon()
             writer.roll_back(self, exc)
-        for chunk, _, rows, bounds in done:
-            self._note(chunk, rows, bounds)
-            parallel.recycle(rows)
+        for chunk, _, rows, computed in done:
+            self._note(chunk, rows, computed)
+            _threads.recycle(rows)
         if not pending:
-            _busy.discard(self)
+            flight.busy.discard(self)
 
     def _abandon(self) -> None:
         """Wait for the chunks in flight (if any) and forget them, whatever
         became of them (the array is about to be re-read or dropped)."""
         pending, self._pending = self._pending, deque()
         wait([job[0] for job in pending])
-        _land(len(pending) * self.chunk_bytes)
-        _busy.discard(self)
+        flight.land(len(pending) * self.chunk_bytes)
+        flight.busy.discard(self)
 
     def _hand_off(self) -> bool:
         """Have a pool thread encode the full leftover (and compute its
@@ -276,36 +203,95 @@ class ChunkedArray:
         order any more, or when anything reads the store (:attr:`store`), so
         readers never miss a chunk.
         """
-        if self.nthreads < 2 or not self._store.native or \
-                (self._delta is not None and not self._until_trial):
-            return False  # one thread asked for, a legacy store, or a byte-delta trial due
+        if self.nthreads < 2 or not self._store.native or self._enc.trial_due or \
+                _threads.in_worker():
+            # One thread asked for, a legacy store, a byte-delta trial due, or
+            # called from a pool thread (which must not wait for the pool).
+            return False
         nbytes = self.chunk_bytes
         with self._settle_lock:
             if len(self._pending) >= self._window:
                 self._store_done(everything=False)
-            if not _fly(nbytes):  # other arrays hold the budget: store ours, then retry
+            if not flight.fly(nbytes):  # other arrays hold the budget: store ours, then retry
                 if self._pending:
                     self._store_done(everything=True)
-                if not _fly(nbytes):
+                if not flight.fly(nbytes):
                     return False
-            if not self._zones_loaded:
-                self._load_zones()
             rows, chunk = self._leftover, self.nfull
             try:
-                future = parallel.pool(self.nthreads).submit(
-                    _encode_in_pool, self._comp, self.itemsize, rows, self._zones is not None)
+                future = _threads.pool(self.nthreads).submit(
+                    encode_in_pool, self._enc.comp, self.itemsize, rows,
+                    self._zones.active(self._stored_chunks()))
             except RuntimeError:  # interpreter shutdown: no new threads
-                _land(nbytes)
+                flight.land(nbytes)
                 return False
             self._pending.append((future, chunk, rows))
-            _busy.add(self)
-            if self._delta is not None:
-                self._until_trial -= 1  # one chunk between trials, special or not
-            self._leftover = parallel.chunk_buffer(nbytes).view(self.dtype).reshape(rows.shape)
+            flight.busy.add(self)
+            self._enc.counted()  # one chunk between trials, special or not
+            self._leftover = _threads.chunk_buffer(nbytes).view(self.dtype).reshape(rows.shape)
             self.nfull += 1
         return True
 
+    def view(self) -> "ChunkedArray":
+        """A new array with this one's rows, sharing its stored chunks: what the
+        view writes stays in the view, in memory (copy on write)."""
+        from bcolzx._storage.overlay import OverlayStore
+
+        store = OverlayStore(self.store, self.nfull)  # .store: chunks in flight stored
+        new = type(self)(store, self.nthreads)
+        new._leftover[: self.nleft] = self._leftover[: self.nleft]
+        new.nleft = self.nleft
+        return new
+
     # -- sizes -----------------------------------------------------------------
+
+    @property
+    def _leftover_stored(self) -> bool:
+        """Whether the leftover rows are stored as the last chunk (as they are)."""
+        return self._stored_flag
+
+    @_leftover_stored.setter
+    def _leftover_stored(self, value: bool) -> None:
+        # Set (to False) after every change of the leftover rows: the size
+        # measured by leftover_cbytes() is then stale.
+        self._stored_flag = value
+        self._left_cbytes = None
+
+    @property
+    def _leftover(self) -> np.ndarray:
+        """The buffer of the rows past the full chunks (``nleft`` of them), one
+        chunk long; the stored ones are decoded at the first use."""
+        buf = self._left_buf
+        if buf is None:
+            with self._settle_lock:
+                buf = self._left_buf
+                if buf is None:
+                    buf = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
+                    if self._left_to_load:
+                        self._load_leftover(buf[: self.nleft])
+                        self._left_to_load = False
+                    self._left_buf = buf
+        return buf
+
+    @_leftover.setter
+    def _leftover(self, buf: np.ndarray) -> None:
+        self._left_buf = buf
+
+    @property
+    def leftover(self) -> np.ndarray:
+        """The leftover rows (not in a full chunk), a view of the live buffer:
+        valid until the next change of the array."""
+        return self._leftover[: self.nleft]
+
+    def leftover_cbytes(self) -> int:
+        """Bytes the leftover rows take compressed when they are not stored
+        (what a flush would add to the store's ``cbytes``); 0 when they are
+        stored or there are none.  Measured once per change of the rows."""
+        if not self.nleft or self._leftover_stored:
+            return 0
+        if self._left_cbytes is None:
+            self._left_cbytes = self._enc.encoded_size(self._leftover[: self.nleft])
+        return self._left_cbytes
 
     def __len__(self) -> int:
         return self.nfull * self.chunklen + self.nleft
@@ -320,51 +306,26 @@ class ChunkedArray:
 
     @property
     def dirty(self) -> bool:
+        """Whether this array holds changes not committed yet."""
         return self._dirty
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    @property
+    def rootdir(self) -> str | None:
+        """The dataset's directory (None in memory)."""
+        return self._store.rootdir
 
     def _sizes(self) -> Sizes:
         return Sizes((len(self), *self.rowshape), self.nbytes, self.store.cbytes)
 
-    def _where(self, chunk: int) -> dict:
-        return {"path": self.store.rootdir, "chunk": chunk}
-
     # -- the chunk cache ---------------------------------------------------------
 
-    def _entry(self, chunk: int):
-        """The verified stored entry of `chunk`, through an LRU cache of compressed chunks."""
-        cache = self._cache
-        with self._cache_lock:
-            entry = cache.get(chunk)
-            if entry is not None:
-                cache.move_to_end(chunk)
-                return entry
-        entry = self.store.get_one(chunk)
-        if not isinstance(entry, Special):
-            nbytes = self._nbytes_of(entry, chunk)
-            if nbytes != self.chunk_bytes:
-                raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected "
-                                       f"{self.chunk_bytes}", **self._where(chunk))
-        if self.store.rootdir is None:  # in memory: the store is its own cache
-            return entry
-        with self._cache_lock:
-            self._uncache_locked(chunk)  # another thread may have cached it meanwhile
-            cache[chunk] = entry
-            if not isinstance(entry, Special):
-                self._cache_bytes += len(entry)
-                while self._cache_bytes > CACHE_BYTES and len(cache) > 1:
-                    old = cache.popitem(last=False)[1]
-                    if not isinstance(old, Special):
-                        self._cache_bytes -= len(old)
-        return entry
-
     def _uncache(self, chunk: int) -> None:
-        with self._cache_lock:
-            self._uncache_locked(chunk)
-
-    def _uncache_locked(self, chunk: int) -> None:
-        old = self._cache.pop(chunk, None)
-        if old is not None and not isinstance(old, Special):
-            self._cache_bytes -= len(old)
+        self._cache.drop(chunk)
 
     def _put_behind(self, writing, items: list):
         """Store `items` once the put `writing` (a future, or None) is done:
@@ -373,10 +334,10 @@ class ChunkedArray:
         stores on disk put in groups (:meth:`append`)."""
         if writing is not None:
             writing.result()
-        if self.nthreads < 2:
+        if self.nthreads < 2 or _threads.in_worker():
             self._put(items)
             return None
-        return parallel.writer().submit(self._put, items)
+        return _threads.writer().submit(self._put, items)
 
     def _put(self, items: list) -> None:
         for chunk, _, _ in items:
@@ -385,104 +346,31 @@ class ChunkedArray:
 
     def free_cache(self) -> None:
         """Forget the cached chunks."""
-        with self._cache_lock:
-            self._cache.clear()
-            self._cache_bytes = 0
+        self._cache.clear()
 
     # -- the zone map ------------------------------------------------------------
 
     def _stored_chunks(self) -> int:
         return self.nfull + (1 if self.nleft and self._leftover_stored else 0)
 
-    def _load_zones(self) -> None:
-        self._zones_loaded = True
-        if self.store.rootdir is None:
-            self._zones = None
-            return
-        stats = zonemap.read(self.store.rootdir, self.dtype, self.store.storage)
-        if stats is None:
-            # A dataset written without one (by an older version) has none.
-            self._zones = None
-        elif len(stats) < self._stored_chunks():
-            self._zones = None
-        else:
-            self._zones = [tuple(r) for r in stats]
-
-    def _note(self, chunk: int, rows: np.ndarray, bounds: tuple | None = None) -> None:
-        """Record the bounds of `rows` (or `bounds`, already computed by
-        :func:`_bounds`), now stored as `chunk` (widening, never narrowing)."""
-        if not self._zones_loaded:
-            self._load_zones()
-        zones = self._zones
-        if zones is None or not len(rows):
-            return
-        lo, hi, nan = _bounds(rows) if bounds is None else bounds
-        if chunk < len(zones):
-            olo, ohi, onan = zones[chunk]
-            zones[chunk] = (_widen(olo, lo, min), _widen(ohi, hi, max), onan or nan)
-        elif chunk == len(zones):
-            zones.append((lo, hi, nan))
-        else:  # pragma: no cover - chunks are stored in order
-            self._zones = None
-        self._zones_dirty = True
-
-    def chunk_stats(self) -> np.ndarray | None:
-        """Bounds of the full chunks: a record array with ``min``, ``max`` (of the
-        non-NaN values) and ``nan`` per chunk, or None when unknown.
-
-        Raises
-        ------
-        CorruptDataError
-            If the stored zone map is damaged.
-        """
-        self.settle()
-        if not self._zones_loaded:
-            self._load_zones()
-        if self._zones is None or len(self._zones) < self.nfull:
-            return None
-        return np.array(self._zones[: self.nfull], dtype=zonemap.stats_dtype(self.dtype))
-
-    def _save_zones(self) -> None:
-        if self._zones_dirty and self._zones is not None and self.store.rootdir is not None:
-            zonemap.write(self.store.rootdir,
-                          np.array(self._zones, dtype=zonemap.stats_dtype(self.dtype)),
-                          storage=self.store.storage)
-        self._zones_dirty = False
+    def _note(self, chunk: int, rows: np.ndarray, computed: tuple | None = None) -> None:
+        """Record the bounds of `rows` (or `computed`), now stored as `chunk`."""
+        self._zones.note(chunk, rows, self._stored_chunks(), computed)
 
     # -- chunk encoding --------------------------------------------------------
 
     def _encode(self, rows: np.ndarray):
         """Compressed bytes of `rows`, or a Special when they are one constant."""
-        if not self._store.native:
-            return self._comp.compress(rows)
-        special = _special(rows, self.itemsize)
-        if special is not None:
-            if self._until_trial:  # counts as a chunk between trials (as in _encode_full)
-                self._until_trial -= 1
-            return special
-        if self._delta is None:
-            return self._comp.compress(rows)
-        if self._until_trial:
-            self._until_trial -= 1
-            return self._comp.compress(rows)
-        # A trial: both pipelines; byte-delta stays while it saves >= 10%.
-        plain, delta = self._plain.compress(rows), self._delta.compress(rows)
-        self._until_trial = layout.BYTEDELTA_RETRIAL
-        if len(delta) * 10 <= len(plain) * 9:
-            self._comp = self._delta
-            return delta
-        self._comp = self._plain
-        return plain
+        return self._enc.encode(rows)
 
     def _encode_one(self, rows: np.ndarray) -> list:
         """As :meth:`_encode_full` for one chunk: its bounds are computed on
         another thread while this one compresses it (or a byte-delta trial
         runs while the chunks in flight are compressed; they are stored first)."""
-        if not self._zones_loaded:
-            self._load_zones()
         future = None
-        if self.nthreads > 1 and self._zones is not None and not self._pending:
-            future = parallel.pool(self.nthreads).submit(_bounds, rows)
+        if self.nthreads > 1 and self._zones.active(self._stored_chunks()) and \
+                not self._pending and not _threads.in_worker():
+            future = _threads.pool(self.nthreads).submit(bounds, rows)
         entry = self._encode(rows)
         self.settle()
         items = [(self.nfull, entry, self.chunk_bytes)]
@@ -492,120 +380,44 @@ class ChunkedArray:
 
     def _encode_full(self, rows: np.ndarray) -> list:
         """Store-ready items ``(chunk, entry, nbytes)`` of `rows` (whole chunks,
-        stored from chunk ``nfull`` on, which advances), their bounds noted.
-
-        With several threads, several chunks and our own format, the chunks
-        are shared out in contiguous runs among the threads, each with its
-        own single-threaded compressor, computing the zone-map bounds while
-        the chunk is in its cache: no per-chunk thread hand-off.  Byte-delta
-        trials still run one chunk at a time, in order.
-        """
+        stored from chunk ``nfull`` on, which advances), their bounds noted
+        (see :meth:`Encoder.encode_parts`)."""
         cl = self.chunklen
         parts = [rows[k:k + cl] for k in range(0, len(rows), cl)]
-        if not self._zones_loaded:
-            self._load_zones()
-        want_bounds = self._zones is not None
-        if self.nthreads > 1 and len(parts) > 1 and self.store.native:
-            done, encoded = 0, []
-            while done < len(parts):
-                if self._delta is not None and not self._until_trial:
-                    encoded.append((self._encode(parts[done]), None))  # picks the pipeline
-                    done += 1
-                    continue
-                take = len(parts) - done
-                if self._delta is not None:
-                    take = min(take, self._until_trial)
-                    self._until_trial -= take
-                encoded.extend(_encode_runs(self._comp, self.itemsize, want_bounds,
-                                            parts[done:done + take], self.nthreads))
-                done += take
-        else:
-            encoded = [(self._encode(part), None) for part in parts]
+        want_bounds = self._zones.active(self._stored_chunks())
+        encoded = self._enc.encode_parts(parts, want_bounds, self.nthreads)
         items = []
-        for part, (entry, bounds) in zip(parts, encoded):
+        for part, (entry, computed) in zip(parts, encoded):
             items.append((self.nfull, entry, self.chunk_bytes))
-            self._note(self.nfull, part, bounds)
+            self._note(self.nfull, part, computed)
             self.nfull += 1
         return items
 
-    def _decode_into(self, entry, out: np.ndarray, chunk: int, stored_rows: int) -> None:
-        """Decode a stored chunk of `stored_rows` rows; its first ``len(out)`` rows go to `out`."""
-        if isinstance(entry, Special):
-            codec.fill_special(out, entry.kind, self.itemsize, entry.value)
+    def _replay_journal(self) -> None:
+        """Add the rows the store's append journal holds past its commit (they
+        fit in the leftover: a journal never completes a chunk)."""
+        room = self.chunklen - 1 - self.nleft
+        data = self._store.journal_rows(room) if room > 0 else b""
+        n = len(data) // self.rowbytes
+        if not n:
             return
-        nbytes = self._nbytes_of(entry, chunk)
-        if nbytes != stored_rows * self.rowbytes:
-            raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected "
-                                   f"{stored_rows * self.rowbytes}", **self._where(chunk))
-        try:
-            if len(out) == stored_rows:
-                self._dec.decompress(entry, out)
-            else:
-                tmp = np.empty((stored_rows, *self.rowshape), dtype=self.dtype)
-                self._dec.decompress(entry, tmp)
-                out[...] = tmp[: len(out)]
-        except CorruptDataError as exc:
-            raise self._located(exc, chunk) from None
+        rows = np.frombuffer(data, dtype=self.dtype, count=n * self._items_per_row)
+        self._leftover[self.nleft:self.nleft + n] = rows.reshape((n, *self.rowshape))
+        self.nleft += n
+        self._leftover_stored = False
+        self._journaled = len(self)
 
-    def _nbytes_of(self, entry, chunk: int) -> int:
-        """Uncompressed bytes of a stored chunk, from its header."""
-        try:
-            return codec.chunk_sizes(entry)[0]
-        except CorruptDataError as exc:
-            raise self._located(exc, chunk) from None
-
-    def _located(self, exc: CorruptDataError, chunk: int) -> CorruptDataError:
-        """`exc` naming this dataset and `chunk` (C-Blosc2's errors name neither)."""
-        if exc.path is not None:
-            return exc
-        return type(exc)(str(exc), **self._where(chunk), code=exc.code)
-
-    def _decode_part(self, entry, out: np.ndarray, chunk: int, first: int) -> None:
-        """Rows ``first .. first+len(out)-1`` of a full stored chunk (an entry from
-        :meth:`_entry`, whose size is checked), decompressing only the blocks
-        that hold them."""
-        if isinstance(entry, Special) or self.itemsize > 255:
-            tmp = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
-            self._decode_into(entry, tmp, chunk, self.chunklen)
-            out[...] = tmp[first:first + len(out)]
-            return
-        self._getitem(entry, chunk, first, out)
-
-    def _getitem(self, entry, chunk: int, first: int, out: np.ndarray) -> None:
-        """Rows from `first` of a compressed chunk into `out`, by C-Blosc getitem."""
-        per_row = self._items_per_row
-        try:
-            if self.store.native:
-                self._dec.getitem(entry, first * per_row, len(out) * per_row,
-                                  out.reshape(-1).view(np.uint8))
-                return
-            # Legacy chunks have their own typesize (1 for 'S', 4 for 'U').
-            ts = codec.chunk_info(entry)["typesize"]  # raises located, below
-            b0, nb = first * self.rowbytes, len(out) * self.rowbytes
-            if b0 % ts or nb % ts:
-                tmp = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
-                self._decode_into(entry, tmp, chunk, self.chunklen)
-                out[...] = tmp[first:first + len(out)]
-                return
-            self._dec.getitem(entry, b0 // ts, nb // ts, out.reshape(-1).view(np.uint8))
-        except CorruptDataError as exc:
-            raise self._located(exc, chunk) from None
-
-    def _load_leftover(self) -> None:
+    def _load_leftover(self, out: np.ndarray) -> None:
+        """Decode the stored last chunk's first ``len(out)`` rows into `out`."""
         (entry,) = self.store.get(self.nfull, self.nfull + 1)
-        out = self._leftover[: self.nleft]
         if isinstance(entry, Special):
-            codec.fill_special(out, entry.kind, self.itemsize, entry.value)
+            fill_special(out, entry.kind, self.itemsize, entry.value)
         else:
             # A crash after an index write but before meta/sizes can leave this
             # chunk holding more rows than the metadata counts: keep the prefix.
-            nbytes = self._nbytes_of(entry, self.nfull)
-            if nbytes < self.nleft * self.rowbytes or nbytes % self.rowbytes:
-                raise CorruptDataError(f"last chunk decodes to {nbytes} bytes, expected at "
-                                       f"least {self.nleft * self.rowbytes}",
-                                       **self._where(self.nfull))
+            nbytes = self._decoded_size(entry, self.nfull, self.nleft * self.rowbytes,
+                                        self.chunk_bytes)
             self._decode_into(entry, out, self.nfull, nbytes // self.rowbytes)
-        self._leftover_stored = True
 
     # -- writing ---------------------------------------------------------------
 
@@ -617,6 +429,8 @@ class ChunkedArray:
         lock = self._store.lock
         if lock is not None and not lock.acquired:
             writer.take(self)  # the first change: lock, then re-read the dataset
+        if self._left_to_load:  # decoded before anything changes the counts
+            self._leftover  # noqa: B018
 
     @writer.guarded
     def append(self, rows: np.ndarray) -> None:
@@ -698,6 +512,7 @@ class ChunkedArray:
             If the store is read-only.
         """
         self._check_writable()
+        self._append_only = False
         n = len(rows)
         if self.nleft or not 0 < n <= self.chunklen or not self.store.native:
             raise ValueError(f"cannot append an encoded chunk of {n} rows here (leftover "
@@ -725,6 +540,7 @@ class ChunkedArray:
             If the store is read-only.
         """
         self._check_writable()
+        self._append_only = False  # a rewrite: the next save is a commit
         rows = np.ascontiguousarray(rows, dtype=self.dtype).reshape((-1, *self.rowshape))
         stop = start + len(rows)
         if not 0 <= start <= stop <= len(self):
@@ -770,6 +586,7 @@ class ChunkedArray:
         if length < 0:
             raise ValueError(f"length must be >= 0, not {length}")
         layout.check_rows(length, self.rowbytes)
+        self._append_only = False
         n = len(self)
         if length > n:
             row = np.zeros((), self.dtype) if fill is None else np.asarray(fill, self.dtype)
@@ -799,6 +616,7 @@ class ChunkedArray:
             else:
                 self.store.truncate(self.nfull, self.chunk_bytes if self.nfull else 0,
                                     self._sizes())
+            self._committed()
             return
         old_nfull, old_nleft = self.nfull, self.nleft
         self.nfull, self.nleft = divmod(length, self.chunklen)
@@ -813,33 +631,87 @@ class ChunkedArray:
         elif keep:
             last = self.chunk_bytes
         self.store.truncate(keep, last, self._sizes())
-        if self._zones is not None:  # the kept leftover chunk keeps its (wider) bounds
-            del self._zones[keep:]
+        self._zones.truncate(keep)  # the kept leftover chunk keeps its (wider) bounds
         self._leftover_stored = True
         self._dirty = False
+        self._committed()
         if self.nleft and not self.store.native:  # rewrite it holding exactly its rows
             self._leftover_stored, self._dirty = False, True
             self.flush()
 
     @writer.guarded
-    def flush(self) -> None:
+    def flush(self, journal: bool = False) -> None:
         """Store the leftover as a short chunk and make everything durable.
+
+        Rows that this array's append journal held when it was opened are
+        committed too when it holds the write lock, or when `journal` is
+        True (taking the lock: an explicit ``flush()``); a reader that
+        changed nothing never commits another writer's journal on its own.
 
         Raises
         ------
         OSError
             If the file system refuses; what was flushed before stays intact.
+        LockedError
+            With `journal`, if another writer holds the dataset.
         """
-        if not self._dirty or self.store.readonly or self._closed:
+        if self.store.readonly or self._closed or \
+                not (self._dirty or self._journal_pending(journal)):
             return
+        if not self._dirty:  # journal rows replayed at opening: take the lock to commit them
+            self._check_writable()
         if self.nleft and not self._leftover_stored:
             rows = self._leftover[: self.nleft]
             self._put([(self.nfull, self._encode(rows), self.nleft * self.rowbytes)])
             self._note(self.nfull, rows)
             self._leftover_stored = True
-        self._save_zones()  # data first, then the zone map, then the commit point
-        self.store.commit(self._sizes())
+        self._zones.save()  # data first, then the zone map, then the commit point
+        self.store.commit(self._sizes())  # which also empties the journal
         self._dirty = False
+        self._committed()
+
+    def _committed(self) -> None:
+        """The store's last commit is this array as it is now."""
+        self._durable_len = self._journaled = len(self)
+        self._durable_nfull, self._append_only = self.nfull, True
+
+    def _journal_pending(self, take: bool = False) -> bool:
+        """Rows past the last commit that the journal holds, and this array is
+        to commit them (it holds the write lock, has no lock to take, or is
+        told to `take` it)."""
+        if self._journaled <= self._durable_len:
+            return False
+        lock = self._store.lock
+        return take or lock is None or lock.acquired
+
+    @writer.guarded
+    def flush_appends(self) -> None:
+        """Make the rows appended since the last commit safe against a crash of
+        this process, cheaply: into the append journal when only appends
+        happened and no chunk was completed since the last commit (a small
+        write, no fsync), otherwise by a commit (:meth:`flush`).
+
+        Power loss may lose rows saved this way (never committed ones, never
+        a wrong row); :meth:`flush` makes them durable.
+
+        Raises
+        ------
+        OSError
+            If the file system refuses (the array is rolled back to its last
+            commit and journal).
+        """
+        if self.store.readonly or self._closed or not self._dirty:
+            return
+        cl = self.chunklen
+        if not (self._store.journaling and self._append_only
+                and self.nfull == self._durable_nfull and not self._pending
+                and self._store.journal_bytes() < JOURNAL_BYTES):
+            self.flush()
+            return
+        if len(self) > self._journaled:
+            rows = self._leftover[self._journaled - self.nfull * cl:self.nleft]
+            self._store.journal_append(self._journaled, rows.tobytes())
+            self._journaled = len(self)
 
     @writer.guarded
     def compact(self, progress=None) -> int:
@@ -855,7 +727,7 @@ class ChunkedArray:
         """Show only the first `length` rows of a read-only array, writing nothing.
 
         For a ctable column that a crash left longer than its table
-        (:mod:`bcolzx._recovery`); a writable array is trimmed instead.
+        (:mod:`bcolzx._table`); a writable array is trimmed instead.
 
         Raises
         ------
@@ -869,196 +741,13 @@ class ChunkedArray:
         if length >= len(self):
             return
         self.free_cache()
-        self.nfull, self.nleft = divmod(length, self.chunklen)
-        self._leftover_stored = False
-        if self.nleft:  # the chunk holds more rows than kept: its prefix is the leftover
-            self._load_leftover()
-
-    # -- reading ---------------------------------------------------------------
-
-    def read(self, start: int, stop: int, out: np.ndarray | None = None) -> np.ndarray:
-        """Rows ``start .. stop-1`` into `out` (a new array by default).
-
-        Whole chunks are decompressed straight into `out`, runs of them in
-        parallel; only the chunks that hold the rows are read.
-
-        Raises
-        ------
-        IndexError
-            If the range is not inside the array.
-        CorruptDataError, ChecksumError
-            If a chunk is damaged.
-        """
-        if not 0 <= start <= stop <= len(self):
-            raise IndexError(f"rows {start}..{stop} outside 0..{len(self)}")
-        if out is None:
-            out = np.empty((stop - start, *self.rowshape), dtype=self.dtype)
-        cl, stored_end = self.chunklen, self.nfull * self.chunklen
-        if start < stored_end:
-            c0, c1 = start // cl, (min(stop, stored_end) + cl - 1) // cl
-            # One chunk (small reads): through the chunk cache; more: one read per file.
-            entries = [self._entry(c0)] if c1 - c0 == 1 else self.store.get(c0, c1)
-            run, run_at = [], 0
-            for c, entry in zip(range(c0, c1), entries):
-                a, b = max(start, c * cl), min(stop, (c + 1) * cl)
-                dest = out[a - start:b - start]
-                if b - a == cl and not isinstance(entry, Special):
-                    nbytes = self._nbytes_of(entry, c)
-                    if nbytes != self.chunk_bytes:
-                        raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected "
-                                               f"{self.chunk_bytes}", **self._where(c))
-                    if not run:
-                        run_at = a - start
-                    run.append(entry)
-                    continue
-                self._flush_run(run, out, run_at, c)
-                run = []
-                if b - a == cl:
-                    self._decode_into(entry, dest, c, cl)
-                else:
-                    self._decode_part(entry, dest, c, a - c * cl)
-            self._flush_run(run, out, run_at, c1)
-        if stop > stored_end:
-            lo = max(start, stored_end)
-            out[lo - start:] = self._leftover[lo - stored_end:stop - stored_end]
-        return out
-
-    def _flush_run(self, run: list, out: np.ndarray, at: int, next_chunk: int) -> None:
-        if not run:
+        if length // self.chunklen == self.nfull:  # within the leftover held here
+            self.nleft = length - self.nfull * self.chunklen
             return
-        region = out[at:at + len(run) * self.chunklen]
-        try:
-            self._dec.decompress_many(run, region)
-        except CorruptDataError as exc:
-            first = next_chunk - len(run)
-            raise CorruptDataError(str(exc), **self._where(
-                first + exc.chunk if exc.chunk is not None else None)) from None
-
-    def map_chunks(self, fn, batch: int = 64) -> list:
-        """``fn(rows)`` on every chunk's rows, in order (the leftover last).
-
-        Full chunks are decoded on ``nthreads`` threads, each into a scratch
-        buffer of its own that `fn` reduces while it is still in cache: the
-        whole array is never materialised.  `rows` is valid only during the
-        call (`fn` must not keep it).
-
-        Returns
-        -------
-        list
-            The results of `fn`, one per chunk, in chunk order.
-
-        Raises
-        ------
-        CorruptDataError, ChecksumError
-            If a chunk is damaged (naming its file and position).
-        """
-        shape = (self.chunklen, *self.rowshape)
-
-        def one(job):
-            c, entry = job
-            rows = parallel.buffer(self.chunk_bytes).view(self.dtype).reshape(shape)
-            if isinstance(entry, Special):
-                codec.fill_special(rows, entry.kind, self.itemsize, entry.value)
-                return fn(rows)
-            nbytes = self._nbytes_of(entry, c)
-            if nbytes != self.chunk_bytes:
-                raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected "
-                                       f"{self.chunk_bytes}", **self._where(c))
-            try:
-                parallel.decompressor().decompress(entry, rows)
-            except CorruptDataError as exc:
-                raise self._located(exc, c) from None
-            return fn(rows)
-
-        mapper = parallel.pool(self.nthreads).map if self.nthreads > 1 else map
-        results = []
-        for c0 in range(0, self.nfull, batch):
-            c1 = min(self.nfull, c0 + batch)
-            results.extend(mapper(one, zip(range(c0, c1), self.store.get(c0, c1))))
-        if self.nleft:
-            results.append(fn(self._leftover[:self.nleft]))
-        return results
-
-    def read_row(self, i: int) -> np.ndarray:
-        """Row `i` (a 0-d or ``rowshape`` array), decompressing only its block.
-
-        Raises
-        ------
-        IndexError
-            If `i` is not a row.
-        CorruptDataError, ChecksumError
-            If its chunk is damaged.
-        """
-        if not 0 <= i < len(self):
-            raise IndexError(f"row {i} outside 0..{len(self)}")
-        c, r = divmod(i, self.chunklen)
-        if c >= self.nfull:
-            return self._leftover[r].copy()
-        entry = self._entry(c)
-        out = np.empty((1, *self.rowshape), dtype=self.dtype)
-        if isinstance(entry, Special) or self.itemsize > 255:
-            self._decode_part(entry, out, c, r)
-        else:
-            self._getitem(entry, c, r, out)
-        return out[0]
-
-    def verify(self, progress=None) -> list[CorruptDataError]:
-        """Check every stored chunk without trusting any cache.
-
-        Each chunk is read as stored (so its checksum is checked), its size
-        compared with the metadata, decoded in full, and its values compared
-        with the zone map's bounds (a zone map narrower than the data would
-        make queries miss rows).
-
-        `progress`, when given, is called after each chunk with the
-        uncompressed bytes of its rows.
-
-        Returns
-        -------
-        list of CorruptDataError or UnsupportedFormatError
-            The problems found, each naming its file and chunk; empty when
-            the data is sound (a damaged chunk header may name a codec that
-            does not exist: UnsupportedFormatError).  Damage never raises
-            from here.
-        """
-        problems: list[CorruptDataError] = []
-        stats = None
-        try:
-            stats = self.chunk_stats()
-        except CorruptDataError as exc:
-            problems.append(exc)
-        buf = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
-        stored = self.nfull + (1 if self.nleft and self._leftover_stored else 0)
-        for c in range(stored):
-            rows = self.chunklen if c < self.nfull else self.nleft
-            try:
-                entry = self.store.get_one(c)
-                if isinstance(entry, Special):
-                    codec.fill_special(buf[:rows], entry.kind, self.itemsize, entry.value)
-                else:
-                    nbytes = self._nbytes_of(entry, c)
-                    # A last chunk may hold more rows than the metadata counts
-                    # (a crash between its write and meta/sizes): readers cut it.
-                    if nbytes % self.rowbytes or not rows * self.rowbytes <= nbytes <= \
-                            self.chunk_bytes:
-                        raise CorruptDataError(f"chunk decodes to {nbytes} bytes, the metadata "
-                                               f"calls for {rows * self.rowbytes}",
-                                               **self._where(c))
-                    self._decode_into(entry, buf[:nbytes // self.rowbytes], c,
-                                      nbytes // self.rowbytes)
-                if stats is not None and c < len(stats) and rows:
-                    lo, hi, nan = bounds_of(buf[:rows])
-                    zlo, zhi, znan = stats[c]
-                    if (nan and not znan) or (lo == lo and not (zlo <= lo and hi <= zhi)):
-                        raise CorruptDataError(
-                            f"zone map bounds ({zlo}, {zhi}, nan={znan}) do not cover the "
-                            f"chunk's values ({lo}, {hi}, nan={nan})", **self._where(c))
-            except (CorruptDataError, UnsupportedFormatError) as exc:
-                # A damaged chunk header can name a codec that does not exist.
-                problems.append(exc)
-            if progress is not None:
-                progress(rows * self.rowbytes)
-        return problems
+        self.nfull, self.nleft = divmod(length, self.chunklen)
+        # The chunk holds more rows than kept: its prefix is the leftover, decoded on first use.
+        self._left_buf, self._left_to_load = None, bool(self.nleft)
+        self._leftover_stored = bool(self.nleft)
 
     def close(self, flush: bool = True) -> None:
         """Flush (unless told not to) and release the store; the array is then closed.
@@ -1093,62 +782,3 @@ class ChunkedArray:
             except Exception as exc:  # pragma: no cover - nothing to raise into
                 warnings.warn(f"bcolzx could not flush at garbage collection: {exc!r}",
                               ResourceWarning, stacklevel=1)
-
-
-def _widen(old, new, pick):
-    """The wider of two bounds; a NaN bound (no non-NaN values) gives way."""
-    if old != old:
-        return new
-    if new != new:
-        return old
-    return pick(old, new)
-
-
-def _special(rows: np.ndarray, itemsize: int) -> Special | None:
-    """`rows` as a special entry when they are one constant the index can hold, else None."""
-    kind, value = codec.special_value(rows, itemsize)
-    if kind in _SPECIAL_IN_INDEX or (kind == codec.SPECIAL_VALUE and itemsize <= 8):
-        return Special(kind, value)
-    return None
-
-
-def _bounds(rows: np.ndarray) -> tuple:
-    """Zone-map bounds ``(min, max, has_nan)`` of a non-empty run of rows."""
-    lo, hi = rows.min(), rows.max()
-    if lo != lo or hi != hi:  # NaN or NaT somewhere (min and max propagate them)
-        return bounds_of(rows)
-    return lo, hi, False
-
-
-def _encode_chunk(comp: codec.Compressor, itemsize: int, rows: np.ndarray,
-                  want_bounds: bool) -> tuple:
-    """``(entry, bounds or None)`` of one chunk of `rows`, compressed by `comp`."""
-    entry = _special(rows, itemsize)
-    return (comp.compress(rows) if entry is None else entry,
-            _bounds(rows) if want_bounds else None)
-
-
-def _encode_in_pool(like: codec.Compressor, itemsize: int, rows: np.ndarray,
-                    want_bounds: bool) -> tuple:
-    # :func:`_encode_chunk` with this pool thread's single-threaded copy of `like`.
-    return _encode_chunk(parallel.compressor(like), itemsize, rows, want_bounds)
-
-
-def _encode_runs(like: codec.Compressor, itemsize: int, want_bounds: bool, parts: list,
-                 nthreads: int) -> list:
-    """``(entry, bounds or None)`` of each chunk of `parts`, in order, the
-    chunks cut in `nthreads` contiguous runs encoded at once (this thread
-    takes the first), each thread with a single-threaded copy of `like`."""
-
-    def run(chunks):
-        comp = parallel.compressor(like)
-        return [_encode_chunk(comp, itemsize, rows, want_bounds) for rows in chunks]
-
-    n = len(parts)
-    runs = [parts[n * w // nthreads:n * (w + 1) // nthreads] for w in range(nthreads)]
-    runs = [r for r in runs if r]
-    futures = [parallel.pool(nthreads).submit(run, r) for r in runs[1:]]
-    encoded = run(runs[0])
-    for future in futures:
-        encoded.extend(future.result())
-    return encoded

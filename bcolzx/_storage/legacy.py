@@ -11,7 +11,7 @@ every C-Blosc reads (docs/format/legacy-v1.md, "Writing").
 from __future__ import annotations
 
 import os
-from math import ceil, prod
+from math import ceil
 
 import numpy as np
 
@@ -96,7 +96,8 @@ class LegacyStore(ChunkStore):
         self.rootdir = os.fspath(rootdir)
         self.storage = storage
         self.rowshape = tuple(sizes.shape[1:])
-        self.chunk_bytes = storage.chunklen * storage.dtype.itemsize * prod(self.rowshape)
+        # Bytes per chunk; for pickled objects (one per chunk file), 1 row.
+        self.chunk_bytes = storage.chunklen * storage.row_unit(self.rowshape)
         if not 0 < self.chunk_bytes < 2**31 - 64:
             raise CorruptDataError(f"chunks of {self.chunk_bytes} bytes are not supported "
                                    "(1 byte to 2 GiB)", path=self.rootdir)
@@ -104,14 +105,17 @@ class LegacyStore(ChunkStore):
         self.nchunks = ceil(self.length / storage.chunklen)
         self._nfull = self.length // storage.chunklen
         # Compressed bytes of the full chunks.  Legacy sizes count those plus
-        # one whole uncompressed chunk (bcolz's in-memory leftover buffer).
-        self.cbytes = max(0, sizes.cbytes - self.chunk_bytes)
+        # one whole uncompressed chunk (bcolz's in-memory leftover buffer),
+        # except for objects, whose count is the chunk files' alone.
+        self._buffer_bytes = 0 if storage.vlen else self.chunk_bytes
+        self.cbytes = max(0, sizes.cbytes - self._buffer_bytes)
         self._readonly = readonly
         self._pending: set[str] = set()
 
     @classmethod
-    def open(cls, rootdir: str, readonly: bool = False) -> "LegacyStore":
-        """Open the v1 dataset at `rootdir`.
+    def open(cls, rootdir: str, readonly: bool = False, storage_json: dict | None = None
+             ) -> "LegacyStore":
+        """Open the v1 dataset at `rootdir` (its ``meta/storage`` object when already read).
 
         Raises
         ------
@@ -123,7 +127,7 @@ class LegacyStore(ChunkStore):
         rootdir = os.fspath(rootdir)
         if not os.path.isdir(os.path.join(rootdir, layout.DATA_DIR)):
             raise FileNotFoundError(f"no data directory in {rootdir}")
-        storage, sizes = v1.read(rootdir)
+        storage, sizes = v1.read(rootdir, storage_json)
         return cls(rootdir, storage, sizes, readonly)
 
     @classmethod
@@ -150,7 +154,7 @@ class LegacyStore(ChunkStore):
         # Never sealed (docs/format/README.md §2c): legacy bcolz rewrites these files.
         write_json(layout.meta_path(rootdir, layout.STORAGE_FILE), meta, seal=False)
         write_json(os.path.join(rootdir, layout.ATTRS_FILE), attrs or {}, seal=False)
-        chunk_bytes = storage.chunklen * storage.dtype.itemsize * prod(rowshape)
+        chunk_bytes = 0 if storage.vlen else storage.chunklen * storage.row_unit(rowshape)
         sizes = Sizes((0, *rowshape), 0, v1.legacy_cbytes(0, chunk_bytes))
         write_json(layout.meta_path(rootdir, layout.SIZES_FILE), sizes.to_json(), seal=False)
         fsync_dir(rootdir)
@@ -223,7 +227,8 @@ class LegacyStore(ChunkStore):
         self._pending.clear()
 
     def _record(self, sizes: Sizes) -> None:
-        legacy = Sizes(sizes.shape, sizes.nbytes, v1.legacy_cbytes(self.cbytes, self.chunk_bytes))
+        legacy = Sizes(sizes.shape, sizes.nbytes,
+                       v1.legacy_cbytes(self.cbytes, self._buffer_bytes))
         write_json(layout.meta_path(self.rootdir, layout.SIZES_FILE), legacy.to_json(),
                    seal=False)
         self.length = sizes.shape[0]

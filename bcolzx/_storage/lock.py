@@ -20,9 +20,10 @@ seconds of polling.
 The holder removes the lock file just before it releases the lock, so that a
 dataset nobody writes carries none; every lock, once taken, is verified to be
 on the file the path names (else it is dropped and taken again on the new
-file), so that removing a locked file never lets two writers in.  In a child created by ``os.fork()`` every
-inherited lock is dropped (its descriptor closed, never unlocked, so that the
-parent keeps it): objects copied into the child must take the lock again
+file), so that removing a locked file never lets two writers in.  In a child
+created by ``os.fork()`` every inherited lock is dropped (its descriptor
+closed, never unlocked, so that the parent keeps it): objects copied into the
+child must take the lock again
 before writing.  Where the lock file can be neither created nor opened (a
 read-only file system, a directory of someone else's), no lock is taken and
 the first write fails with the file system's own error.

@@ -174,7 +174,7 @@ def agreeing_columns(open_columns, rootdir: str, *, wait: bool = True) -> dict:
     opens them again.  Lengths that disagree with no writer at work were
     left by a writer that died between two columns' commits: the columns are
     returned as they are, and the caller keeps the rows every column has
-    (:func:`bcolzx._recovery.even_columns`).
+    (:func:`bcolzx._table.even_columns`).
 
     Parameters
     ----------

@@ -15,8 +15,8 @@ The concurrency model (docs/reliability-concurrency.md):
   which is intact, and the exception says so.
 
 This module knows the engine (:class:`~bcolzx._storage.engine.ChunkedArray`)
-and the stores; ctables use :func:`take_table` with their own lock and their
-columns' engines.
+and the stores; a ctable's transactions (its lock and its columns' locks,
+rolling its columns back in step) are in :mod:`bcolzx._table`.
 """
 
 from __future__ import annotations
@@ -28,10 +28,8 @@ import shutil
 import weakref
 
 from bcolzx._format import jsonfile, layout
-from bcolzx._format import legacy as _legacy
-from bcolzx._storage.directory import DirectoryStore
-from bcolzx._storage.legacy import LegacyStore
 from bcolzx._storage.lock import LOCK_FILE, WriterLock
+from bcolzx._storage.opening import open_store
 from bcolzx.errors import (
     BcolzxError,
     ConcurrentModificationError,
@@ -40,8 +38,7 @@ from bcolzx.errors import (
 )
 
 __all__ = ["bind", "take", "reload", "guarded", "roll_back", "prepare_dir", "create",
-           "take_table", "bind_table", "table_guarded", "release_table", "release_engine",
-           "lock_tree", "release_all"]
+           "release_engine", "lock_tree", "release_all", "changes_nothing", "note"]
 
 
 def _engine_idle(ref):
@@ -58,9 +55,6 @@ def bind(engine) -> None:
         lock.idle = _engine_idle(weakref.ref(engine))
 
 
-def _open_store(rootdir: str, readonly: bool):
-    opener = LegacyStore if _legacy.is_legacy(rootdir) else DirectoryStore
-    return opener.open(rootdir, readonly=readonly)
 
 
 def reload(engine) -> None:
@@ -76,7 +70,7 @@ def reload(engine) -> None:
     """
     engine._abandon()  # its changes are dropped, the background chunk too
     old = engine._store
-    fresh = _open_store(old.rootdir, old.readonly)
+    fresh = open_store(old.rootdir, old.readonly)
     st, fst = old.storage, fresh.storage
     if (type(fresh), fst.dtype, fst.chunklen, tuple(fresh.rowshape)) != \
             (type(old), st.dtype, st.chunklen, tuple(old.rowshape)):
@@ -92,7 +86,8 @@ def reload(engine) -> None:
 
 
 def take(engine) -> None:
-    """Give the engine its dataset's write lock, then re-read the dataset.
+    """Give the engine its dataset's write lock, then re-read the dataset if
+    another writer changed it since the engine read it.
 
     Raises
     ------
@@ -111,7 +106,8 @@ def take(engine) -> None:
             + "; open the dataset again in this process")
     lock.acquire()
     try:
-        reload(engine)
+        if not engine._store.unchanged():  # another writer changed it meanwhile
+            reload(engine)
     except BaseException:
         lock.release()
         raise
@@ -133,7 +129,8 @@ def release_engine(engine) -> None:
 _BEFORE_ANY_CHANGE = (LockedError, ReadOnlyError, ConcurrentModificationError)
 
 
-def _changes_nothing(exc: BaseException) -> bool:
+def changes_nothing(exc: BaseException) -> bool:
+    """Whether `exc` was raised before a write changed anything (nothing to roll back)."""
     if isinstance(exc, _BEFORE_ANY_CHANGE):
         return True
     # Plain argument errors are raised while validating, before any change.
@@ -159,7 +156,7 @@ def guarded(method):
         try:
             return method(self, *args, **kwargs)
         except BaseException as exc:
-            if _changes_nothing(exc):
+            if changes_nothing(exc):
                 if not had and not self.dirty:
                     lock.release()  # a refused call leaves the lock as it found it
                 raise
@@ -182,9 +179,9 @@ def _rollback(engine, exc: BaseException):
         reload(engine)
     except BaseException as again:
         engine._closed = True  # unusable: nothing more may be written from it
-        note = (f"bcolzx: {rootdir} could not be re-read after the failed write ({again!r}); "
+        text = (f"bcolzx: {rootdir} could not be re-read after the failed write ({again!r}); "
                 "this object is closed, the dataset holds what its last flush stored")
-        _note(exc, note)
+        note(exc, text)
         raise exc from again
     what = (f"the dataset holds what its last flush stored ({len(engine)} rows), this object's "
             "changes since then were dropped")
@@ -196,12 +193,13 @@ def _rollback(engine, exc: BaseException):
             new = OSError(f"{reason} while writing {rootdir}; {what}")
         new._bcolzx_rolled_back = True
         raise new from exc
-    _note(exc, f"bcolzx: the write to {rootdir} was rolled back: {what}")
+    note(exc, f"bcolzx: the write to {rootdir} was rolled back: {what}")
     exc._bcolzx_rolled_back = True
     raise exc
 
 
-def _note(exc: BaseException, text: str) -> None:
+def note(exc: BaseException, text: str) -> None:
+    """Add `text` to `exc`'s notes (shown under its traceback)."""
     if hasattr(exc, "add_note"):
         exc.add_note(text)
 
@@ -313,138 +311,3 @@ def release_all(locks: list[WriterLock]) -> None:
     """Release `locks`, last taken first."""
     for lock in reversed(locks):
         lock.release()
-
-
-# -- ctables ---------------------------------------------------------------------------
-
-
-def bind_table(ct) -> None:
-    """Tell a ctable's lock when the table may hand it over (no column has unsaved changes)."""
-    lock = ct._lock
-    if lock is None:
-        return
-    ref = weakref.ref(ct)
-
-    def idle() -> bool:
-        table = ref()
-        return table is None or all(not c._engine.dirty for c in table.cols.values())
-    lock.idle = idle
-
-
-def take_table(ct) -> None:
-    """Give a ctable its table lock and every column's, or none of them.
-
-    When the table lock is newly taken the table is re-read: its columns
-    (``__rootdirs__``), then each column (as :func:`take` does).
-
-    Raises
-    ------
-    LockedError
-        If another writer holds the table or one of its columns.
-    OSError
-        If the rows only some columns hold (an append a crash interrupted)
-        cannot be dropped.
-    """
-    lock = ct._lock
-    if lock is None:
-        return
-    newly = []
-    try:
-        if not lock.acquired:
-            lock.acquire()
-            newly.append(lock)
-            names = jsonfile.read_json(os.path.join(ct._rootdir, layout.ROOTDIRS_FILE)).get(
-                "names")
-            if names != ct.names:
-                ct._open()  # another writer added or removed columns
-        for col in ct.cols.values():
-            engine = col._engine
-            clock = engine._store.lock
-            if clock is not None and not clock.acquired:
-                take(engine)
-                newly.append(clock)
-        if newly:  # rows only some columns hold (a crash between commits) are dropped
-            _even(ct)
-    except BaseException:
-        for held in newly:
-            held.release()
-        raise
-
-
-def release_table(ct) -> None:
-    """Flush a ctable, then give up its columns' locks and its own."""
-    try:
-        ct.flush()
-    finally:
-        for col in ct.cols.values():
-            lock = col._engine.store.lock
-            if lock is not None:
-                lock.release()
-        if ct._lock is not None:
-            ct._lock.release()
-
-
-def table_guarded(method):
-    """Decorate a ctable method that writes: on failure, bring the columns back in step.
-
-    A table's columns commit one by one, so a write that fails half-way (a
-    full disk while the third column flushes) can leave some columns with
-    the new rows committed and others without.  Every column is re-read from
-    its last commit, then the longer ones are cut back to the shortest (for
-    an append: the rows the table had; for a shrink: the new length), so the
-    table is whole again, on disk too.  Values rewritten by a failed
-    ``__setitem__`` may stay rewritten in some columns only.
-    """
-    @functools.wraps(method)
-    def run(self, *args, **kwargs):
-        had = self._lock is None or self._lock.acquired
-        try:
-            return method(self, *args, **kwargs)
-        except BaseException as exc:
-            if _changes_nothing(exc):
-                if not had:  # a refused call leaves the locks as it found them
-                    _release_idle(self)
-                raise
-            if self._rootdir is None or getattr(exc, "_bcolzx_table_rolled_back", False):
-                raise
-            _table_rollback(self, exc)
-    return run
-
-
-def _release_idle(ct) -> None:
-    """Give up the locks of a ctable whose columns hold nothing unsaved."""
-    if any(col._engine.dirty for col in ct.cols.values()):
-        return
-    for col in ct.cols.values():
-        if col._engine.store.lock is not None:
-            col._engine.store.lock.release()
-    ct._lock.release()
-
-
-def _even(ct) -> int:
-    """Cut every column of `ct` (whose locks are held) to the shortest one's length.
-
-    Durable (a column's shrink commits its metadata first); returns the length.
-    """
-    n = min((len(col) for col in ct.cols.values()), default=0)
-    for col in ct.cols.values():
-        if len(col) > n:
-            col._engine.resize(n)
-    return n
-
-
-def _table_rollback(ct, exc: BaseException):
-    exc._bcolzx_table_rolled_back = True
-    try:
-        for col in ct.cols.values():
-            if not col._engine._closed:
-                reload(col._engine)
-        n = _even(ct)
-    except BaseException as again:
-        _note(exc, f"bcolzx: after the failed write, the columns of {ct._rootdir} could not be "
-                   f"brought back in step ({again!r}); a writer that opens it later reports "
-                   "columns of different lengths")
-        raise exc from again
-    _note(exc, f"bcolzx: the table {ct._rootdir} was brought back to its last complete "
-               f"commit ({n} rows in every column)")
-    raise exc

@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from bcolzx.bench import data as D
+from bcolzx.bench import data as D  # noqa: N812 - short: used in long expressions
 from bcolzx.bench.runner import GROUPS, WORKLOADS, Config, expand, parse_size, run
 from bcolzx.bench.systems import ALIASES, SYSTEMS
 

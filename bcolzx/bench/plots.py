@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 import os
@@ -17,6 +18,19 @@ COLORS = {"bcolzx": "#d62728", "numpy": "#7f7f7f", "npy": "#bcbd22", "pandas": "
           "zarr": "#9467bd", "zarr-shard": "#c5b0d5", "bcolz": "#ff7f0e"}
 
 
+# Sizes for figures shown about 800 pixels wide (the article column of the documentation).
+# There, a font of F points in a figure W inches wide shows at about 11 * F / W pixels: the
+# figures are 9-11 inches wide and their text 10-12 points, so no text shows below ~10
+# pixels; the files are drawn at DPI for a sharp full-size view.
+DPI = 150
+FONT = 11  # axis labels and ticks
+SMALL = 10  # legends, numbers in cells, panel titles
+TITLE = 12
+_RC = {"font.size": FONT, "axes.titlesize": SMALL, "axes.labelsize": FONT,
+       "xtick.labelsize": FONT, "ytick.labelsize": FONT, "legend.fontsize": SMALL,
+       "figure.titlesize": TITLE}
+
+
 def have_matplotlib() -> bool:
     """Whether matplotlib is installed (without importing it)."""
     return importlib.util.find_spec("matplotlib") is not None
@@ -27,6 +41,15 @@ def _plt():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
+
+
+def _readable(fn):
+    """Draw with the font sizes above (matplotlib's own settings are left as they were)."""
+    @functools.wraps(fn)
+    def wrapper(doc: dict, outdir: str) -> str | None:
+        with _plt().rc_context(_RC):
+            return fn(doc, outdir)
+    return wrapper
 
 
 def plot_all(doc: dict, outdir: str) -> list[str]:
@@ -63,7 +86,7 @@ def _legend(fig, axes) -> None:
     for ax in axes.flat:
         for h, label in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(label, h)
-    fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=6, fontsize=8)
+    fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=4, fontsize=SMALL)
 
 
 def _largest(doc: dict) -> int:
@@ -75,6 +98,7 @@ def _label(n: int, variant: str) -> str:
                                       else "each system's defaults")
 
 
+@_readable
 def plot_ratios(doc: dict, outdir: str) -> str | None:
     """Heat map of bcolzx's advantage (geometric mean over the data shapes)."""
     plt = _plt()
@@ -85,8 +109,8 @@ def plot_ratios(doc: dict, outdir: str) -> str | None:
     wls = [w for w in WORKLOADS if any(k[3] == w and k[0] == n for k in idx)]
     if not anchors or not wls:
         return None
-    fig, axes = plt.subplots(len(variants), 1, figsize=(1.0 * len(anchors) + 3,
-                                                         (0.4 * len(wls) + 1.5) * len(variants)),
+    fig, axes = plt.subplots(len(variants), 1, figsize=(max(6.0, 0.8 * len(anchors) + 1.8),
+                                                         (0.38 * len(wls) + 1.9) * len(variants)),
                              squeeze=False)
     for ax, v in zip(axes[:, 0], variants):
         m = np.full((len(wls), len(anchors)), np.nan)
@@ -99,19 +123,23 @@ def plot_ratios(doc: dict, outdir: str) -> str | None:
                     m[i, j] = math.exp(sum(math.log(r) for r in rs) / len(rs))
         lg = np.log2(m)
         lim = max(1.0, np.nanmax(np.abs(lg)) if np.isfinite(lg).any() else 1.0)
-        ax.imshow(np.clip(lg, -lim, lim), cmap="RdYlGn", vmin=-min(lim, 4), vmax=min(lim, 4),
+        vmax = min(lim, 4)
+        ax.imshow(np.clip(lg, -lim, lim), cmap="RdYlGn", vmin=-vmax, vmax=vmax,
                   aspect="auto")
         for i in range(len(wls)):
             for j in range(len(anchors)):
                 if np.isfinite(m[i, j]):
-                    ax.text(j, i, f"{m[i, j]:.2g}", ha="center", va="center", fontsize=7)
+                    # white on the dark ends of the colour map, black elsewhere
+                    dark = abs(lg[i, j]) > 0.6 * vmax
+                    ax.text(j, i, f"{m[i, j]:.2g}", ha="center", va="center", fontsize=SMALL,
+                            color="white" if dark else "black")
         ax.set_xticks(range(len(anchors)), anchors, rotation=45, ha="right")
         ax.set_yticks(range(len(wls)), wls)
         ax.set_title(f"bcolzx advantage (anchor time / bcolzx time)\n{_label(n, v)}",
-                     fontsize=9)
+                     fontsize=TITLE)
     fig.tight_layout()
     path = os.path.join(outdir, "ratios.png")
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -129,7 +157,7 @@ def _bars(doc, outdir, name, units, title, log=True):
         return None
     rows = [(wl, shape) for wl in wls for shape in shapes
             if any(idx.get((n, variant, shape, wl, s)) for s in systems)]
-    fig, ax = plt.subplots(figsize=(10, 0.28 * len(rows) * max(3, len(systems)) / 3 + 1.5))
+    fig, ax = plt.subplots(figsize=(9, 0.28 * len(rows) * max(3, len(systems)) / 3 + 1.8))
     h = 0.8 / len(systems)
     for k, s in enumerate(systems):
         ys, xs = [], []
@@ -140,32 +168,38 @@ def _bars(doc, outdir, name, units, title, log=True):
                 xs.append(v)
         if xs:
             ax.barh(ys, xs, height=h, color=COLORS.get(s), label=SYSTEMS[s].label)
-    ax.set_yticks(range(len(rows)), [f"{wl} ({shape})" for wl, shape in rows], fontsize=8)
+    ax.set_yticks(range(len(rows)), [f"{wl} ({shape})" for wl, shape in rows])
     ax.invert_yaxis()
     if log:
         ax.set_xscale("log")
     ax.set_xlabel(" / ".join(sorted(units)))
-    ax.set_title(f"{title}, {_label(n, variant)}", fontsize=10)
-    ax.legend(fontsize=7, loc="lower right")
+    # The legend between the title and the bars: it hides no bar, and it is in view
+    # where a reader starts on a tall figure.
+    ax.legend(fontsize=SMALL, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4)
+    ax.set_title(f"{title},\n{_label(n, variant)}", fontsize=TITLE,
+                 pad=18 * math.ceil(len(systems) / 4) + 14)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     path = os.path.join(outdir, name)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return path
 
 
+@_readable
 def plot_throughput(doc: dict, outdir: str) -> str | None:
     """Bars of MB/s (uncompressed) for every throughput workload and system."""
     return _bars(doc, outdir, "throughput.png", {"MB/s"}, "Throughput, MB/s of uncompressed "
                  "data (higher is better)")
 
 
+@_readable
 def plot_latency(doc: dict, outdir: str) -> str | None:
     """Bars of µs / ms for the latency workloads (lower is better)."""
     return _bars(doc, outdir, "latency.png", {"µs", "ms"}, "Latency (lower is better)")
 
 
+@_readable
 def plot_compression(doc: dict, outdir: str) -> str | None:
     """Compression ratio (uncompressed / bytes on disk) by system and data."""
     plt = _plt()
@@ -174,9 +208,9 @@ def plot_compression(doc: dict, outdir: str) -> str | None:
     variants = _order(doc, "variant")
     shapes = _order(doc, "shape")
     systems = [s for s in systems_in(doc) if SYSTEMS[s].where != "memory" and s != "npy"]
-    fig, axes = plt.subplots(1, len(variants), figsize=(6 * len(variants), 4), squeeze=False)
+    fig, axes = plt.subplots(len(variants), 1, figsize=(9, 3.6 * len(variants)), squeeze=False)
     any_data = False
-    for ax, v in zip(axes[0], variants):
+    for ax, v in zip(axes[:, 0], variants):
         w = 0.8 / max(1, len(systems))
         for k, s in enumerate(systems):
             xs, ys = [], []
@@ -192,19 +226,20 @@ def plot_compression(doc: dict, outdir: str) -> str | None:
         ax.set_xticks(range(len(shapes)), shapes)
         ax.set_yscale("log")
         ax.set_ylabel("uncompressed / on disk")
-        ax.set_title(f"Compression ratio, {_label(n, v)}", fontsize=9)
+        ax.set_title(f"Compression ratio, {_label(n, v)}", fontsize=TITLE)
         ax.grid(axis="y", alpha=0.3)
     if not any_data:
         plt.close(fig)
         return None
-    axes[0][0].legend(fontsize=7)
+    axes[0][0].legend(fontsize=SMALL, ncol=2)
     fig.tight_layout()
     path = os.path.join(outdir, "compression.png")
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return path
 
 
+@_readable
 def plot_scaling(doc: dict, outdir: str) -> str | None:
     """Time against size (log-log) for every workload, first data shape, comparable settings."""
     plt = _plt()
@@ -215,9 +250,9 @@ def plot_scaling(doc: dict, outdir: str) -> str | None:
     variant = _order(doc, "variant")[0]
     shapes = _order(doc, "shape")
     wls = [w for w in WORKLOADS if any(k[3] == w for k in idx)]
-    cols = 4
+    cols = 3
     rows = math.ceil(len(wls) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols, 2.7 * rows + 1.0), squeeze=False)
     for ax, wl in zip(axes.flat, wls):
         shape = "table" if wl.startswith("ct-") else shapes[0]
         for s in systems_in(doc):
@@ -235,21 +270,22 @@ def plot_scaling(doc: dict, outdir: str) -> str | None:
                         lw=1, label="linear")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_title(f"{wl} ({shape})", fontsize=9)
+        ax.set_title(f"{wl} ({shape})", fontsize=SMALL)
         ax.set_xlabel("items")
         ax.set_ylabel("seconds" + (" per call" if UNIT[wl] == "µs" else ""))
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(wls):]:
         ax.axis("off")
     _legend(fig, axes)
-    fig.suptitle("Scaling: time against size (comparable settings)", fontsize=11)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.97))
+    fig.suptitle("Scaling: time against size (comparable settings)", fontsize=TITLE)
+    fig.tight_layout(rect=(0, 0.08, 1, 0.98))
     path = os.path.join(outdir, "scaling.png")
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return path
 
 
+@_readable
 def plot_memory(doc: dict, outdir: str) -> str | None:
     """Peak RSS growth against size for every workload."""
     plt = _plt()
@@ -258,9 +294,9 @@ def plot_memory(doc: dict, outdir: str) -> str | None:
     if len(sizes) < 2:
         return None
     wls = [w for w in WORKLOADS if any(r["workload"] == w for r in recs)]
-    cols = 4
+    cols = 3
     rows = math.ceil(len(wls) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols, 2.7 * rows + 1.0), squeeze=False)
     for ax, wl in zip(axes.flat, wls):
         for s in systems_in(doc):
             pts = sorted((r["size"], max(r["peak_mb"], 0.1)) for r in recs
@@ -272,21 +308,22 @@ def plot_memory(doc: dict, outdir: str) -> str | None:
                 label="size of the array")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_title(wl, fontsize=9)
+        ax.set_title(wl, fontsize=SMALL)
         ax.set_xlabel("items")
         ax.set_ylabel("peak RSS growth, MB")
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(wls):]:
         ax.axis("off")
     _legend(fig, axes)
-    fig.suptitle("Peak memory against size (child process, first data shape)", fontsize=11)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.97))
+    fig.suptitle("Peak memory against size (child process, first data shape)", fontsize=TITLE)
+    fig.tight_layout(rect=(0, 0.08, 1, 0.98))
     path = os.path.join(outdir, "memory.png")
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return path
 
 
+@_readable
 def plot_threads(doc: dict, outdir: str) -> str | None:
     """Speedup of the most threads over one, by system and workload."""
     plt = _plt()
@@ -298,7 +335,7 @@ def plot_threads(doc: dict, outdir: str) -> str | None:
     by = {(r["system"], r["workload"], int(r["experiment"][7:])): r for r in recs}
     systems = [s for s in SYSTEMS if any(r["system"] == s for r in recs)]
     wls = [w for w in WORKLOADS if any(r["workload"] == w for r in recs)]
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig, ax = plt.subplots(figsize=(9, 4.8))
     w = 0.8 / max(1, len(systems))
     for k, s in enumerate(systems):
         xs, ys = [], []
@@ -311,14 +348,15 @@ def plot_threads(doc: dict, outdir: str) -> str | None:
             ax.bar(xs, ys, width=w, color=COLORS.get(s), label=SYSTEMS[s].label)
     ax.axhline(1, color="k", lw=0.8)
     ax.axhline(hi / lo, color="k", lw=0.8, ls=":")
-    ax.set_xticks(range(len(wls)), wls)
+    ax.set_xticks(range(len(wls)), wls, rotation=30, ha="right")
     ax.set_ylabel(f"time with {lo} / time with {hi} threads")
     n = recs[0]["size"]
-    ax.set_title(f"Threads: speedup of {hi} over {lo}, {_fmt_n(n)} items", fontsize=10)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=SMALL, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4)
+    ax.set_title(f"Threads: speedup of {hi} over {lo}, {_fmt_n(n)} items", fontsize=TITLE,
+                 pad=18 * math.ceil(len(systems) / 4) + 14)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     path = os.path.join(outdir, "threads.png")
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return path

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from bcolzx.bench.data import SHAPE_DOC
-from bcolzx.bench.runner import STREAMING, UNIT, WORKLOADS, WORKLOAD_DOC, _fmt_n
+from bcolzx.bench.runner import STREAMING, UNIT, WORKLOAD_DOC, WORKLOADS, _fmt_n
 from bcolzx.bench.systems import SYSTEMS
 
 VARIANT_DOC = {

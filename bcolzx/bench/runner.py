@@ -22,9 +22,8 @@ from typing import Callable
 
 import numpy as np
 
-from bcolzx.bench import data as D
-from bcolzx.bench.systems import (ALIASES, SYSTEMS, disk_usage, have_pandas, rmtree,
-                                  sync_tree)
+from bcolzx.bench import data as D  # noqa: N812 - short: used in long expressions
+from bcolzx.bench.systems import ALIASES, SYSTEMS, disk_usage, have_pandas, rmtree, sync_tree
 
 SCHEMA = 1
 

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from bcolzx.cli.common import (EXIT_OK, add_cparams_options, add_quiet, cparams_from, human,
-                               ratio_text)
+from bcolzx.cli.common import (
+    EXIT_OK,
+    add_cparams_options,
+    add_quiet,
+    cparams_from,
+    human,
+    ratio_text,
+)
 from bcolzx.cli.describe import describe
 from bcolzx.cli.progress import bar
 from bcolzx.errors import UnsupportedFormatError
@@ -38,6 +44,9 @@ def register(sub) -> None:
     p.add_argument("--no-verify", dest="verify", action="store_false",
                    help="do not compare the new copy with SRC before installing it "
                         "(faster: SRC is read once)")
+    p.add_argument("--allow-pickle", action="store_true",
+                   help="also convert object-dtype data (pickled Python objects); the "
+                        "pickles are copied and compared, never unpickled")
     add_cparams_options(p, "compression of the new copy (an option not given keeps the "
                            "source's value)")
     add_quiet(p)
@@ -58,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     total = before["nbytes"] * (2 if args.verify else 1)
     with bar(total, "convert", quiet=args.quiet) as advance:
         out = convert(args.src, args.dst, verify=args.verify, cparams=cparams,
-                      chunklen=args.chunklen, progress=advance)
+                      chunklen=args.chunklen, progress=advance,
+                      allow_pickle=True if args.allow_pickle else None)
     after = describe(out)
     print(f"{args.src} ({before['format']} {before['kind']}) -> {out} ({after['format']}): "
           f"{after['shape'][0]:,} rows{', verified' if args.verify else ''}")

@@ -4,7 +4,10 @@ Formats: NumPy ``.npy`` (streamed by :mod:`bcolzx.interop.npy`), Blosc2
 frames, Zarr v3, HDF5 and Parquet (through the library functions
 ``carray.to_b2frame``/``bcolzx.from_b2frame``, ``carray.to_zarr``/
 ``bcolzx.from_zarr``, ``carray.tohdf5``/``ctable.tohdf5``/
-``bcolzx.fromhdf5``, ``ctable.toparquet``/``bcolzx.fromparquet``).
+``bcolzx.fromhdf5``, ``ctable.to_parquet``/``bcolzx.from_parquet``).  Each
+format names the module of the :mod:`bcolzx.interop` registry that reads it
+(and writes it, behind the carray and ctable methods), imported only when
+the command runs.
 
 Each of these takes ``progress=``: the commands hand it their progress bar,
 which the exporters advance by the uncompressed bytes of each block written
@@ -29,34 +32,44 @@ import shutil
 from dataclasses import dataclass
 from typing import Callable
 
-from bcolzx.cli.common import (EXIT_OK, add_cparams_options, add_quiet, cparams_from, human,
-                               ratio_text, usage_error)
+from bcolzx.cli.common import (
+    EXIT_OK,
+    add_cparams_options,
+    add_quiet,
+    cparams_from,
+    human,
+    ratio_text,
+    usage_error,
+)
 from bcolzx.cli.describe import describe, disk_usage
 from bcolzx.cli.progress import bar
 from bcolzx.errors import UnsupportedFormatError
+from bcolzx.interop import function as interop_function
 
 __all__ = ["FORMATS", "register", "run_export", "run_import", "infer_format"]
 
 
 @dataclass(frozen=True)
 class Format:
-    """One exchange format: its file extensions, whether it is a directory, and the
-    carray/ctable method that exports to it and the bcolzx function that imports it
-    (for npy: :mod:`bcolzx.interop.npy`)."""
+    """One exchange format: its file extensions, whether it is a directory, the
+    registered interop module (:data:`bcolzx.interop.FORMATS`) and its function that
+    imports it, and the carray/ctable method that exports to it (for npy, which has
+    no method: the module's ``to_npy``)."""
 
     name: str
     extensions: tuple[str, ...]
     is_directory: bool
-    exporter: str
+    interop: str
     importer: str
+    exporter: str
 
 
 FORMATS = {f.name: f for f in (
-    Format("npy", (".npy",), False, "", ""),
-    Format("b2frame", (".b2frame", ".b2nd"), False, "to_b2frame", "from_b2frame"),
-    Format("zarr", (".zarr",), True, "to_zarr", "from_zarr"),
-    Format("hdf5", (".h5", ".hdf5"), False, "tohdf5", "fromhdf5"),
-    Format("parquet", (".parquet",), False, "toparquet", "fromparquet"),
+    Format("npy", (".npy",), False, "npy", "from_npy", ""),
+    Format("b2frame", (".b2frame", ".b2nd"), False, "b2frame", "from_b2frame", "to_b2frame"),
+    Format("zarr", (".zarr",), True, "zarr", "from_zarr", "to_zarr"),
+    Format("hdf5", (".h5", ".hdf5"), False, "h5py", "fromhdf5", "tohdf5"),
+    Format("parquet", (".parquet",), False, "arrow", "from_parquet", "to_parquet"),
 )}
 
 EXPORT_HELP = "write a carray or ctable to .npy, Blosc2 frame, Zarr, HDF5 or Parquet"
@@ -90,14 +103,12 @@ def _format_of(args: argparse.Namespace, path: str) -> Format:
 
 
 def _importer(fmt: Format) -> Callable:
-    """The bcolzx function importing `fmt`, or a clear error if this bcolzx lacks it."""
-    import bcolzx
-
-    fn = getattr(bcolzx, fmt.importer, None)
-    if fn is None:
-        raise UnsupportedFormatError(f"this bcolzx cannot import {fmt.name} (it has no "
-                                     f"bcolzx.{fmt.importer})")
-    return fn
+    """The registered function importing `fmt`, or a clear error if this bcolzx lacks it."""
+    try:
+        return interop_function(fmt.interop, fmt.importer)
+    except KeyError:
+        raise UnsupportedFormatError(f"this bcolzx cannot import {fmt.name} (no "
+                                     f"{fmt.importer} registered for {fmt.interop})") from None
 
 
 def _temporary(path: str, suffix: str) -> str:
@@ -146,9 +157,7 @@ def _check_free(dest: str, force: bool) -> None:
 def _export(obj, fmt: Format, path: str, node: str | None, advance, append: bool) -> None:
     """Write `obj` (a carray or ctable) to `path` in `fmt`."""
     if fmt.name == "npy":
-        from bcolzx.interop.npy import to_npy
-
-        return to_npy(obj, path, progress=advance)
+        return interop_function("npy", "to_npy")(obj, path, progress=advance)
     kind = type(obj).__name__
     fn = getattr(obj, fmt.exporter, None)
     if fn is None:
@@ -205,11 +214,7 @@ def _import(fmt: Format, src: str, rootdir: str, node: str | None, kwargs: dict,
     """Make the dataset at `rootdir` (an empty directory) from `src` in `fmt`; the
     importer tells `advance` the bytes to come and advances it block by block."""
     kwargs = {"rootdir": rootdir, "mode": "w", "progress": advance, **kwargs}
-    if fmt.name == "npy":
-        from bcolzx.interop.npy import from_npy
-
-        from_npy(src, **kwargs)
-    elif fmt.name == "hdf5":
+    if fmt.name == "hdf5":
         _importer(fmt)(src, node or _only_hdf5_dataset(src), **kwargs)
     else:
         _importer(fmt)(src, **kwargs)

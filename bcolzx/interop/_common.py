@@ -110,6 +110,35 @@ def check_attr_names(attrs: dict[str, Any], reserved: str, where: str) -> None:
                              f"metadata in {where}")
 
 
+def refuse_objects(obj, where: str, names=None) -> None:
+    """Refuse to export Python objects (object dtype, pickled in bcolzx) to `where`.
+
+    Parameters
+    ----------
+    obj : carray or ctable
+        What is exported.
+    where : str
+        The format, for the message.
+    names : sequence of str, optional
+        For a ctable, the columns exported (default all).
+
+    Raises
+    ------
+    TypeError
+        If `obj` (or one of the columns) has object dtype.
+    """
+    cols = getattr(obj, "cols", None)
+    if cols is None:
+        found = ["the carray"] if obj.dtype == object else []
+    else:
+        found = [f"column {n!r}" for n in (cols if names is None else names)
+                 if cols[n].dtype == object]
+    if found:
+        raise TypeError(f"{', '.join(found)} holds Python objects (object dtype, pickled), "
+                        f"which {where} cannot hold; export the other columns, or convert "
+                        "the objects to a fixed-size dtype first")
+
+
 def new_carray(dtype: np.dtype, rowshape: tuple, defaults: dict[str, Any],
                kwargs: dict[str, Any]) -> carray:
     """An empty carray of `dtype` and `rowshape`: the caller's `kwargs` over `defaults`.
@@ -122,7 +151,8 @@ def new_carray(dtype: np.dtype, rowshape: tuple, defaults: dict[str, Any],
     from bcolzx.carray import carray
 
     if np.dtype(dtype).hasobject:
-        raise TypeError(f"dtype {dtype} holds Python objects; bcolzx stores fixed-size items")
+        raise TypeError(f"dtype {dtype} holds Python objects, which are not imported from "
+                        "other formats (store them with carray(..., allow_pickle=True))")
     merged = {**defaults, **kwargs}
     return carray(np.empty((0, *rowshape), dtype=dtype), **merged)
 

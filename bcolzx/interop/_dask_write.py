@@ -34,15 +34,13 @@ import os
 import shutil
 import uuid
 from dataclasses import dataclass
-from math import ceil, prod
-from typing import Any
+from math import prod
 
 import numpy as np
 
-from bcolzx._format import jsonfile, layout, zonemap
-from bcolzx._format.meta import Sizes, Storage, write_sizes, write_storage
-from bcolzx._format.superchunk import SPECIAL_CBYTES, Geometry, SuperchunkFile
-from bcolzx._storage.base import ChunkStore, Special
+from bcolzx._format import jsonfile, layout
+from bcolzx._storage import bulk
+from bcolzx._storage.bulk import Target
 from bcolzx.errors import ReadOnlyError
 from bcolzx.interop._common import import_optional
 
@@ -51,131 +49,6 @@ __all__ = ["from_dask"]
 _TMP_TAG = ".bcolzx-tmp-"
 
 
-# -- one task: one superchunk file ---------------------------------------------------
-
-
-class _SuperchunkSink(ChunkStore):
-    """The chunks of one superchunk file of a dataset being written, for one task.
-
-    A :class:`~bcolzx._storage.engine.ChunkedArray` over it sees a dataset
-    whose first ``number * K`` chunks are stored already; what it appends
-    goes into this file.  Nothing is read back; :meth:`commit` commits the
-    file's index.
-    """
-
-    def __init__(self, path: str, number: int, storage: Storage, rowshape: tuple):
-        k = storage.chunks_per_superchunk
-        self.storage, self.rowshape = storage, tuple(rowshape)
-        self.first = number * k
-        self.length = self.first * storage.chunklen
-        self.nchunks = self.first
-        self.cbytes = 0
-        chunk_bytes = storage.chunklen * storage.dtype.itemsize * prod(self.rowshape)
-        self.file = SuperchunkFile.create(path, number, Geometry(
-            k, chunk_bytes, storage.dtype.itemsize, layout.CHECKSUMS[storage.checksum]))
-
-    def get(self, first: int, stop: int) -> list:
-        raise IndexError("a superchunk being written is not read back")
-
-    def put(self, items: list[tuple[int, object, int]]) -> None:
-        group = []
-        for i, entry, size in items:
-            slot = i - self.first
-            if not 0 <= slot < self.storage.chunks_per_superchunk:
-                raise IndexError(f"chunk {i} is not in superchunk {self.file.number}")
-            self.cbytes += SPECIAL_CBYTES if isinstance(entry, Special) else len(entry)
-            group.append((slot, entry, size))
-        self.file.write(group)
-        self.nchunks = self.first + self.file.index.nchunks
-
-    def truncate(self, nchunks: int, last_size: int, sizes: Sizes) -> None:
-        raise ValueError("a superchunk being written is not truncated")
-
-    def commit(self, sizes: Sizes) -> None:
-        self.file.commit()
-
-
-@dataclass(frozen=True)
-class _Target:
-    """A dataset being written: its hidden directory and how its chunks are made."""
-
-    rootdir: str
-    storage: Storage
-    rowshape: tuple
-
-    @property
-    def rows_per_file(self) -> int:
-        return self.storage.chunklen * self.storage.chunks_per_superchunk
-
-    @property
-    def rowbytes(self) -> int:
-        return self.storage.dtype.itemsize * prod(self.rowshape)
-
-    @property
-    def zoned(self) -> bool:
-        return self.rowshape == () and self.storage.dtype.kind in zonemap.KINDS
-
-
-@dataclass(frozen=True)
-class _Written:
-    """What task `number` reports: enough for the commit, no data."""
-
-    number: int
-    generation: int
-    nchunks: int
-    cbytes: int
-    zones: Any  # per-chunk (min, max, nan) records, or None
-
-
-def _chunk_bounds(block: np.ndarray, chunklen: int, dtype: np.dtype) -> np.ndarray:
-    """The zone map records of the chunks of `block` (as the engine notes them)."""
-    from bcolzx._query.zonemap import bounds_of
-
-    out = []
-    for a in range(0, len(block), chunklen):
-        rows = block[a:a + chunklen]
-        lo, hi, nan = rows.min(), rows.max(), False
-        if lo != lo or hi != hi:  # NaN or NaT somewhere
-            lo, hi, nan = bounds_of(rows)
-        out.append((lo, hi, nan))
-    return np.array(out, dtype=zonemap.stats_dtype(dtype))
-
-
-def _write_superchunk(block: np.ndarray, target: _Target, number: int,
-                      nrows: int) -> _Written:
-    """Task `number`: compress `block` (the `nrows` rows of superchunk `number`) into
-    its file."""
-    from bcolzx._storage.engine import ChunkedArray
-    from bcolzx.carray import quantize
-
-    st = target.storage
-    rows = np.ascontiguousarray(block, dtype=st.dtype)
-    if st.cparams.quantize and st.dtype.kind == "f":
-        rows = np.ascontiguousarray(quantize(rows, st.cparams.quantize).astype(st.dtype))
-    if rows.shape != (nrows, *target.rowshape):
-        raise ValueError(f"block {number} has shape {rows.shape}, superchunk {number} needs "
-                         f"{(nrows, *target.rowshape)}")
-    final = layout.data_path(target.rootdir, number)
-    part = f"{final}.{uuid.uuid4().hex}.part"
-    try:
-        sink = _SuperchunkSink(part, number, st, target.rowshape)
-        engine = ChunkedArray(sink, nthreads=1)
-        engine.append(rows)
-        engine.flush()  # the short last chunk, then the index (generation 2), fsynced
-        os.replace(part, final)
-    except BaseException:
-        _remove(part)
-        raise
-    zones = _chunk_bounds(rows, st.chunklen, st.dtype) if target.zoned else None
-    return _Written(number, sink.file.index.generation, sink.file.index.nchunks, sink.cbytes,
-                    zones)
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 # -- planning and committing one dataset -----------------------------------------------
@@ -205,7 +78,7 @@ def _default_superchunk(chunklen: int, chunk_bytes: int, blocks: tuple) -> int:
 
 
 def _create(rootdir: str, dtype: np.dtype, rowshape: tuple, length: int, options: dict,
-            blocks: tuple = ()) -> _Target:
+            blocks: tuple = ()) -> Target:
     """Create the empty dataset `rootdir` as the carray constructor would, with the
     `options` it takes plus ``chunks_per_superchunk``; `blocks` are the row
     counts of the input's blocks."""
@@ -215,17 +88,15 @@ def _create(rootdir: str, dtype: np.dtype, rowshape: tuple, length: int, options
     per_file = options.pop("chunks_per_superchunk", None)
     options.setdefault("expectedlen", length)
     ca = carray(np.empty((0, *rowshape), dtype), rootdir=rootdir, mode="w", **options)
-    storage = ca._engine.store.storage
+    storage = ca.engine.store.storage
     ca.close()  # nothing to flush; gives up the write lock
     chunk_bytes = storage.chunklen * storage.dtype.itemsize * prod(rowshape)
     if per_file is None:
         per_file = _default_superchunk(storage.chunklen, chunk_bytes, blocks)
-    storage = storage.replace(chunks_per_superchunk=int(per_file))
-    write_storage(rootdir, storage)
-    return _Target(rootdir, storage, tuple(rowshape))
+    return bulk.prepare(rootdir, storage, tuple(rowshape), per_file)
 
 
-def _plan(x, rootdir: str, options: dict) -> tuple[_Target, int, list]:
+def _plan(x, rootdir: str, options: dict) -> tuple[Target, int, list]:
     """Create the dataset of Dask array `x` and the delayed tasks that fill it."""
     dask = import_optional("dask", "dask", "from_dask")
     if x.ndim == 0:
@@ -234,7 +105,8 @@ def _plan(x, rootdir: str, options: dict) -> tuple[_Target, int, list]:
         raise ValueError("the array has unknown chunk sizes; call x.compute_chunk_sizes() "
                          "first")
     if np.dtype(x.dtype).hasobject:
-        raise TypeError(f"dtype {x.dtype} holds Python objects; bcolzx stores fixed-size items")
+        raise TypeError(f"dtype {x.dtype} holds Python objects, which from_dask does not store "
+                        "(bcolzx.carray(..., allow_pickle=True) does)")
     length, rowshape = int(x.shape[0]), tuple(int(d) for d in x.shape[1:])
     target = _create(rootdir, np.dtype(x.dtype), rowshape, length, options,
                      tuple(int(b) for b in x.chunks[0]))
@@ -244,25 +116,9 @@ def _plan(x, rootdir: str, options: dict) -> tuple[_Target, int, list]:
     rows = (*(per,) * (length // per), *((length % per,) if length % per else ()))
     # A no-op when the blocks already are the superchunks.
     blocks = x.rechunk((rows, *((d,) for d in rowshape))).to_delayed().ravel()
-    task = dask.delayed(_write_superchunk, pure=True)
+    task = dask.delayed(bulk.write_superchunk, pure=True)
     return target, length, [task(block, target, k, n)
                             for k, (block, n) in enumerate(zip(blocks, rows))]
-
-
-def _commit(target: _Target, length: int, written: list[_Written]) -> None:
-    """Write the zone map, then ``meta/sizes``: the dataset now holds `length` rows."""
-    st = target.storage
-    nfiles = ceil(ceil(length / st.chunklen) / st.chunks_per_superchunk)
-    written = sorted(written, key=operator.attrgetter("number"))
-    if [w.number for w in written] != list(range(nfiles)):
-        raise RuntimeError(f"{nfiles} superchunks expected, tasks wrote "
-                           f"{[w.number for w in written]}")
-    jsonfile.fsync_dir(os.path.join(target.rootdir, layout.DATA_DIR))
-    if target.zoned and written:
-        zonemap.write(target.rootdir, np.concatenate([w.zones for w in written]))
-    write_sizes(target.rootdir, Sizes((length, *target.rowshape), length * target.rowbytes,
-                                      sum(w.cbytes for w in written),
-                                      tuple(w.generation for w in written)))
 
 
 # -- dataframes ----------------------------------------------------------------------
@@ -327,8 +183,13 @@ def _frame_spec(ddf, write_index: bool | None) -> tuple[_FrameSpec, dict]:
     """The stored columns of `ddf` and the attrs (pandas metadata) of its ctable."""
     pd = import_optional("pandas", "dask", "from_dask")
     from bcolzx.ctable import _check_name
-    from bcolzx.interop.pandas import (INDEX_COLUMNS_KEY, INDEX_NAMES_KEY, _check_label,
-                                       _encode, _index_levels)
+    from bcolzx.interop.pandas import (
+        INDEX_COLUMNS_KEY,
+        INDEX_NAMES_KEY,
+        _check_label,
+        _encode,
+        _index_levels,
+    )
 
     meta = ddf._meta
     labels = [_check_label(label, "column name") for label in meta.columns]
@@ -553,7 +414,7 @@ def from_dask(x, rootdir, mode: str = "a", *, chunklen: int | None = None, cpara
         tasks = [task for _, _, _, group in plans for task in group]
         written = iter(dask.compute(*tasks, scheduler=scheduler) if tasks else ())
         for _, target, length, group in plans:
-            _commit(target, length, [next(written) for _ in group])
+            bulk.commit(target, length, [next(written) for _ in group])
         if frame:
             jsonfile.write_json(os.path.join(tmpdir, layout.ROOTDIRS_FILE), {"names": names})
         _move_into_place(tmpdir, rootdir, mode)

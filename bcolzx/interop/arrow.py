@@ -1,12 +1,12 @@
 """Convert ctables to and from Apache Arrow tables and Parquet files, by record batches.
 
-:func:`to_arrow` (``ctable.toarrow``) builds a :class:`pyarrow.Table` from
+:func:`to_arrow` (``ctable.to_arrow``) builds a :class:`pyarrow.Table` from
 record batches of about ``chunklen`` rows; :func:`to_reader` gives the same
 batches as a :class:`pyarrow.RecordBatchReader` without building the table;
-:func:`to_parquet` (``ctable.toparquet``) streams them into a Parquet file.
-:func:`from_arrow` (``bcolzx.fromarrow``) stores a Table, a RecordBatch, a
+:func:`to_parquet` (``ctable.to_parquet``) streams them into a Parquet file.
+:func:`from_arrow` (``bcolzx.from_arrow``) stores a Table, a RecordBatch, a
 RecordBatchReader or any object exporting an Arrow C stream as a new
-ctable, and :func:`from_parquet` (``bcolzx.fromparquet``) reads a Parquet
+ctable, and :func:`from_parquet` (``bcolzx.from_parquet``) reads a Parquet
 file, both batch by batch: a Parquet file is never in memory as a whole.
 pyarrow is imported only when one of them is called
 (``pip install 'bcolzx[arrow]'``).
@@ -329,12 +329,12 @@ def to_arrow(ct: ctable, columns: Sequence[str] | str | None = None,
     --------
     >>> import numpy as np, bcolzx
     >>> ct = bcolzx.ctable([np.arange(3), np.array(["a", "bc", ""])], names=["i", "s"])
-    >>> t = ct.toarrow()
+    >>> t = ct.to_arrow()
     >>> t.schema.types
     [DataType(int64), DataType(string)]
     >>> t.column("s").to_pylist()
     ['a', 'bc', '']
-    >>> bcolzx.fromarrow(t).dtype
+    >>> bcolzx.from_arrow(t).dtype
     dtype([('i', '<i8'), ('s', '<U2')])
     """
     pa = _import_pyarrow()
@@ -852,8 +852,8 @@ def from_parquet(path, rootdir=None, columns: Sequence[str] | None = None, *,
     >>> import os, tempfile, numpy as np, bcolzx
     >>> ct = bcolzx.ctable([np.arange(4), np.array([b"x", b"yz", b"", b"a"])], names=["i", "b"])
     >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
-    >>> ct.toparquet(path)
-    >>> back = bcolzx.fromparquet(path, columns=["b"])
+    >>> ct.to_parquet(path)
+    >>> back = bcolzx.from_parquet(path, columns=["b"])
     >>> back.names, back["b"][:]
     (['b'], array([b'x', b'yz', b'', b'a'], dtype='|S2'))
     """

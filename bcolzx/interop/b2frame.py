@@ -86,6 +86,7 @@ from bcolzx.interop._common import (
     new_carray,
     nrows_of,
     prod,
+    refuse_objects,
     remove_quietly,
     reporter,
 )
@@ -130,7 +131,7 @@ def special_kind(chunk) -> int:
 def _chunks_of(ca: carray) -> Iterator[tuple[Any, np.ndarray | None]]:
     """``(entry, None)`` for each stored full chunk (its bytes or a Special),
     ``(None, rows)`` for chunks that must be encoded (the leftover, legacy chunks)."""
-    eng = ca._engine
+    eng = ca.engine
     cl = eng.chunklen
     if eng.store.native:
         for c0 in range(0, eng.nfull, READ_BATCH):
@@ -172,7 +173,7 @@ class _Writer:
     typesize: int        # typesize in the headers of the chunks written here
 
     def __post_init__(self):
-        eng = self.ca._engine
+        eng = self.ca.engine
         cp = self.ca.cparams
         self.eng = eng
         self.comp = codec.Compressor(cp.cname, cp.clevel, cp.shuffle, self.typesize,
@@ -227,7 +228,7 @@ def _metadata(ca: carray) -> dict[str, Any]:
 
 def _plan(ca: carray, layout: str, chunks: Iterator) -> tuple[_Writer, Iterator]:
     """The writer for `layout`, and the chunks (the first ones were looked at)."""
-    eng = ca._engine
+    eng = ca.engine
     head, first = [], None
     for item in chunks:  # up to the first stored data chunk: it tells the block size
         head.append(item)
@@ -300,6 +301,7 @@ def to_b2frame(ca: carray, path, layout: str = "auto", mode: str = "w", *,
     >>> bcolzx.from_b2frame(path)[:]
     array([0., 1., 2., 3., 4., 5., 6., 7., 8., 9.])
     """
+    refuse_objects(ca, "a Blosc2 frame")
     blosc2 = _import_blosc2()
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
@@ -311,7 +313,7 @@ def to_b2frame(ca: carray, path, layout: str = "auto", mode: str = "w", *,
     attrs = ca.attrs.getall()
     check_attr_names(attrs, META_KEY, "Blosc2 frames")
     ca._sync_threads()
-    eng = ca._engine
+    eng = ca.engine
     writer, chunks = _plan(ca, layout, _chunks_of(ca))
     report = reporter(progress, ca.nbytes)
     tmp = f"{path}.{os.getpid()}.tmp"
@@ -467,7 +469,7 @@ def _cparams_of(blosc2, frame: _Frame) -> dict[str, Any]:
 
 def _take_chunks(ca: carray, frame: _Frame, path: str, report: Callable[[int], Any]) -> None:
     """Store the frame's chunks as they are where they fit, else their rows."""
-    eng = ca._engine
+    eng = ca.engine
     cl, rowbytes = eng.chunklen, eng.rowbytes
     typesize = eng.itemsize if eng.itemsize <= 255 else None
     dec = codec.Decompressor(max(1, eng.nthreads))
@@ -595,7 +597,7 @@ def from_b2frame(path, rootdir=None, *, dtype=None, recompress: bool = False,
     ca = new_carray(frame.dtype, frame.rowshape, {**defaults, "rootdir": rootdir}, kwargs)
     raw = not recompress and frame.chunk_rows is not None \
         and ca.chunklen == frame.chunk_rows and not ca.cparams.quantize \
-        and ca._engine.store.native
+        and ca.engine.store.native
     report = reporter(progress, frame.nrows * ca.atomsize)
     with discard_on_error(ca):
         if raw:

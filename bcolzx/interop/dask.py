@@ -51,7 +51,7 @@ import numpy as np
 
 from bcolzx._format import layout
 from bcolzx._format.meta import Sizes, Storage
-from bcolzx.interop._common import import_optional
+from bcolzx.interop._common import import_optional, refuse_objects
 from bcolzx.interop._dask_write import from_dask
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -140,7 +140,7 @@ def tokenize(obj: carray | ctable) -> str:
     _committed(obj)
     if obj.rootdir is None:
         return _memory_token(obj)
-    store = obj._engine.store
+    store = obj.engine.store
     rootdir = os.path.abspath(obj.rootdir)
     return _digest("bcolzx.carray", rootdir, obj.shape, str(obj.dtype), store.cbytes,
                    getattr(store, "generations", None),
@@ -151,7 +151,7 @@ def tokenize(obj: carray | ctable) -> str:
 def _memory_token(ca: carray) -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(repr(("bcolzx.carray", ca.shape, str(ca.dtype), ca.chunklen)).encode())
-    for entry in ca._engine.store.get(0, ca.nchunks):
+    for entry in ca.engine.store.get(0, ca.nchunks):
         h.update(entry if isinstance(entry, (bytes, bytearray, memoryview))
                  else repr(entry).encode())
     h.update(np.ascontiguousarray(ca.leftover_array).view(np.uint8).tobytes())
@@ -242,7 +242,7 @@ def source_of(ca: carray) -> ArraySource:
     if ca.rootdir is None:
         raise ValueError("an in-memory carray has no files to read from")
     _committed(ca)
-    store = ca._engine.store
+    store = ca.engine.store
     rootdir = os.path.abspath(ca.rootdir)
     if not store.native:
         return ArraySource(rootdir, tokenize(ca))
@@ -263,7 +263,7 @@ def _aligned_rows(chunklen: int, rowbytes: int, per_superchunk: int | None,
 
 
 def _superchunk_chunks(ca: carray) -> int | None:
-    store = ca._engine.store
+    store = ca.engine.store
     return store.storage.chunks_per_superchunk if store.native else None
 
 
@@ -317,6 +317,7 @@ def to_dask_array(ca: carray, chunks: int | None = None) -> dask.array.Array:
     >>> x.chunks, int(x.sum().compute())
     (((4, 4, 2),), 45)
     """
+    refuse_objects(ca, "a Dask array read by bcolzx's tasks")
     da = _import("dask.array", "carray.to_dask()")
     rowbytes = ca.atomsize
     rows = _aligned_rows(ca.chunklen, rowbytes, _superchunk_chunks(ca),
@@ -557,8 +558,9 @@ def to_dask_dataframe(ct: ctable, columns=None, index=None, sorted: bool | None 
         known.
     partition_rows : int, optional
         Rows per partition.  Default: whole chunks of the columns, about
-        :data:`READ_BLOCK_BYTES` (16 MiB) of the columns read per partition.  With a sorted index, partition starts move forward to
-        the next new index value, so that equal values stay in one partition.
+        :data:`READ_BLOCK_BYTES` (16 MiB) of the columns read per partition.
+        With a sorted index, partition starts move forward to the next new
+        index value, so that equal values stay in one partition.
 
     Returns
     -------
@@ -586,8 +588,12 @@ def to_dask_dataframe(ct: ctable, columns=None, index=None, sorted: bool | None 
     {0: 3, 1: 3}
     """
     dd = _import("dask.dataframe", "ctable.to_dask()")
-    from bcolzx.interop.pandas import CATEGORIES_KEY, INDEX_COLUMNS_KEY, INDEX_FREQ_KEY, \
-        INDEX_NAMES_KEY
+    from bcolzx.interop.pandas import (
+        CATEGORIES_KEY,
+        INDEX_COLUMNS_KEY,
+        INDEX_FREQ_KEY,
+        INDEX_NAMES_KEY,
+    )
 
     attrs = ct.attrs.getall()
     stored = list(attrs.get(INDEX_COLUMNS_KEY) or [])
@@ -609,6 +615,7 @@ def to_dask_dataframe(ct: ctable, columns=None, index=None, sorted: bool | None 
             if isinstance(columns, str) else list(columns)
         for name in names:
             ct.cols[name]  # noqa: B018 - KeyError for an unknown column
+    refuse_objects(ct, "a Dask dataframe read by bcolzx's tasks", [*index_cols, *names])
     used = list(dict.fromkeys([*index_cols, *ct.names]))
     token = tokenize(ct)
     spec = TableSpec(tuple(names), tuple(index_cols), spec_attrs,
@@ -640,7 +647,7 @@ def to_dask_dataframe(ct: ctable, columns=None, index=None, sorted: bool | None 
 
 def local_vm() -> str:
     """The virtual machine each Dask task evaluates its block with: numexpr when usable."""
-    from bcolzx.params import _numexpr_usable
+    from bcolzx.defaults import _numexpr_usable
 
     return "numexpr" if _numexpr_usable() else "python"
 
@@ -705,16 +712,11 @@ def evaluate_blocks(expr, columns: Mapping[str, Any], scalars: Mapping[str, Any]
     dask = _import("dask", "vm='dask'")
     from bcolzx._query import blocks as _blocks
 
-    expr = _blocks._as_expression(expr)
+    expr, names, values, n, blen = _blocks.operands(expr, columns, scalars, blen)
     vm = local_vm() if vm is None else vm
-    names, values = _blocks._split_names(expr, columns, scalars or {})
     if not names:
         yield 0, expr.evaluate(values, vm)
         return
-    used = [columns[n] for n in names]
-    n = _blocks._length(dict(zip(names, used)))
-    blen = _blocks._check_positive("blen", blen if blen is not None
-                                   else _blocks._default_blen(used))
     ranges = [(a, min(a + blen, n)) for a in range(0, n, blen)]
     operands = {name: _operand_blocks(columns[name], ranges) for name in names}
     todo = [i for i, (a, b) in enumerate(ranges) if skip_block is None or not skip_block(a, b)]
@@ -745,9 +747,7 @@ def evaluate(expr, columns: Mapping[str, Any], scalars: Mapping[str, Any] | None
     """
     from bcolzx._query import blocks as _blocks
 
-    expr = _blocks._as_expression(expr)
-    names, _ = _blocks._split_names(expr, columns, scalars or {})
-    n = _blocks._length({name: columns[name] for name in names})
+    expr, names, _, n, _ = _blocks.operands(expr, columns, scalars, blen)
     if not n:  # no rows (or no columns): nothing to spread over tasks
         return _blocks.evaluate(expr, columns, scalars, blen=blen, vm=vm or local_vm())
     out = None

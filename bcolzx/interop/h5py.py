@@ -12,7 +12,7 @@ Which node becomes what (:func:`fromhdf5`)
 ------------------------------------------
 * A dataset with the attribute ``CLASS = "TABLE"`` (a PyTables Table, as
   ``ctable.tohdf5`` and legacy bcolz write) becomes a **ctable**, read by
-  :func:`bcolzx.interop.hdf5.from_hdf5` (this needs PyTables too).
+  :func:`bcolzx.interop.pytables.from_hdf5` (this needs PyTables too).
 * Any other dataset becomes a **carray** of the dataset's dtype and shape:
   numbers, booleans, fixed-length strings, and compound types (a
   structured carray), in any number of dimensions (chunked along the first).
@@ -25,7 +25,7 @@ bool, int8..int64, uint8..uint64, float16..float64, complex64/128,
 fixed-width bytes (``S<n>``) and structured dtypes of those are stored as
 they are.  ``datetime64``/``timedelta64`` are stored as their int64 counts
 and ``U<n>`` as its raw UCS-4 code units (``S<4n>``), as
-:mod:`bcolzx.interop.hdf5` does; the NumPy dtype is then recorded in the
+:mod:`bcolzx.interop.pytables` does; the NumPy dtype is then recorded in the
 dataset attribute ``bcolzx_dtype`` and restored on reading.
 
 The carray's ``dflt`` is the dataset's fill value, and back.
@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bcolzx.interop import hdf5 as _tables_interop
+from bcolzx.interop import pytables as _tables_interop
 from bcolzx.interop._common import (
     block_rows,
     discard_on_error,
@@ -69,6 +69,7 @@ from bcolzx.interop._common import (
     json_attrs,
     new_carray,
     python_value,
+    refuse_objects,
     reporter,
 )
 
@@ -239,6 +240,7 @@ def to_hdf5(ca: carray, filepath, nodepath: str = "/carray", mode: str = "w", cp
     >>> back[:].tolist(), back.dflt.tolist()
     ([[0, 1], [2, 3], [4, 5]], -1)
     """
+    refuse_objects(ca, "HDF5")
     h5py = _import_h5py()
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
@@ -316,7 +318,7 @@ def _dataset_dtype(dset, filepath: str) -> tuple[np.dtype, np.dtype]:
     stored = _plain(dset.dtype)
     if stored.hasobject:
         raise TypeError(f"node {dset.name!r} holds variable-length or reference data "
-                        f"({stored}); bcolzx stores fixed-size items")
+                        f"({stored}), which bcolzx does not import")
     recorded = dset.attrs.get(DTYPE_ATTR)
     if recorded is None:
         return stored, stored
@@ -420,7 +422,7 @@ def fromhdf5(filepath, nodepath: str, rootdir=None, *, progress=None,
 
     The node decides (see the module docstring): a dataset with the
     attribute ``CLASS = "TABLE"`` is read by
-    :func:`bcolzx.interop.hdf5.from_hdf5` (PyTables) into a ctable, any
+    :func:`bcolzx.interop.pytables.from_hdf5` (PyTables) into a ctable, any
     other dataset by :func:`from_hdf5` into a carray.
 
     Parameters

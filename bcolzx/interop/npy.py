@@ -19,7 +19,7 @@ import numpy as np
 
 from bcolzx._format.jsonfile import fsync_dir
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
-from bcolzx.interop._common import reporter
+from bcolzx.interop._common import refuse_objects, reporter
 
 __all__ = ["to_npy", "from_npy", "npy_header"]
 
@@ -115,6 +115,7 @@ def to_npy(cobj, path, *, progress=None) -> None:
     from bcolzx.carray import iterblocks
 
     path = os.fspath(path)
+    refuse_objects(cobj, "a .npy file written by bcolzx")
     dtype, shape = np.dtype(cobj.dtype), tuple(cobj.shape)
     directory = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
@@ -162,8 +163,9 @@ def _open_npy(path: str) -> np.ndarray:
     except ValueError as exc:
         if "Python objects" in str(exc):
             raise UnsupportedFormatError(
-                f"{path} holds Python objects, which bcolzx cannot store (fixed-size items "
-                "only)") from None
+                f"{path} holds Python objects (pickled), which bcolzx does not unpickle from "
+                ".npy files; load them with numpy.load(allow_pickle=True) if you trust the "
+                "file, then store them with carray(..., allow_pickle=True)") from None
         raise CorruptDataError(f"unreadable .npy file: {exc}", path=path) from None
 
 

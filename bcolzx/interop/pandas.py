@@ -22,8 +22,12 @@ columns holding only str)
     does not.
 Bytes (``object`` columns holding only bytes)
     A fixed-width ``S<n>`` column, with the same rules as strings.
-Other ``object`` columns (mixed types, decimals, dates...)
-    Refused with a TypeError.
+Other ``object`` columns (mixed types, decimals, dates, or str with missing values)
+    With ``allow_pickle=True`` (or ``bcolzx.defaults.allow_pickle``), an
+    object column: each value pickled, read back exactly (missing values
+    included), with ``"object"`` in ``attrs["dtype:<col>"]``.  Without it,
+    refused with :class:`~bcolzx.PickleNotAllowedError` (a TypeError) naming
+    the column; str columns with missing values keep their ValueError.
 Nullable extension dtypes (``Int64``, ``UInt8``, ``boolean``, ``Float64``...)
     Without missing values: the matching NumPy dtype.  With missing values:
     refused with a ValueError naming the column (use ``fillna`` or, for
@@ -71,6 +75,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bcolzx.errors import PickleNotAllowedError
 from bcolzx.interop._common import column_names
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -141,14 +146,17 @@ def _encode_tz(pd, name: str, values) -> tuple[np.ndarray, dict[str, Any]]:
     return utc, {TZ_KEY + name: tzname}
 
 
-def _encode_strings(pd, name: str, values) -> tuple[np.ndarray, dict[str, Any]]:
+def _encode_strings(pd, name: str, values, pickled: bool) -> tuple[np.ndarray, dict[str, Any]]:
     dtype = values.dtype
-    kind = "string"
-    if dtype == object:
+    kind = "bytes" if getattr(dtype, "kind", None) == "S" else "string"
+    if dtype == np.dtype(object):
         kind = pd.api.types.infer_dtype(values, skipna=True)
+        if pickled and (kind not in ("string", "bytes", "empty") or values.isna().any()):
+            return values.to_numpy(dtype=object), {DTYPE_KEY + name: "object"}
         if kind not in ("string", "bytes", "empty"):
-            raise TypeError(f"column {name!r}: object values of kind {kind!r} cannot be "
-                            "stored; only str or bytes object columns are supported")
+            raise PickleNotAllowedError(
+                f"storing column {name!r} (object values of kind {kind!r}; only str or bytes "
+                "object columns are stored without pickle, as fixed-width strings)")
     if values.isna().any():
         raise ValueError(f"column {name!r} has missing values; fixed-width strings cannot "
                          "hold them (fill them first, e.g. with fillna(''))")
@@ -161,15 +169,16 @@ def _encode_strings(pd, name: str, values) -> tuple[np.ndarray, dict[str, Any]]:
     return arr, {DTYPE_KEY + name: str(dtype)}
 
 
-def _encode(pd, name: str, values) -> tuple[np.ndarray, dict[str, Any]]:
-    """`values` (a Series or an Index) as a NumPy array, plus the attrs that rebuild it."""
+def _encode(pd, name: str, values, pickled: bool = False) -> tuple[np.ndarray, dict[str, Any]]:
+    """`values` (a Series or an Index) as a NumPy array, plus the attrs that rebuild it;
+    `pickled`: object columns that are not plain strings are stored as objects."""
     dtype = values.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         return _encode_categorical(name, values)
     if isinstance(dtype, pd.DatetimeTZDtype):
         return _encode_tz(pd, name, values)
-    if dtype == object or pd.api.types.is_string_dtype(dtype):
-        return _encode_strings(pd, name, values)
+    if dtype == np.dtype(object) or pd.api.types.is_string_dtype(dtype):
+        return _encode_strings(pd, name, values, pickled)
     if isinstance(dtype, np.dtype):
         if dtype.kind not in _NUMPY_KINDS:
             raise TypeError(f"column {name!r}: dtype {dtype} is not supported")
@@ -213,7 +222,9 @@ def from_dataframe(df: pandas.DataFrame, **kwargs) -> ctable:
     **kwargs
         Passed to the :class:`~bcolzx.ctable.ctable` constructor:
         ``rootdir``, ``mode``, ``cparams``, ``chunklen``, ``expectedlen``,
-        ``dflt``, ``auto_flush``.
+        ``dflt``, ``auto_flush``, ``allow_pickle`` (store object columns that
+        are not plain strings pickled; default
+        ``bcolzx.defaults.allow_pickle``).
 
     Returns
     -------
@@ -225,10 +236,12 @@ def from_dataframe(df: pandas.DataFrame, **kwargs) -> ctable:
     ------
     ImportError
         If pandas is not installed.
+    PickleNotAllowedError
+        (a TypeError) For an object column of other than str or bytes without
+        ``allow_pickle``.
     TypeError
         If `df` is not a DataFrame, or for a column whose dtype cannot be
-        stored (object columns of other than str or bytes, periods,
-        intervals, categories that JSON cannot hold...).
+        stored (periods, intervals, categories that JSON cannot hold...).
     ValueError
         For a column or index name that is not a non-empty string (or is not
         a valid column name, or clashes with another), duplicate names, a
@@ -250,7 +263,10 @@ def from_dataframe(df: pandas.DataFrame, **kwargs) -> ctable:
     """
     pd = _import_pandas()
     from bcolzx.ctable import ctable
+    from bcolzx.defaults import defaults
 
+    allow = kwargs.get("allow_pickle")
+    pickled = defaults.allow_pickle if allow is None else bool(allow)
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"from_dataframe needs a pandas DataFrame, not {type(df).__name__}")
     labels = [_check_label(label, "column name") for label in df.columns]
@@ -264,12 +280,12 @@ def from_dataframe(df: pandas.DataFrame, **kwargs) -> ctable:
                              "already exists; rename the index or the column")
     names, arrays, meta = [], [], {}
     for colname, _, values in levels:
-        arr, more = _encode(pd, colname, values)
+        arr, more = _encode(pd, colname, values, pickled)
         names.append(colname)
         arrays.append(arr)
         meta.update(more)
     for i, label in enumerate(labels):
-        arr, more = _encode(pd, label, df.iloc[:, i])
+        arr, more = _encode(pd, label, df.iloc[:, i], pickled)
         names.append(label)
         arrays.append(arr)
         meta.update(more)
@@ -312,7 +328,7 @@ def _decode(pd, name: str, col: carray, meta: dict[str, Any]):
     token = meta.get(DTYPE_KEY + name)
     if token is not None:
         dtype = pd.api.types.pandas_dtype(token)
-        if dtype == object:
+        if dtype == np.dtype(object):
             return arr.astype(object)
         if dtype != arr.dtype:
             return pd.array(arr, dtype=dtype)
@@ -350,8 +366,9 @@ def to_dataframe(ct: ctable, columns: Sequence[str] | str | None = None,
     orient : {'columns', 'index'}
         As in :meth:`pandas.DataFrame.from_dict` (legacy bcolz passed it
         there): 'columns' makes each ctable column a DataFrame column;
-        'index' makes it a row (the stored index, if any, then labels the
-        columns).
+        'index' makes it a row, and then `columns`, if given, labels the
+        DataFrame's columns (one label per row of the table; otherwise the
+        stored index, if any, labels them).
 
     Returns
     -------
@@ -383,6 +400,12 @@ def to_dataframe(ct: ctable, columns: Sequence[str] | str | None = None,
         raise ValueError(f"orient must be one of {ORIENTS}, not {orient!r}")
     meta = ct.attrs.getall()
     index_cols = meta.get(INDEX_COLUMNS_KEY) or []
+    labels_given = None
+    if orient == "index" and columns is not None:
+        # As pandas' from_dict (and legacy bcolz): with orient='index', columns
+        # labels the result's columns, one per row of the table.
+        labels_given = [columns] if isinstance(columns, str) else list(columns)
+        columns = None
     names = column_names(ct, columns, [n for n in ct.names if n not in index_cols])
     data = {name: _decode(pd, name, ct.cols[name], meta) for name in names}
     index = None
@@ -399,7 +422,12 @@ def to_dataframe(ct: ctable, columns: Sequence[str] | str | None = None,
             index = type(index)(index, freq=freq)
     if orient == "index":
         df = pd.DataFrame.from_dict(data, orient="index")
-        if index is not None and len(df.columns) == len(index):
+        if labels_given is not None:
+            if len(labels_given) != len(df.columns):
+                raise ValueError(f"{len(labels_given)} labels in columns for the "
+                                 f"{len(df.columns)} rows of the table")
+            df.columns = labels_given
+        elif index is not None and len(df.columns) == len(index):
             df.columns = index
         return df
     df = pd.DataFrame({name: _as_column(pd, values) for name, values in data.items()},

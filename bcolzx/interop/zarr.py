@@ -57,6 +57,7 @@ from bcolzx.interop._common import (
     import_optional,
     json_attrs,
     new_carray,
+    refuse_objects,
     reporter,
 )
 
@@ -209,6 +210,7 @@ def to_zarr(obj, store, chunks=None, shards=None, mode: str = "w", cparams=None,
     """
     from bcolzx.carray import carray
 
+    refuse_objects(obj, "Zarr")
     zarr = _import_zarr()
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
@@ -255,8 +257,8 @@ def _array_defaults(z) -> dict[str, Any]:
         raise ValueError("a 0-d Zarr array cannot be a carray (at least one dimension)")
     dtype = np.dtype(z.dtype)
     if dtype.hasobject:
-        raise TypeError(f"the Zarr array holds variable-length data ({z.dtype}); bcolzx "
-                        "stores fixed-size items")
+        raise TypeError(f"the Zarr array holds variable-length data ({z.dtype}), which "
+                        "bcolzx does not import")
     out: dict[str, Any] = {"expectedlen": max(int(z.shape[0]), 1)}
     if tuple(z.chunks[1:]) == tuple(z.shape[1:]):
         out["chunklen"] = int(z.chunks[0])

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import bcolzx
+from bcolzx import interop
 from bcolzx.cli.transfer import FORMATS, infer_format
 
 from .conftest import flip
@@ -23,7 +24,7 @@ def library_side(fmt, kind):
     f = FORMATS[fmt]
     if fmt != "npy":
         cls = bcolzx.carray if kind == "carray" else bcolzx.ctable
-        missing = [n for n, owner in ((f.exporter, cls), (f.importer, bcolzx))
+        missing = [n for n, owner in ((f.exporter, cls), (f.importer, interop.load(f.interop)))
                    if not hasattr(owner, n)]
         if missing:
             pytest.skip(f"library side not merged yet ({', '.join(missing)} missing)")

@@ -2,9 +2,16 @@
 
 Loaded with ``-p legacy_plugin`` in the interpreter that runs the legacy
 suite.  At configuration time, before any test module is imported, it runs
-``bcolzx.compat.install()`` and registers the extracted ``bcolz/tests``
-directory (``$BCOLZX_LEGACY_TESTS``) as the package ``bcolz.tests``; at the
-end it writes the outcome of every test to ``$BCOLZX_LEGACY_REPORT``.
+``bcolzx.compat.install(allow_pickle=True)`` and registers the extracted
+``bcolz/tests`` directory (``$BCOLZX_LEGACY_TESTS``) as the package
+``bcolz.tests``; at the end it writes the outcome of every test to
+``$BCOLZX_LEGACY_REPORT``.
+
+``allow_pickle=True``: legacy bcolz stored object arrays with pickle and read
+them back without asking, and its suite exercises that; bcolzx refuses
+pickles unless told (docs/migration.md, "Object dtype"), and a legacy user
+who stores objects makes exactly this one choice (``install(allow_pickle=True)``
+or a shim written with ``--allow-pickle``).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ _outcomes: dict[str, str] = {}
 def pytest_configure(config):
     import bcolzx.compat
 
-    bcolz = bcolzx.compat.install()
+    bcolz = bcolzx.compat.install(allow_pickle=True)  # legacy pickled objects (docstring)
     assert getattr(bcolz, "__bcolzx_alias__", False), "bcolz is not bcolzx's alias"
     tests = os.environ["BCOLZX_LEGACY_TESTS"]
     # 'bcolz' holds no test package of its own: the extracted one is grafted on.

@@ -18,9 +18,11 @@ ctables.  These tests open every dataset through the public API (``open``,
   and that damaged files raise :class:`bcolzx.CorruptDataError` (a
   ``ValueError``) or ``FileNotFoundError`` instead of giving wrong values.
 
-The object-dtype dataset is refused with :class:`bcolzx.UnsupportedFormatError`
-(a documented choice).  Every test that could write works on a copy in
-``tmp_path``: the fixture files must never change.
+The object-dtype dataset (pickles) opens, but its values are refused with
+:class:`bcolzx.PickleNotAllowedError` (an :class:`bcolzx.UnsupportedFormatError`)
+unless ``allow_pickle`` is given (a documented choice; its reading is tested
+in ``tests/api/test_object_dtype.py``).  Every test that could write works on
+a copy in ``tmp_path``: the fixture files must never change.
 """
 
 import hashlib
@@ -38,7 +40,7 @@ from ..conftest import LEGACY
 
 MANIFEST = json.loads((LEGACY / "MANIFEST.json").read_text())
 DATASETS = {ds["path"]: ds for ds in MANIFEST["datasets"]}
-#: Top-level carrays bcolzx reads (all but the object one).
+#: Top-level carrays of fixed-size items (the object one: tests/api/test_object_dtype.py).
 CARRAYS = [p for p, ds in DATASETS.items() if ds["kind"] == "carray" and ds["dtype"] != "object"]
 NONEMPTY = [p for p in CARRAYS if DATASETS[p]["len"]]
 CTABLES = [p for p, ds in DATASETS.items() if ds["kind"] == "ctable"]
@@ -238,14 +240,20 @@ def test_ctable_column_opens_alone(path):
         check_content(c[:], ds)
 
 
-def test_object_dtype_is_refused():
+def test_object_dtype_values_are_refused_without_the_switch():
     path = str(LEGACY / OBJECT)
     for mode in ("r", "a"):
-        with pytest.raises(bcolzx.UnsupportedFormatError, match="object") as info:
-            bcolzx.open(path, mode=mode)
-        assert isinstance(info.value, ValueError)
-        with pytest.raises(bcolzx.UnsupportedFormatError):
-            bcolzx.carray(rootdir=path, mode=mode)
+        for c in (bcolzx.open(path, mode=mode), bcolzx.carray(rootdir=path, mode=mode)):
+            assert (len(c), c.dtype, c.chunklen) == (5, np.dtype(object), 1)
+            with pytest.raises(bcolzx.UnsupportedFormatError, match="allow_pickle") as info:
+                c[0]
+            assert isinstance(info.value, ValueError)
+            assert isinstance(info.value, bcolzx.PickleNotAllowedError)
+            if mode == "a":  # refused before anything is written
+                with pytest.raises(bcolzx.PickleNotAllowedError):
+                    c.append("x")
+    c = bcolzx.open(path, mode="r", allow_pickle=True)
+    assert [repr(v) for v in c] == DATASETS[OBJECT]["content"]["values_repr"]
 
 
 def test_stale_chunk_file_is_ignored():

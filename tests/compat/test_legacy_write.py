@@ -1,8 +1,8 @@
 """bcolzx modifies legacy bcolz (format v1) datasets in place, keeping them v1.
 
 Every fixture of ``tests/data/legacy_bcolz`` (but the object-dtype one, which
-bcolzx refuses) is copied to a temporary directory and modified in mode
-``'a'``: appends that cross chunk boundaries, ``__setitem__`` with ints,
+``test_legacy_objects.py`` covers) is copied to a temporary directory and
+modified in mode ``'a'``: appends that cross chunk boundaries, ``__setitem__`` with ints,
 slices (with steps), fancy and boolean keys, ``resize`` up (rows filled with
 the dataset's ``dflt``) and down, ``trim``, attributes; ctables also get
 rows, row assignments, column attributes, ``delcol`` and ``addcol``.  Each

@@ -70,7 +70,39 @@ def spec_reader(rootdir: Path) -> np.ndarray:
             (stored,) = struct.unpack_from("<I", raw, offset + nbytes)
             assert stored == crc32c(struct.pack("<Q", g) + chunk)
             rows.append(np.frombuffer(codec.Decompressor().decompress(chunk), dtype))
-    return np.concatenate(rows)[:length]
+    out = np.concatenate(rows)[:length] if rows else np.empty(0, dtype)
+    return np.concatenate([out, spec_journal(rootdir, storage, sizes, dtype)])
+
+
+def spec_journal(rootdir: Path, storage: dict, sizes: dict, dtype: np.dtype) -> np.ndarray:
+    """The rows of ``meta/journal`` that extend the commit (docs/format §3b)."""
+    path = rootdir / "meta" / "journal"
+    if not path.exists():
+        return np.empty(0, dtype)
+    raw = path.read_bytes()
+    length, chunklen = sizes["shape"][0], storage["chunklen"]
+    rowbytes = dtype.itemsize
+    body = {k: v for k, v in sizes.items() if not k.startswith("__")}
+    base_id = crc32c(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("ascii"))
+    uid = (sizes.get("__uid__") or "").encode("ascii").ljust(16, b"\0")
+    if len(raw) < 48:
+        return np.empty(0, dtype)
+    magic, flags, rb, base_rows, bid, juid, hcrc = struct.unpack_from("<4sIQQI16sI", raw)
+    if (magic, flags, rb, base_rows, bid, juid) != (b"BXJ1", 0, rowbytes, length, base_id, uid) \
+            or hcrc != crc32c(raw[:44]):
+        return np.empty(0, dtype)  # a stale journal, of another commit
+    pos, taken, rows = 48, 0, []
+    while pos + 16 <= len(raw):
+        nrows, first, crc = struct.unpack_from("<IQI", raw, pos)
+        payload = raw[pos + 16:pos + 16 + nrows * rowbytes]
+        if nrows < 1 or first != length + taken or len(payload) != nrows * rowbytes or \
+                length % chunklen + taken + nrows >= chunklen or \
+                crc != crc32c(raw[pos:pos + 12] + payload, hcrc):
+            break
+        rows.append(np.frombuffer(payload, dtype))
+        taken += nrows
+        pos += 16 + nrows * rowbytes
+    return np.concatenate(rows) if rows else np.empty(0, dtype)
 
 
 @pytest.fixture()
@@ -87,6 +119,51 @@ def _bcolzx_read(rootdir):
 
 def test_independent_reader_decodes_the_golden_dataset():
     np.testing.assert_array_equal(spec_reader(GOLDEN / "i4_small"), EXPECTED)
+
+
+#: i4_journal: rows 0..10 committed (chunklen 8), rows 11..13 in two journal records.
+JOURNAL_EXPECTED = np.arange(14, dtype="<i4")
+
+
+def test_both_readers_apply_the_golden_journal():
+    np.testing.assert_array_equal(spec_reader(GOLDEN / "i4_journal"), JOURNAL_EXPECTED)
+    np.testing.assert_array_equal(_bcolzx_read(GOLDEN / "i4_journal"), JOURNAL_EXPECTED)
+
+
+def _journal_damage(name, root):
+    path = root / "meta" / "journal"
+    raw = path.read_bytes()
+    if name == "torn last record":
+        path.write_bytes(raw[:-2])
+    elif name == "flipped byte in the first record":
+        _patch(path, 48 + 16, bytes([raw[48 + 16] ^ 1]))
+    elif name == "stale (another commit)":
+        sizes = root / "meta" / "sizes"
+        meta = json.loads(sizes.read_text())
+        meta["cbytes"] += 1  # any other commit has another identity (the seal aside)
+        sizes.write_text(json.dumps({k: v for k, v in meta.items() if not k.startswith("__")}))
+    elif name == "header crc":
+        _patch(path, 44, b"\0\0\0\0")
+    elif name == "cut inside the header":
+        path.write_bytes(raw[:30])
+
+
+@pytest.mark.parametrize("name, kept", [("torn last record", 13), ("header crc", 11),
+                                        ("flipped byte in the first record", 11),
+                                        ("cut inside the header", 11)])
+def test_a_damaged_journal_gives_a_prefix_never_a_wrong_row(tmp_path, name, kept):
+    root = tmp_path / "j"
+    shutil.copytree(GOLDEN / "i4_journal", root)
+    _journal_damage(name, root)
+    for got in (spec_reader(root), _bcolzx_read(root)):
+        np.testing.assert_array_equal(got, JOURNAL_EXPECTED[:kept])
+
+
+def test_a_stale_journal_is_ignored(tmp_path):
+    root = tmp_path / "j"
+    shutil.copytree(GOLDEN / "i4_journal", root)
+    _journal_damage("stale (another commit)", root)
+    np.testing.assert_array_equal(spec_reader(root), JOURNAL_EXPECTED[:11])
 
 
 def test_bcolzx_reads_the_golden_dataset():
@@ -176,7 +253,8 @@ DAMAGE = {
     "chunk byte flipped": (lambda r: _patch(r / "data" / "__1.bin", 0xA8, b"\x09"), ChecksumError),
     "stored checksum flipped": (lambda r: _patch(r / "data" / "__1.bin", 0xBC, b"\x00"),
                                 ChecksumError),
-    "newer format version": (lambda r: _damage_meta(r, "format_version", 2),
+    # 3: this reader knows 1 (fixed-size items) and 2 (variable-length items).
+    "newer format version": (lambda r: _damage_meta(r, "format_version", 3),
                              UnsupportedFormatError),
     "legacy dataset": (lambda r: _damage_meta(r, "format", None), UnsupportedFormatError),
     "invalid sizes JSON": (lambda r: (r / "meta" / "sizes").write_text("{"), CorruptDataError),

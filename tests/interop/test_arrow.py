@@ -67,13 +67,13 @@ def where(request, tmp_path):
 
 def test_table_roundtrip_is_exact(where):
     ct = _table()
-    t = ct.toarrow()
+    t = ct.to_arrow()
     assert t.num_rows == N and [b.num_rows for b in t.to_batches()] == [300, 300, 300, 100]
     assert t.schema.field("S").type == pa.binary() and t.schema.field("U").type == pa.string()
     assert t.schema.field("shaped").type == pa.list_(pa.list_(pa.int32(), 3), 2)
     assert t.column("S").to_pylist()[:3] == [bytes(v) for v in ct["S"][:3]]
     assert t.column("ns").null_count == 1 and t.column("D").null_count == 1
-    back = bcolzx.fromarrow(t, **where)
+    back = bcolzx.from_arrow(t, **where)
     _same(back, ct)
     if where:
         _same(ctable(rootdir=where["rootdir"], mode="r"), ct)
@@ -82,10 +82,10 @@ def test_table_roundtrip_is_exact(where):
 def test_parquet_roundtrip_is_exact_and_streams_row_groups(tmp_path, where):
     ct = _table()
     path = tmp_path / "t.parquet"
-    ct.toparquet(path, row_group_rows=400)
+    ct.to_parquet(path, row_group_rows=400)
     meta = pq.ParquetFile(path).metadata
     assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [400, 400, 200]
-    _same(bcolzx.fromparquet(path, **where), ct)
+    _same(bcolzx.from_parquet(path, **where), ct)
     assert sorted(os.listdir(tmp_path)) == sorted(["t.parquet"] + (["back"] if where else []))
 
 
@@ -93,11 +93,11 @@ def test_parquet_progress_counts_every_batch_both_ways(tmp_path, monkeypatch):
     small_blocks(monkeypatch, arrow, most=16 << 10)
     ct = _table()
     out, back_progress = Recorder(), Recorder()
-    ct.toparquet(tmp_path / "t.parquet", row_group_rows=400, progress=out)
+    ct.to_parquet(tmp_path / "t.parquet", row_group_rows=400, progress=out)
     out.check(ct.nbytes)
     assert out.calls == [rows * ct.nbytes // N for rows in (300, 300, 300, 100)]  # chunklen
-    back = bcolzx.fromparquet(tmp_path / "t.parquet", rootdir=str(tmp_path / "t"),
-                              progress=back_progress)
+    back = bcolzx.from_parquet(tmp_path / "t.parquet", rootdir=str(tmp_path / "t"),
+                               progress=back_progress)
     back_progress.check(ct.nbytes)
     _same(back, ct)
 
@@ -108,7 +108,7 @@ def test_parquet_progress_of_a_foreign_file_counts_the_measured_widths(tmp_path,
     pq.write_table(pa.table({"w": words, "i": np.arange(3000)}), tmp_path / "f.parquet",
                    row_group_size=700)
     back_progress = Recorder()
-    back = bcolzx.fromparquet(tmp_path / "f.parquet", progress=back_progress)
+    back = bcolzx.from_parquet(tmp_path / "f.parquet", progress=back_progress)
     assert back.dtype == np.dtype([("w", "<U7"), ("i", "<i8")])
     back_progress.check(back.nbytes)
 
@@ -116,24 +116,24 @@ def test_parquet_progress_of_a_foreign_file_counts_the_measured_widths(tmp_path,
 def test_reader_streams_batches_and_reads_back(where):
     ct = _table()
     reader = arrow.to_reader(ct, batch_rows=128)
-    back = bcolzx.fromarrow(reader, **where)
+    back = bcolzx.from_arrow(reader, **where)
     _same(back, ct)
 
 
 def test_columns_can_be_chosen(tmp_path):
     ct = _table()
-    t = ct.toarrow(columns="U, b")
+    t = ct.to_arrow(columns="U, b")
     assert t.column_names == ["U", "b"]
-    ct.toparquet(tmp_path / "t.parquet")
-    back = bcolzx.fromparquet(tmp_path / "t.parquet", columns=["m", "S"])
+    ct.to_parquet(tmp_path / "t.parquet")
+    back = bcolzx.from_parquet(tmp_path / "t.parquet", columns=["m", "S"])
     assert back.names == ["m", "S"] and back["S"][:].tobytes() == ct["S"][:].tobytes()
 
 
 def test_empty_table_roundtrips(tmp_path):
     ct = ctable([np.empty(0, "U3"), np.empty((0, 2), "f4")], names=["s", "v"])
-    _same(bcolzx.fromarrow(ct.toarrow()), ct)
-    ct.toparquet(tmp_path / "e.parquet")
-    _same(bcolzx.fromparquet(tmp_path / "e.parquet"), ct)
+    _same(bcolzx.from_arrow(ct.to_arrow()), ct)
+    ct.to_parquet(tmp_path / "e.parquet")
+    _same(bcolzx.from_parquet(tmp_path / "e.parquet"), ct)
 
 
 def test_pandas_categories_and_time_zones_roundtrip(tmp_path):
@@ -145,22 +145,22 @@ def test_pandas_categories_and_time_zones_roundtrip(tmp_path):
         "x": [1.5, np.nan, 2.5, 3.0],
     })
     ct = ctable.fromdataframe(df)
-    t = ct.toarrow()
+    t = ct.to_arrow()
     assert t.schema.field("c").type == pa.dictionary(pa.int8(), pa.string(), ordered=True)
     unit = np.datetime_data(ct["t"].dtype)[0]
     assert t.schema.field("t").type == pa.timestamp(unit, tz="Europe/Paris")
     assert t.column("c").to_pylist() == ["a", "b", None, "a"]
-    back = bcolzx.fromarrow(t)
+    back = bcolzx.from_arrow(t)
     pd.testing.assert_frame_equal(back.todataframe(), df)
-    ct.toparquet(tmp_path / "p.parquet")
-    pd.testing.assert_frame_equal(bcolzx.fromparquet(tmp_path / "p.parquet").todataframe(), df)
+    ct.to_parquet(tmp_path / "p.parquet")
+    pd.testing.assert_frame_equal(bcolzx.from_parquet(tmp_path / "p.parquet").todataframe(), df)
     # pyarrow's own conversion of the frame reads back the same, once the nulls it
     # makes of NaN are NaN again (a null is not a float: refused, not guessed).
     t = pa.Table.from_pandas(df, preserve_index=False)
     with pytest.raises(ValueError, match="'x' has 1 nulls"):
-        bcolzx.fromarrow(t)
+        bcolzx.from_arrow(t)
     t = t.set_column(3, "x", pa.compute.fill_null(t.column("x"), np.nan))
-    pd.testing.assert_frame_equal(bcolzx.fromarrow(t).todataframe(), df)
+    pd.testing.assert_frame_equal(bcolzx.from_arrow(t).todataframe(), df)
 
 
 # -- other Arrow data --------------------------------------------------------------------
@@ -177,7 +177,7 @@ def test_foreign_types_map_to_the_nearest_dtypes(where):
         "ud": pa.DictionaryArray.from_arrays(pa.array([0, 1, None], pa.uint8()),
                                              pa.array(["p", "q"])),
     })
-    back = bcolzx.fromarrow(t, **where)
+    back = bcolzx.from_arrow(t, **where)
     assert back.dtype == np.dtype([("ls", "<U2"), ("sv", "<U2"), ("lb", "S3"), ("fb", "S3"),
                                    ("d64", "<M8[ms]"), ("u16", "<u2"), ("ud", "<i2")])
     assert back["ls"][:].tolist() == ["ab", "", "é€"]
@@ -197,7 +197,7 @@ def test_dictionaries_that_change_between_batches_are_unified():
                                                                pa.array(values))],
                                schema=schema)
                for idx, values in (([0, 1, 0], ["x", "y"]), ([1, 0, None], ["y", "z"]))]
-    back = bcolzx.fromarrow(pa.RecordBatchReader.from_batches(schema, iter(batches)))
+    back = bcolzx.from_arrow(pa.RecordBatchReader.from_batches(schema, iter(batches)))
     cats = back.attrs["categories:c"]["categories"]
     assert [cats[i] if i >= 0 else None for i in back["c"][:].tolist()] == \
         ["x", "y", "x", "z", "y", None]
@@ -205,12 +205,12 @@ def test_dictionaries_that_change_between_batches_are_unified():
 
 def test_streams_without_widths_are_spooled_and_get_the_longest_value(tmp_path, where):
     t = pa.table({"s": ["a", "bcd", "é"], "b": [b"", b"xy", b"z"], "i": [1, 2, 3]})
-    back = bcolzx.fromarrow(pa.RecordBatchReader.from_batches(t.schema, t.to_batches(2)),
-                            **where)
+    back = bcolzx.from_arrow(pa.RecordBatchReader.from_batches(t.schema, t.to_batches(2)),
+                             **where)
     assert back.dtype == np.dtype([("s", "<U3"), ("b", "S2"), ("i", "<i8")])
     assert back["s"][:].tolist() == ["a", "bcd", "é"]
     pq.write_table(t, tmp_path / "f.parquet", row_group_size=1)
-    assert bcolzx.fromparquet(tmp_path / "f.parquet").dtype == back.dtype
+    assert bcolzx.from_parquet(tmp_path / "f.parquet").dtype == back.dtype
 
 
 def test_arrow_c_streams_are_read():
@@ -220,7 +220,7 @@ def test_arrow_c_streams_are_read():
         def __arrow_c_stream__(self, requested_schema=None):
             return t.__arrow_c_stream__(requested_schema)
 
-    assert bcolzx.fromarrow(Stream())["x"][:].tolist() == [1.0, 2.0]
+    assert bcolzx.from_arrow(Stream())["x"][:].tolist() == [1.0, 2.0]
 
 
 # -- errors ------------------------------------------------------------------------------
@@ -241,14 +241,14 @@ def test_arrow_c_streams_are_read():
 ])
 def test_bad_arrow_data_raises_clear_errors(data, exc, match):
     with pytest.raises(exc, match=match):
-        bcolzx.fromarrow(data)
+        bcolzx.from_arrow(data)
 
 
 def test_a_failed_import_leaves_no_partial_table_on_disk(tmp_path):
     t = pa.table({"i": pa.array([1, 2, None], pa.int64())})
     rootdir = tmp_path / "back"
     with pytest.raises(ValueError, match="nulls"):
-        bcolzx.fromarrow(t, rootdir=str(rootdir))
+        bcolzx.from_arrow(t, rootdir=str(rootdir))
     assert not rootdir.exists()
 
 
@@ -256,33 +256,33 @@ def test_recorded_dtypes_are_checked_not_trusted():
     t = pa.table({"s": ["abcdef"]})
     field = t.schema.field("s").with_metadata({arrow.FIELD_DTYPE: b"<U2"})
     with pytest.raises(ValueError, match="longer"):
-        bcolzx.fromarrow(t.cast(pa.schema([field])))
+        bcolzx.from_arrow(t.cast(pa.schema([field])))
     t = pa.table({"t": pa.array([1500], pa.timestamp("ms"))})
     field = t.schema.field("t").with_metadata({arrow.FIELD_DTYPE: b"<M8[s]"})
     with pytest.raises(ValueError, match="exactly"):
-        bcolzx.fromarrow(t.cast(pa.schema([field])))
+        bcolzx.from_arrow(t.cast(pa.schema([field])))
 
 
 def test_unsupported_ctable_columns_and_arguments_raise(tmp_path):
     for data in (np.arange(3) * 1j, np.arange(3).astype("M8[h]"),
                  np.zeros(3, [("a", "i4")])):
         with pytest.raises(TypeError, match="Arrow"):
-            ctable([data], names=["x"]).toarrow()
+            ctable([data], names=["x"]).to_arrow()
     ct = _table(10)
     with pytest.raises(KeyError):
-        ct.toarrow(columns=["nope"])
+        ct.to_arrow(columns=["nope"])
     with pytest.raises(ValueError, match="positive"):
-        ct.toarrow(batch_rows=0)
+        ct.to_arrow(batch_rows=0)
     ct.attrs["categories:i1"] = {"categories": ["a"], "dtype": "str", "ordered": False}
     with pytest.raises(ValueError, match="codes outside"):
-        ct.toarrow()
+        ct.to_arrow()
     with pytest.raises(FileNotFoundError):
-        bcolzx.fromparquet(tmp_path / "missing.parquet")
-    _table(10).toparquet(tmp_path / "t.parquet")
+        bcolzx.from_parquet(tmp_path / "missing.parquet")
+    _table(10).to_parquet(tmp_path / "t.parquet")
     with pytest.raises(FileExistsError):
-        _table(10).toparquet(tmp_path / "t.parquet", mode="x")
+        _table(10).to_parquet(tmp_path / "t.parquet", mode="x")
     with pytest.raises(KeyError):
-        bcolzx.fromparquet(tmp_path / "t.parquet", columns=["nope"])
+        bcolzx.from_parquet(tmp_path / "t.parquet", columns=["nope"])
 
 
 def test_docstring_examples_run():

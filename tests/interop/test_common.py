@@ -12,7 +12,7 @@ from .recorder import Recorder
 
 
 @pytest.mark.parametrize("call,module,extra", [
-    (lambda tmp: bcolzx.fromparquet(tmp / "x.parquet"), "pyarrow", "arrow"),
+    (lambda tmp: bcolzx.from_parquet(tmp / "x.parquet"), "pyarrow", "arrow"),
     (lambda tmp: bcolzx.from_zarr(tmp / "z"), "zarr", "zarr"),
     (lambda tmp: bcolzx.from_b2frame(tmp / "x.b2frame"), "blosc2", "blosc2"),
     (lambda tmp: bcolzx.fromhdf5(tmp / "x.h5", "/a"), "h5py", "h5py"),

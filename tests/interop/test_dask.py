@@ -29,6 +29,7 @@ import bcolzx  # noqa: E402
 from bcolzx import carray, ctable  # noqa: E402
 from bcolzx._format import layout  # noqa: E402
 from bcolzx._format.meta import read_sizes  # noqa: E402
+from bcolzx._storage import chunkcache  # noqa: E402
 from bcolzx._storage import engine as engine_module  # noqa: E402
 from bcolzx.errors import ConcurrentModificationError, ReadOnlyError  # noqa: E402
 from bcolzx.interop import dask as bdask  # noqa: E402
@@ -183,7 +184,7 @@ def test_shared_reader_cache_survives_concurrent_eviction(tmp_path, monkeypatch)
     ca = carray(_data(3000), chunklen=1000, rootdir=str(tmp_path / "c"))
     reader = carray(rootdir=ca.rootdir, mode="r")
     eng = reader._engine
-    monkeypatch.setattr(engine_module, "CACHE_BYTES", 1)  # one chunk at most
+    monkeypatch.setattr(chunkcache, "CACHE_BYTES", 1)  # one chunk at most
     found, evicted = threading.Event(), threading.Event()
     first = {}
 
@@ -200,7 +201,7 @@ def test_shared_reader_cache_survives_concurrent_eviction(tmp_path, monkeypatch)
             evicted.set()
             return item
 
-    eng._cache = Gate()
+    eng._cache._entries = Gate()
     eng._entry(0)  # chunk 0 cached
     errors = []
 

@@ -308,7 +308,7 @@ def test_roundtrip_property(ints, text):
 
 
 def test_importing_bcolzx_imports_no_optional_dependency():
-    code = ("import sys, bcolzx, bcolzx.interop, bcolzx.interop.pandas, bcolzx.interop.hdf5; "
+    code = ("import sys, bcolzx, bcolzx.interop, bcolzx.interop.pandas, bcolzx.interop.pytables; "
             "print(sorted({'pandas', 'tables', 'h5py'} & set(sys.modules)))")
     # Run where the bcolzx under test is found first (not an unbuilt source tree).
     import bcolzx

@@ -56,6 +56,28 @@ def test_import_has_no_side_effects():
     assert not got["libblosc2_so"], "bcolzx loaded a shared libblosc2"
 
 
+def test_import_loads_no_exchange_format_until_one_is_used():
+    # Optional formats are registered (bcolzx.interop), not imported: `import bcolzx`
+    # loads no module of bcolzx.interop, not even the registry; the first use of a
+    # format function loads its module, and only that one.
+    got = _run(
+        "import sys, json\n"
+        "import bcolzx\n"
+        "loaded = lambda: sorted(m for m in sys.modules if m.startswith('bcolzx.interop'))\n"
+        "first = loaded()\n"
+        "names = set(dir(bcolzx))\n"
+        "still = loaded()\n"
+        "bcolzx.from_zarr\n"
+        "print(json.dumps({'first': first, 'after_dir': still, 'after_use': loaded(),"
+        " 'listed': sorted(names & {'from_zarr', 'from_arrow', 'from_dask', 'interop'})}))"
+    )
+    assert got["first"] == [] and got["after_dir"] == []
+    assert "bcolzx.interop.zarr" in got["after_use"]
+    assert not {"bcolzx.interop.arrow", "bcolzx.interop.dask", "bcolzx.interop.pandas",
+                "bcolzx.interop.pytables"} & set(got["after_use"])
+    assert got["listed"] == ["from_arrow", "from_dask", "from_zarr", "interop"]
+
+
 def test_c_blosc2_is_linked_statically_with_private_symbols():
     from bcolzx._ext import codec
 

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 import bcolzx
+from bcolzx import _threads
+from bcolzx._query import blocks
 from bcolzx._query.blocks import evaluate, evaluate_blocks
-from bcolzx._query.expr import compile_expression
+from bcolzx._query.expr import Expression, compile_expression
 from bcolzx.errors import ExpressionError
 
 N = 1000
@@ -61,7 +63,7 @@ def test_blocks_are_yielded_in_order_with_their_start(columns):
     assert starts == list(range(50, 930, 100))
     last = list(evaluate_blocks("a + 1", columns, blen=100, nthreads=2, start=50, stop=930))
     assert last[-1][1].tolist() == list(range(851, 931))
-    assert list(evaluate_blocks("a", columns, start=-10, stop=-5, nthreads=1))[0][1].tolist() \
+    assert next(evaluate_blocks("a", columns, start=-10, stop=-5, nthreads=1))[1].tolist() \
         == list(range(990, 995))
 
 
@@ -101,7 +103,8 @@ def test_skipped_blocks_are_neither_read_nor_yielded(columns):
 
 
 def test_skip_block_with_zone_maps(columns):
-    from bcolzx._query.zonemap import bounds_of, may_match
+    from bcolzx._format.zonemap import bounds_of
+    from bcolzx._query.zonemap import may_match
 
     e = compile_expression("(a >= 420) & (a < 470)")
     a = columns["a"]
@@ -170,12 +173,49 @@ def test_an_error_in_a_block_propagates(columns):
         evaluate("a ** e", {"a": columns["a"], "e": exponents}, blen=100, nthreads=2)
 
 
-def test_abandoned_iteration_stops_the_pool(columns):
+def test_abandoned_iteration_cancels_its_blocks_and_starts_no_threads(columns):
+    shared = _threads.pool(3)
+    list(evaluate_blocks("a * b", columns, blen=10, nthreads=3))  # the pool's threads exist
     before = threading.active_count()
-    blocks = evaluate_blocks("a * b", columns, blen=10, nthreads=3)
+    log = []
+    blocks = evaluate_blocks("a * b", {"a": Recording(columns["a"], log), "b": columns["b"]},
+                             blen=10, nthreads=3)
     next(blocks)
     blocks.close()
-    assert threading.active_count() == before
+    assert len(log) <= 2 * 3  # nothing read after the consumer left
+    assert _threads.pool(1) is shared  # no pool of its own
+    assert threading.active_count() == before  # and no thread started for it
+
+
+def test_queries_run_on_the_shared_pool(columns):
+    names = set()
+
+    class Traced(Expression):  # records the thread each block is evaluated on
+        __slots__ = ()
+
+        def evaluate(self, namespace, vm="python"):
+            names.add(threading.current_thread().name)
+            return super().evaluate(namespace, vm)
+
+    e = compile_expression("a * b")
+    got = evaluate(Traced(e.text, e.names, e.tree), columns, blen=10, nthreads=3)
+    np.testing.assert_array_equal(got, columns["a"] * columns["b"])
+    assert names and all(n.startswith("bcolzx_") for n in names), names
+
+
+def test_a_query_from_a_pool_thread_is_evaluated_inline(columns, monkeypatch):
+    shared = _threads.pool(2)
+
+    def no_pool(nthreads):
+        raise AssertionError("a pool thread must not wait for the pool")
+
+    def query():
+        assert _threads.in_worker()
+        return evaluate("a * b", columns, blen=10, nthreads=4)
+
+    monkeypatch.setattr(_threads, "pool", no_pool)
+    got = shared.submit(query).result(timeout=60)
+    np.testing.assert_array_equal(got, columns["a"] * columns["b"])
 
 
 @pytest.mark.parametrize("nthreads", [1, 2])
@@ -199,3 +239,16 @@ def test_blocks_can_come_with_the_columns_they_read(columns, nthreads):
         np.testing.assert_array_equal(read["b"], columns["b"][start:start + 300])
         np.testing.assert_array_equal(mask, (read["a"] > 10) & (read["b"] < 0.5))
     assert sorted(cols["a"].reads) == [(0, 300), (300, 600), (600, 900), (900, 1000)]
+
+
+def test_operands_settles_names_length_and_blen_before_any_read():
+    a, b = np.arange(10), np.arange(10.0)
+    ops = blocks.operands("a + b * k", {"a": a, "b": b, "unused": np.arange(3)}, {"k": 2})
+    assert ops.names == ["a", "b"] and ops.length == 10 and list(ops.values) == ["k"]
+    assert ops.blen > 0 and ops.expr.text == "a + b * k"
+    assert blocks.operands("a", {"a": a}, blen=3).blen == 3
+    assert blocks.operands("k + 1", {"a": a}, {"k": 1}).blen == 0  # no column read
+    with pytest.raises(ValueError):
+        blocks.operands("a + b", {"a": a, "b": np.arange(4)})
+    with pytest.raises(TypeError):
+        blocks.operands("a", {"a": a}, blen=True)

@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from bcolzx._format.zonemap import bounds_of
 from bcolzx._query.expr import compile_expression
-from bcolzx._query.zonemap import bounds_of, may_match
+from bcolzx._query.zonemap import may_match
 from bcolzx.errors import ExpressionError
 
 A = np.array([1.0, 2.0, 4.0])
@@ -117,18 +118,6 @@ def test_constant_conditions():
 def test_unknown_names_and_strings_are_maybe():
     assert may_match(compile_expression("a < 0"), {})
     assert may_match(compile_expression("a == 'x'"), {"a": (1, 2)})
-
-
-def test_bounds_of():
-    assert bounds_of(np.array([3.0, np.nan, 1.0])) == (1.0, 3.0, True)
-    lo, hi, nan = bounds_of(np.array([5, 2, 9], np.int16))
-    assert (lo, hi, nan) == (2, 9, False) and lo.dtype == np.int16
-    lo, hi, nan = bounds_of(ALL_NAN)
-    assert np.isnan(lo) and np.isnan(hi) and nan
-    with pytest.raises(ValueError):
-        bounds_of(np.array([]))
-    with pytest.raises(TypeError):
-        bounds_of(np.array(["x"]))
 
 
 def test_two_tuple_bounds_and_bad_bounds():

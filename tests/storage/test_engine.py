@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from bcolzx._ext import codec
+from bcolzx._ext import codec, special
 from bcolzx._format.superchunk import SPECIAL_CBYTES
-from bcolzx._storage import Special
+from bcolzx._storage import Special, chunkcache, encoding
 
 
 def _model(n, dtype="f8", seed=0):
@@ -56,8 +56,8 @@ def test_dtypes_and_trailing_shapes_roundtrip(backend, dtype, rowshape):
 
 @pytest.mark.parametrize(
     "values, kind",
-    [(np.zeros(300), codec.SPECIAL_ZERO), (np.full(300, np.nan), codec.SPECIAL_NAN),
-     (np.full(300, 7.5), codec.SPECIAL_VALUE)],
+    [(np.zeros(300), special.SPECIAL_ZERO), (np.full(300, np.nan), special.SPECIAL_NAN),
+     (np.full(300, 7.5), special.SPECIAL_VALUE)],
 )
 def test_constant_chunks_are_stored_as_specials(backend, values, kind):
     arr = backend.new(chunklen=100)
@@ -151,14 +151,14 @@ def test_chunk_cache_stays_within_its_byte_budget(disk, monkeypatch):
     arr.append(data)
     arr = disk.reopen(arr, readonly=True)
     one = max(_stored_sizes(arr))
-    monkeypatch.setattr(engine, "CACHE_BYTES", 3 * one)
+    monkeypatch.setattr(chunkcache, "CACHE_BYTES", 3 * one)
     for i in range(0, 5000, 37):
         assert arr.read_row(i) == data[i]
-        assert arr._cache_bytes <= 3 * one
-        assert arr._cache_bytes == sum(len(e) for e in arr._cache.values())
-    assert 1 <= len(arr._cache) <= 3
+        assert arr._cache._bytes <= 3 * one
+        assert arr._cache._bytes == sum(len(e) for e in arr._cache._entries.values())
+    assert 1 <= len(arr._cache._entries) <= 3
     arr.free_cache()
-    assert arr._cache_bytes == 0 and not arr._cache
+    assert arr._cache._bytes == 0 and not arr._cache._entries
 
 
 def test_rewritten_chunk_leaves_the_cache(disk):
@@ -169,7 +169,7 @@ def test_rewritten_chunk_leaves_the_cache(disk):
     assert arr.read_row(150) == data[150]  # chunk 1 is now cached
     arr.write(150, np.array([-1.0]))
     assert arr.read_row(150) == -1.0
-    assert arr._cache_bytes == sum(len(e) for e in arr._cache.values())
+    assert arr._cache._bytes == sum(len(e) for e in arr._cache._entries.values())
 
 
 @pytest.mark.parametrize("nthreads", [1, 2])
@@ -404,7 +404,7 @@ def test_an_append_failing_while_a_group_is_stored_waits_for_that_put(tmp_path, 
         real_put(items)
         finished.append(len(items))
 
-    real_runs, runs = engine._encode_runs, []
+    real_runs, runs = encoding.encode_runs, []
 
     def failing_runs(*args):
         runs.append(1)
@@ -413,7 +413,7 @@ def test_an_append_failing_while_a_group_is_stored_waits_for_that_put(tmp_path, 
         return real_runs(*args)
 
     monkeypatch.setattr(arr._store, "put", slow_put)
-    monkeypatch.setattr(engine, "_encode_runs", failing_runs)
+    monkeypatch.setattr(encoding, "encode_runs", failing_runs)
     with pytest.raises(RuntimeError, match="codec failure"):
         arr.append(data)
     assert finished == [3]  # the first group's put ended before the exception surfaced

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bcolzx._format.meta import Storage
-from bcolzx._storage import ChunkedArray, DirectoryStore, MemoryStore, engine
+from bcolzx._storage import ChunkedArray, DirectoryStore, MemoryStore, engine, flight
 from bcolzx._storage.base import Special
 
 
@@ -105,7 +105,7 @@ def test_a_failed_background_encoding_rolls_back_to_the_last_flush(tmp_path, mon
     _append_in_batches(arr, data[:1050])
     arr.flush()
     calls = []
-    real = engine._encode_in_pool
+    real = engine.encode_in_pool
 
     def failing(*args):
         calls.append(1)
@@ -113,15 +113,15 @@ def test_a_failed_background_encoding_rolls_back_to_the_last_flush(tmp_path, mon
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(*args)
 
-    monkeypatch.setattr(engine, "_encode_in_pool", failing)
+    monkeypatch.setattr(engine, "encode_in_pool", failing)
     with pytest.raises(OSError) as info:
         _append_in_batches(arr, data[1050:])
         arr.flush()
     assert info.value.errno == errno.ENOSPC and "last flush" in str(info.value)
     assert len(arr) == 1050 and not arr._pending
     np.testing.assert_array_equal(arr.read(0, 1050), data[:1050])
-    assert engine._flight_bytes == 0
-    monkeypatch.setattr(engine, "_encode_in_pool", real)
+    assert flight.in_flight() == 0
+    monkeypatch.setattr(engine, "encode_in_pool", real)
     _append_in_batches(arr, data[1050:])  # usable again, from its last flush
     arr.flush()
     arr.close()
@@ -143,26 +143,26 @@ def test_a_failed_store_of_a_chunk_in_flight_rolls_back_when_read(tmp_path, monk
     monkeypatch.setattr(arr._store, "put", full)
     with pytest.raises(OSError, match="last flush"):
         arr.read(0, 10)
-    assert len(arr) == 500 and not arr._pending and engine._flight_bytes == 0
+    assert len(arr) == 500 and not arr._pending and flight.in_flight() == 0
     np.testing.assert_array_equal(arr.read(0, 500), data[:500])
 
 
 def test_the_flight_budget_holds_for_all_arrays_together(tmp_path, monkeypatch):
     """Many arrays appended in turn (a wide table) keep at most FLIGHT_BYTES in
     flight; past it, chunks are encoded on the appending thread."""
-    monkeypatch.setattr(engine, "FLIGHT_BYTES", 5 * 100 * 8)  # five chunks of 100 f8
+    monkeypatch.setattr(flight, "FLIGHT_BYTES", 5 * 100 * 8)  # five chunks of 100 f8
     arrays = [_new("memory", tmp_path) for _ in range(6)]
     data = [_data(1500, seed=k) for k in range(6)]
     peak = 0
     for i in range(0, 1500, 37):
         for arr, d in zip(arrays, data):
             arr.append(d[i:i + 37])
-            peak = max(peak, engine._flight_bytes)
-            assert engine._flight_bytes <= engine.FLIGHT_BYTES
-    assert peak == engine.FLIGHT_BYTES  # the budget was used, not just respected
+            peak = max(peak, flight.in_flight())
+            assert flight.in_flight() <= flight.FLIGHT_BYTES
+    assert peak == flight.FLIGHT_BYTES  # the budget was used, not just respected
     for arr, d in zip(arrays, data):
         np.testing.assert_array_equal(arr.read(0, 1500), d)
-    assert engine._flight_bytes == 0
+    assert flight.in_flight() == 0
 
 
 def test_an_array_keeps_at_most_its_window_in_flight(tmp_path):

@@ -168,52 +168,6 @@ def test_blosc2_multithreaded_contexts_roundtrip():
 
 
 @pytest.mark.parametrize(
-    "values, typesize, kind",
-    [
-        (np.zeros(1000, "f8"), 8, codec.SPECIAL_ZERO),
-        (np.zeros(3, "i2"), 2, codec.SPECIAL_ZERO),
-        (np.full(1000, np.nan, "f8"), 8, codec.SPECIAL_NAN),
-        (np.full(1000, np.nan, "f4"), 4, codec.SPECIAL_NAN),
-        (np.full(1000, -np.nan, "f8"), 8, codec.SPECIAL_VALUE),  # other NaN bits: a value
-        (np.full(1000, 7, "i4"), 4, codec.SPECIAL_VALUE),
-        (np.full(1, 7, "i8"), 8, codec.SPECIAL_VALUE),
-        (np.full(10, b"abc", "S3"), 3, codec.SPECIAL_VALUE),
-        (np.arange(1000, dtype="i4"), 4, codec.SPECIAL_NONE),
-        (np.r_[np.zeros(999), 1.0], 8, codec.SPECIAL_NONE),
-        (np.r_[1.0, np.zeros(999)], 8, codec.SPECIAL_NONE),
-        (np.empty(0, "f8"), 8, codec.SPECIAL_NONE),
-    ],
-)
-def test_special_values_are_recognised_and_rebuilt_exactly(values, typesize, kind):
-    got_kind, value = codec.special_value(values, typesize)
-    assert got_kind == kind
-    if kind == codec.SPECIAL_NONE:
-        return
-    assert (value is not None) == (kind == codec.SPECIAL_VALUE)
-    raw = values.tobytes()
-    chunk = codec.special_chunk(kind, len(raw), typesize, value)
-    assert len(chunk) <= codec.MAX_OVERHEAD + typesize
-    assert codec.Decompressor().decompress(chunk) == raw
-    out = bytearray(len(raw))
-    codec.fill_special(out, kind, typesize, value)
-    assert bytes(out) == raw
-
-
-def test_special_value_rejects_a_size_not_multiple_of_typesize():
-    assert codec.special_value(bytes(10), 4) == (codec.SPECIAL_NONE, None)
-    with pytest.raises(ValueError):
-        codec.special_value(bytes(8), 0)
-    with pytest.raises(ValueError):
-        codec.special_chunk(codec.SPECIAL_VALUE, 8, 4, b"\x01")
-    with pytest.raises(ValueError):
-        codec.special_chunk(codec.SPECIAL_NAN, 8, 2)
-    with pytest.raises(ValueError):
-        codec.fill_special(bytearray(6), codec.SPECIAL_ZERO, 4)
-    with pytest.raises(ValueError):
-        codec.fill_special(bytearray(8), 99, 4)
-
-
-@pytest.mark.parametrize(
     "kwargs",
     [
         {"cname": "snappy"},

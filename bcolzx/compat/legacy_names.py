@@ -1,23 +1,33 @@
-"""Small helpers legacy bcolz programs import: ``bcolz.py2help``, ``bcolz.utils``, ``chunk``.
+"""Legacy bcolz's helper names: ``bcolz.py2help``, ``bcolz.utils``, ``chunk``, ctable helpers.
 
 Legacy bcolz shipped these as public-looking modules (``bcolz.py2help`` for
-Python 2/3 differences, ``bcolz.utils.to_ndarray``, the ``carray_ext.chunk``
-class); programs and legacy bcolz's own test suite import them.
-:mod:`bcolzx.compat` exposes them under their legacy names.
+Python 2/3 differences, ``bcolz.utils.to_ndarray`` and ``build_carray``, the
+``carray_ext.chunk`` class, the module-level helpers of ``bcolz.ctable``);
+programs and legacy bcolz's own test suite import them, and legacy pickles
+name ``bcolz.utils.build_carray``.  :func:`bcolzx.compat.install` exposes
+them under their legacy names; :data:`LEGACY_API_VERSION` is what
+``bcolz.__version__`` reports then.
 """
 
 from __future__ import annotations
 
 import builtins
 import functools
+import keyword as keyword_module
 import math
-import sys
+import os
+import re
+import subprocess
+import time
 import urllib.parse
-from unittest.mock import Mock
 
 import numpy as np
 
 from bcolzx._ext.codec import Compressor, Decompressor, chunk_sizes
+
+#: What ``bcolz.__version__`` reports once :func:`bcolzx.compat.install` ran: the
+#: last release of legacy bcolz, whose documented API bcolzx reproduces.
+LEGACY_API_VERSION = "1.2.1"
 
 # -- bcolz.py2help: the Python 3 side of legacy's Python 2/3 table ----------------------
 
@@ -31,7 +41,10 @@ unicode = str
 basestring = str
 urlparse = urllib.parse
 reduce = functools.reduce
-exec_ = getattr(builtins, "exec")
+exec_ = builtins.exec
+
+
+check_output = subprocess.check_output
 
 
 def dict_iteritems(d):
@@ -40,7 +53,42 @@ def dict_iteritems(d):
 
 
 PY2HELP = ("PY2", "xrange", "izip", "imap", "_inttypes", "_strtypes", "unicode",
-           "basestring", "urlparse", "reduce", "exec_", "dict_iteritems", "sys")
+           "basestring", "urlparse", "reduce", "exec_", "dict_iteritems", "check_output")
+
+# -- bcolz.ctable's module-level helpers -----------------------------------------------
+
+#: The file listing a ctable's columns (legacy ``bcolz.ctable.ROOTDIRS``).
+ROOTDIRS = "__rootdirs__"
+re_ident = re.compile(r"^[^\d\W]\w*$", re.UNICODE)
+re_str_split = re.compile(r"^\s+|\s*,\s*|\s+$")
+
+
+def is_identifier(x):
+    """A match object when `x` is a Python identifier, else None."""
+    return re_ident.match(x)
+
+
+def split_string(x):
+    """Split column names given as one string on commas and blanks (as namedtuple)."""
+    return re_str_split.split(str(x))
+
+
+def validate_names(columns, keyword="names"):
+    """`columns` as a list of str, if all are identifiers and none a keyword.
+
+    Raises
+    ------
+    ValueError
+        If a name is not a valid identifier or is a keyword.
+    """
+    if not all(is_identifier(x) and not keyword_module.iskeyword(x) for x in columns):
+        raise ValueError(f"column {keyword} must be valid Python identifiers, and must not "
+                         "start with an underscore")
+    return [str(c) for c in columns]
+
+
+CTABLE_HELPERS = ("ROOTDIRS", "re_ident", "re_str_split", "is_identifier", "split_string",
+                  "validate_names")
 
 # -- bcolz.utils -------------------------------------------------------------------------
 
@@ -106,7 +154,85 @@ def quantize(data, significant_digits):
     return _quantize(np.asarray(data), significant_digits)
 
 
-UTILS = ("to_ndarray", "human_readable_size", "get_len_of_range", "quantize")
+def csformula(expectedsizeinMB):  # noqa: N803 - legacy name
+    """Legacy bcolz's chunk size, in bytes, for a dataset of `expectedsizeinMB`
+    (4 KiB times 2**(log10(size in MB) + 6): 256 KiB for 1 MB)."""
+    return 4096 * int(2 ** (math.log10(expectedsizeinMB) + 6))
+
+
+def limit_es(expectedsizeinMB):  # noqa: N803 - legacy name
+    """`expectedsizeinMB` kept within legacy's bounds, 1e-4 (0.1 KB) to 1e4 (10 GB)."""
+    return min(max(expectedsizeinMB, 1e-4), 1e4)
+
+
+def calc_chunksize(expectedsizeinMB):  # noqa: N803 - legacy name
+    """Legacy bcolz's chunk size in bytes for a dataset of `expectedsizeinMB`.
+
+    bcolzx picks its own chunk lengths (:func:`bcolzx._format.layout.default_chunklen`,
+    larger chunks suit C-Blosc2); this is the legacy formula, for programs
+    that compute with it.
+    """
+    size = limit_es(expectedsizeinMB)
+    return csformula(10 ** int(math.log10(size)))
+
+
+def show_stats(explain, tref):
+    """Print this process's memory use (Linux ``/proc``) and the wall time since
+    `tref`; return the current time (legacy ``bcolz.utils.show_stats``)."""
+    fields = {}
+    try:
+        with open(f"/proc/{os.getpid()}/status", encoding="ascii") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                fields[key] = value.split()[0] if value.split() else "?"
+    except OSError:
+        pass
+    get = lambda key: fields.get(key, "?")  # noqa: E731
+    print(f"Memory usage: ******* {explain} *******")
+    print(f"VmSize: {get('VmSize'):>7} kB\tVmRSS: {get('VmRSS'):>7} kB")
+    print(f"VmData: {get('VmData'):>7} kB\tVmStk: {get('VmStk'):>7} kB")
+    print(f"VmExe:  {get('VmExe'):>7} kB\tVmLib: {get('VmLib'):>7} kB")
+    now = time.time()
+    print("WallClock time:", round(now - tref, 3))
+    return now
+
+
+def is_sequence_like(var):
+    """Whether `var` has a length and is not a string (legacy ``chunked_eval``)."""
+    return hasattr(var, "__len__") and not isinstance(var, (bytes, str))
+
+
+def build_carray(array, rootdir):
+    """Rebuild a carray from a legacy bcolz pickle (``bcolz.utils.build_carray``).
+
+    Legacy bcolz pickled an in-memory carray as ``build_carray(data, None)``
+    and a persistent one as ``build_carray(None, rootdir)``.
+
+    Parameters
+    ----------
+    array : array_like or None
+        The data of an in-memory carray.
+    rootdir : str or None
+        The directory of a persistent carray, opened in mode ``'a'``.
+
+    Returns
+    -------
+    bcolzx.carray
+
+    Raises
+    ------
+    FileNotFoundError
+        If `rootdir` is given and holds no carray.
+    """
+    import bcolzx
+
+    if rootdir:
+        return bcolzx.carray(rootdir=rootdir)
+    return bcolzx.carray(array)
+
+
+UTILS = ("build_carray", "to_ndarray", "human_readable_size", "get_len_of_range", "quantize",
+         "csformula", "limit_es", "calc_chunksize", "show_stats")
 
 # -- carray_ext.chunk --------------------------------------------------------------------
 
@@ -198,5 +324,4 @@ class chunk:  # noqa: N801 - legacy name
                 f"ratio: {ratio:.2f}\n{str(self)!r}")
 
 
-__all__ = ["Mock", "chunk", *PY2HELP, *UTILS]
-_ = sys  # re-exported through PY2HELP
+__all__ = ["LEGACY_API_VERSION", "chunk", *PY2HELP, *UTILS, *CTABLE_HELPERS]

@@ -4,8 +4,8 @@
 compound dataset, one field per column) and :func:`from_hdf5` reads such a
 table into a new ctable.  Both stream: the data moves in blocks of rows
 (whole HDF5 chunks, at least one ctable chunk long, on the way out; on the
-way in PyTables' buffer size, at most 8 MiB), never the whole table at once.  PyTables is imported only when one of
-them is called.
+way in PyTables' buffer size, at most 8 MiB), never the whole table at once.
+PyTables is imported only when one of them is called.
 
 Column types
 ------------
@@ -56,8 +56,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bcolzx.interop._common import discard_on_error, finish, refuse_objects, reporter
 from bcolzx.interop._common import python_value as _python_value
-from bcolzx.interop._common import discard_on_error, finish, reporter
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from bcolzx.ctable import ctable
@@ -220,8 +220,8 @@ def to_hdf5(ct: ctable, filepath, nodepath: str = "/ctable", mode: str = "w", cp
     """Write a ctable to an HDF5 file as a PyTables Table.
 
     The rows are written in blocks of whole HDF5 chunks, at least one
-    ctable chunk long; the ctable's attrs become attributes of the node.  See the module docstring for the
-    types and attributes.
+    ctable chunk long; the ctable's attrs become attributes of the node.  See
+    the module docstring for the types and attributes.
 
     Parameters
     ----------
@@ -262,13 +262,14 @@ def to_hdf5(ct: ctable, filepath, nodepath: str = "/ctable", mode: str = "w", cp
     Examples
     --------
     >>> import numpy as np, bcolzx, os, tempfile
-    >>> from bcolzx.interop.hdf5 import to_hdf5, from_hdf5
+    >>> from bcolzx.interop.pytables import to_hdf5, from_hdf5
     >>> ct = bcolzx.ctable([np.arange(3), np.array(["a", "b", "c"])], names=["i", "s"])
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     to_hdf5(ct, os.path.join(tmp, "t.h5"), "/data/t")
     ...     from_hdf5(os.path.join(tmp, "t.h5"), "/data/t")["s"][:]
     array(['a', 'b', 'c'], dtype='<U1')
     """
+    refuse_objects(ct, "HDF5 (PyTables)")
     tables = _import_tables()
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")

@@ -1,4 +1,4 @@
-"""bcolzx.interop.hdf5: ctable <-> PyTables Table round trips, filters, attrs, streaming."""
+"""bcolzx.interop.pytables: ctable <-> PyTables Table round trips, filters, attrs, streaming."""
 
 import doctest
 import math
@@ -11,8 +11,8 @@ tables = pytest.importorskip("tables", reason="HDF5 interop needs PyTables: pip 
 import bcolzx  # noqa: E402
 from bcolzx import ctable  # noqa: E402
 from bcolzx.errors import CorruptDataError  # noqa: E402
-from bcolzx.interop import hdf5  # noqa: E402
-from bcolzx.interop.hdf5 import from_hdf5, to_hdf5  # noqa: E402
+from bcolzx.interop import pytables  # noqa: E402
+from bcolzx.interop.pytables import from_hdf5, to_hdf5  # noqa: E402
 
 from .recorder import Recorder  # noqa: E402
 
@@ -224,7 +224,7 @@ def test_writing_streams_whole_hdf5_chunks(tmp_path, monkeypatch):
         sizes.append(len(rows))
         return append(self, rows)
     monkeypatch.setattr(tables.Table, "append", spy)
-    monkeypatch.setattr(hdf5, "BLOSC2_CHUNK_BYTES", 16 * 100)  # 100 rows of 16 bytes
+    monkeypatch.setattr(pytables, "BLOSC2_CHUNK_BYTES", 16 * 100)  # 100 rows of 16 bytes
     ct = ctable([np.arange(N), np.ones(N)], names=["a", "b"], chunklen=128)
     to_hdf5(ct, tmp_path / "t.h5", cname="blosc2:lz4")
     with tables.open_file(tmp_path / "t.h5") as h5:
@@ -237,7 +237,7 @@ def test_writing_streams_whole_hdf5_chunks(tmp_path, monkeypatch):
 def test_reading_streams_by_row_ranges(tmp_path, monkeypatch):
     ct = ctable([np.arange(N), np.ones((N, 4), "f4")], names=["i", "w"])
     to_hdf5(ct, tmp_path / "t.h5")
-    monkeypatch.setattr(hdf5, "READ_BLOCK_BYTES", 24 * 100)  # 100 rows of 24 bytes
+    monkeypatch.setattr(pytables, "READ_BLOCK_BYTES", 24 * 100)  # 100 rows of 24 bytes
     ranges = []
     read = tables.Table.read
 
@@ -251,8 +251,8 @@ def test_reading_streams_by_row_ranges(tmp_path, monkeypatch):
 
 
 def test_progress_counts_every_block_both_ways(tmp_path, monkeypatch):
-    monkeypatch.setattr(hdf5, "BLOSC2_CHUNK_BYTES", 4096)
-    monkeypatch.setattr(hdf5, "READ_BLOCK_BYTES", 4096)
+    monkeypatch.setattr(pytables, "BLOSC2_CHUNK_BYTES", 4096)
+    monkeypatch.setattr(pytables, "READ_BLOCK_BYTES", 4096)
     cols = _columns()
     ct = ctable(list(cols.values()), names=list(cols), chunklen=100)
     out, back_progress = Recorder(), Recorder()
@@ -287,9 +287,9 @@ def test_dataframe_through_hdf5_roundtrips(tmp_path):
 
 
 def test_docstring_examples_run():
-    import bcolzx.interop.hdf5
+    import bcolzx.interop.pytables
 
-    result = doctest.testmod(bcolzx.interop.hdf5, verbose=False)
+    result = doctest.testmod(bcolzx.interop.pytables, verbose=False)
     assert result.attempted > 0 and result.failed == 0
 
 

@@ -1,9 +1,10 @@
-"""Where the names of an expression get their values (legacy bcolz rules).
+"""Where the names of an expression get their values: the user's dict, then the caller's scope.
 
-A name is looked up in the ``user_dict`` given to the query, then in the
-caller's local variables, then in its globals.  Array-like values (NumPy
-arrays, carrays, anything with a length and a dtype) become columns read
-block by block; the others are scalars broadcast against the blocks.
+As in legacy bcolz, a name is looked up in the ``user_dict`` given to the
+query, then in the caller's local variables, then in its globals.
+Array-like values (NumPy arrays, carrays, anything with a length and a
+dtype) become columns read block by block; the others are scalars broadcast
+against the blocks.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from bcolzx.errors import ExpressionError
+from bcolzx.errors import ExpressionError, UndefinedNameError
 
 __all__ = ["caller_scope", "resolve_names", "split_operands"]
 
@@ -52,7 +53,7 @@ def resolve_names(names: Iterable[str], scope: Mapping[str, Any]) -> dict[str, A
         try:
             out[name] = scope[name]
         except KeyError:
-            raise ExpressionError(f"name {name!r} is not a column nor a variable in "
+            raise UndefinedNameError(f"name {name!r} is not a column nor a variable in "
                                   "user_dict or the caller's scope") from None
     return out
 

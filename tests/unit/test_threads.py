@@ -6,7 +6,7 @@ import signal
 import numpy as np
 import pytest
 
-from bcolzx._storage import parallel
+from bcolzx import _threads as parallel
 
 
 def test_pool_grows_and_is_shared():

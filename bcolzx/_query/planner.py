@@ -1,0 +1,264 @@
+"""A table's queries: a condition's operands, the blocks zone maps rule out, the matching rows.
+
+What :meth:`bcolzx.ctable.where`, :meth:`~bcolzx.ctable.whereblocks`,
+:meth:`~bcolzx.ctable.fetchwhere` and :meth:`~bcolzx.ctable.eval` (and a
+ctable's condition keys) plan before any row is read.  Each function takes
+the table's columns by name (``ctable.cols``), never the table itself:
+
+* :func:`operands`: the columns a condition reads (the table's, then array
+  variables of the caller's scope of the table's length) and its scalars;
+* :func:`zone_skipper`: which blocks cannot match, from the chunk bounds of
+  the columns (``column.engine.chunk_stats()``) and
+  :func:`~bcolzx._query.zonemap.may_match`, narrowed range by range;
+* :func:`matches`: the row numbers where a condition holds, block by block
+  (:mod:`~bcolzx._query.blocks`, or Dask tasks for ``vm='dask'``), with the
+  columns each block read so the output does not read them again;
+* :func:`select`: the same with ``skip`` and ``limit`` applied.
+
+Everything is lazy: the generators read nothing until the first row is
+asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Protocol
+
+import numpy as np
+
+from bcolzx._query import blocks
+from bcolzx._query.evaluate import engine_for, resolve_vm
+from bcolzx._query.expr import Expression, check_operands, compile_expression
+from bcolzx._query.scope import resolve_names, split_operands
+from bcolzx._query.zonemap import may_match
+
+__all__ = ["matches", "operands", "select", "zone_skipper"]
+
+class Table(Protocol):
+    """The columns of a table by name, as a ctable's ``cols`` (or a dict) offers them."""
+
+    def __getitem__(self, name: str) -> Any: ...
+
+    def __contains__(self, name: object) -> bool: ...
+
+    def values(self) -> Iterable[Any]: ...
+
+
+#: One block of matching rows: ``(block_start, positions, block)``, where
+#: ``block`` is None or ``(block_start, {column: the block's rows})`` for the
+#: table's columns the condition read.
+Match = tuple[int, np.ndarray, tuple | None]
+
+
+def _length(table: Table) -> int:
+    """Rows of the table: those of its first column (0 without columns)."""
+    for column in table.values():
+        return len(column)
+    return 0
+
+
+def operands(expression: str, table: Table, scope: Mapping[str, Any]
+             ) -> tuple[Expression, dict, dict]:
+    """Compile `expression`; its columns (the table's and array variables)
+    and scalars, names looked up in `scope` when they are not columns.
+
+    Parameters
+    ----------
+    expression : str
+    table : mapping
+        The table's columns by name.
+    scope : mapping
+        Where other names get their values
+        (:func:`~bcolzx._query.scope.caller_scope`).
+
+    Returns
+    -------
+    tuple
+        ``(expr, columns, scalars)``.
+
+    Raises
+    ------
+    ExpressionError
+        For an invalid expression, an undefined name or a column of objects.
+    ValueError
+        For an array variable whose length is not the table's.
+    """
+    expr = compile_expression(expression)
+    columns = {n: table[n] for n in expr.names if n in table}
+    check_operands(columns)
+    others = resolve_names([n for n in expr.names if n not in columns], scope)
+    more, scalars = split_operands(others)
+    length = _length(table)
+    for name, value in more.items():
+        if len(value) != length:
+            raise ValueError(f"variable {name!r} has {len(value)} rows, the table "
+                             f"{length}")
+    columns.update(more)
+    return expr, columns, scalars
+
+
+def matches(expression: Any, table: Table, scope: Mapping[str, Any],
+            vm: str | None) -> Iterator[Match]:
+    """The rows where `expression` holds, block by block (a generator).
+
+    Parameters
+    ----------
+    expression : str or boolean array-like
+        A condition on the columns, or a mask of the table's length.
+    table : mapping
+        The table's columns by name.
+    scope : mapping
+        Where names that are not columns get their values.
+    vm : {'python', 'numexpr', 'dask'}, optional
+        Default ``defaults.vm``.
+
+    Yields
+    ------
+    tuple
+        ``(block_start, positions, block)`` (see :data:`Match`), for the
+        blocks with at least one match (all of them at once, ``block``
+        None, for a mask or a condition of scalars only).
+
+    Raises
+    ------
+    ExpressionError
+        As :func:`operands`, or when evaluation fails.
+    ValueError
+        For a mask of the wrong dtype or length, a condition that does not
+        give booleans, or an unknown `vm`.
+    """
+    length = _length(table)
+    if not isinstance(expression, str):
+        mask = np.asarray(expression)  # a carray's __array__ reads it whole
+        if mask.dtype != np.bool_ or mask.shape != (length,):
+            raise ValueError("the query must be a string expression or a boolean array "
+                             f"of length {length}")
+        yield 0, np.flatnonzero(mask), None
+        return
+    expr, columns, scalars = operands(expression, table, scope)
+    engine, vm = engine_for(resolve_vm(vm))
+    if not columns:
+        value = expr.evaluate(scalars, vm)
+        if value.shape != () or value.dtype != np.bool_:
+            raise ValueError(f"{expression!r} is not a boolean condition on the columns")
+        if bool(value):
+            yield 0, np.arange(length), None
+        return
+    skip = zone_skipper(expr, columns, scalars)
+    local = engine is blocks  # Dask tasks keep the blocks they read
+    results = engine.evaluate_blocks(expr, columns, scalars, vm=vm, skip_block=skip,
+                                     **({"with_columns": True} if local else {}))
+    for lo, mask, *read in results:
+        if mask.dtype != np.bool_:
+            raise ValueError(f"{expression!r} gives {mask.dtype} values, not a boolean "
+                             "condition")
+        hits = np.flatnonzero(mask)
+        if len(hits):
+            # Only the table's own columns may stand in for a later read.
+            have = {n: v for n, v in read[0].items()
+                    if n in table and table[n] is columns[n]} if read else {}
+            yield lo, hits + lo, (lo, have)
+
+
+def select(expression: Any, table: Table, scope: Mapping[str, Any],
+           vm: str | None, limit: int | None = None, skip: int = 0
+           ) -> Iterator[tuple[np.ndarray, tuple | None]]:
+    """The matching rows after skipping `skip` and up to `limit` (a generator).
+
+    Parameters
+    ----------
+    expression, table, scope, vm
+        As :func:`matches`.
+    limit : int, optional
+        At most this many rows in all.
+    skip : int
+        Matches left out first.
+
+    Yields
+    ------
+    tuple
+        ``(positions, block)``: the row numbers (non-empty, increasing) and
+        the columns read for them (see :data:`Match`).
+
+    Raises
+    ------
+    ExpressionError, ValueError
+        As :func:`matches`.
+    """
+    yielded, left = 0, int(skip)
+    for _, pos, block in matches(expression, table, scope, vm):
+        if left:
+            drop = min(left, len(pos))
+            pos, left = pos[drop:], left - drop
+        if limit is not None:
+            pos = pos[: max(0, limit - yielded)]
+        if not len(pos):
+            if limit is not None and yielded >= limit:
+                return
+            continue
+        yield pos, block
+        yielded += len(pos)
+        if limit is not None and yielded >= limit:
+            return
+
+
+def _chunk_stats(column: Any) -> np.ndarray | None:
+    """The bounds of `column`'s full chunks, through its engine handle (a
+    carray's ``engine``); None for a column without one, or without bounds.
+
+    Raises
+    ------
+    CorruptDataError
+        If the stored zone map is damaged.
+    """
+    engine = getattr(column, "engine", None)
+    return None if engine is None else engine.chunk_stats()
+
+
+def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[str, Any]
+                 ) -> Callable[[int, int], bool] | None:
+    """A ``skip_block`` for :func:`~bcolzx._query.blocks.evaluate_blocks`, from
+    the columns' chunk bounds; None when some column has none or the columns'
+    chunks differ in length.
+
+    Raises
+    ------
+    CorruptDataError
+        If a stored zone map is damaged.
+    """
+    if not all(hasattr(c, "engine") for c in columns.values()):
+        return None
+    found = {n: _chunk_stats(c) for n, c in columns.items()}
+    chunklens = {c.chunklen for c in columns.values()}
+    stats = {n: st for n, st in found.items() if st is not None}
+    if len(chunklens) != 1 or len(stats) != len(found):
+        return None
+    (cl,) = chunklens
+    nchunks = min(len(st) for st in stats.values())
+    maybe = np.ones(nchunks, dtype=bool)
+
+    def can_match(a: int, b: int) -> bool:
+        bounds = {name: (np.fmin.reduce(st["min"][a:b]), np.fmax.reduce(st["max"][a:b]),
+                         bool(st["nan"][a:b].any())) for name, st in stats.items()}
+        return may_match(expr, bounds, scalars)
+
+    def narrow(a: int, b: int) -> None:
+        """Clear `maybe` for the chunks of [a, b) that cannot match: whole
+        ranges first, so a selective query needs few checks."""
+        if not can_match(a, b):
+            maybe[a:b] = False
+        elif b - a > 4:
+            mid = (a + b) // 2
+            narrow(a, mid)
+            narrow(mid, b)
+        elif b - a > 1:
+            for c in range(a, b):
+                maybe[c] = can_match(c, c + 1)
+
+    if nchunks:
+        narrow(0, nchunks)
+
+    def skip(lo: int, hi: int) -> bool:
+        first, last = lo // cl, (hi - 1) // cl
+        return last < nchunks and not maybe[first:last + 1].any()
+    return skip

@@ -1,0 +1,174 @@
+"""Bulk writes of a new dataset by independent tasks: one whole superchunk file per task.
+
+For writers that fill a new dataset from many workers at once (Dask's
+``from_dask``): task ``k`` compresses the rows of superchunk ``k`` (the same
+encoding as any append: special values, the byte-delta policy, zone-map
+bounds) into a file of its own, written under a unique name, committed
+(fsynced) and renamed into place; it returns what the commit needs and no
+data.  Tasks share nothing and take no lock: nobody else can see the hidden
+directory they write into.  When every task has succeeded, :func:`commit`
+writes the zone map, then ``meta/sizes`` (the commit point) once.  The only
+writer of superchunk files is ``_storage``: this module, and the stores.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import uuid
+from dataclasses import dataclass
+from math import ceil, prod
+from typing import Any
+
+import numpy as np
+
+from bcolzx._format import jsonfile, layout, zonemap
+from bcolzx._format.meta import Sizes, Storage, write_sizes, write_storage
+from bcolzx._format.superchunk import SPECIAL_CBYTES, Geometry, SuperchunkFile
+from bcolzx._storage.base import ChunkStore, Special
+from bcolzx._storage.encoding import quantize
+from bcolzx._storage.zones import bounds
+
+__all__ = ["Target", "Written", "prepare", "write_superchunk", "commit"]
+
+
+# -- one task: one superchunk file ------------------------------------------------
+
+
+class _SuperchunkSink(ChunkStore):
+    """The chunks of one superchunk file of a dataset being written, for one task.
+
+    A :class:`~bcolzx._storage.engine.ChunkedArray` over it sees a dataset
+    whose first ``number * K`` chunks are stored already; what it appends
+    goes into this file.  Nothing is read back; :meth:`commit` commits the
+    file's index.
+    """
+
+    def __init__(self, path: str, number: int, storage: Storage, rowshape: tuple):
+        k = storage.chunks_per_superchunk
+        self.storage, self.rowshape = storage, tuple(rowshape)
+        self.first = number * k
+        self.length = self.first * storage.chunklen
+        self.nchunks = self.first
+        self.cbytes = 0
+        chunk_bytes = storage.chunklen * storage.dtype.itemsize * prod(self.rowshape)
+        self.file = SuperchunkFile.create(path, number, Geometry(
+            k, chunk_bytes, storage.dtype.itemsize, layout.CHECKSUMS[storage.checksum]))
+
+    def get(self, first: int, stop: int) -> list:
+        raise IndexError("a superchunk being written is not read back")
+
+    def put(self, items: list[tuple[int, object, int]]) -> None:
+        group = []
+        for i, entry, size in items:
+            slot = i - self.first
+            if not 0 <= slot < self.storage.chunks_per_superchunk:
+                raise IndexError(f"chunk {i} is not in superchunk {self.file.number}")
+            self.cbytes += SPECIAL_CBYTES if isinstance(entry, Special) else len(entry)
+            group.append((slot, entry, size))
+        self.file.write(group)
+        self.nchunks = self.first + self.file.index.nchunks
+
+    def truncate(self, nchunks: int, last_size: int, sizes: Sizes) -> None:
+        raise ValueError("a superchunk being written is not truncated")
+
+    def commit(self, sizes: Sizes) -> None:
+        self.file.commit()
+
+
+@dataclass(frozen=True)
+class Target:
+    """A dataset being written: its hidden directory and how its chunks are made."""
+
+    rootdir: str
+    storage: Storage
+    rowshape: tuple
+
+    @property
+    def rows_per_file(self) -> int:
+        return self.storage.chunklen * self.storage.chunks_per_superchunk
+
+    @property
+    def rowbytes(self) -> int:
+        return self.storage.dtype.itemsize * prod(self.rowshape)
+
+    @property
+    def zoned(self) -> bool:
+        return self.rowshape == () and self.storage.dtype.kind in zonemap.KINDS
+
+
+@dataclass(frozen=True)
+class Written:
+    """What task `number` reports: enough for the commit, no data."""
+
+    number: int
+    generation: int
+    nchunks: int
+    cbytes: int
+    zones: Any  # per-chunk (min, max, nan) records, or None
+
+
+def _chunk_bounds(block: np.ndarray, chunklen: int, dtype: np.dtype) -> np.ndarray:
+    """The zone map records of the chunks of `block` (as the engine notes them)."""
+    out = [bounds(block[a:a + chunklen]) for a in range(0, len(block), chunklen)]
+    return np.array(out, dtype=zonemap.stats_dtype(dtype))
+
+
+def prepare(rootdir: str, storage: Storage, rowshape: tuple, per_file: int) -> Target:
+    """The bulk write into `rootdir`, a new empty dataset of `storage`: its
+    superchunks hold `per_file` chunks (``meta/storage`` is rewritten so)."""
+    storage = storage.replace(chunks_per_superchunk=int(per_file))
+    write_storage(rootdir, storage)
+    return Target(rootdir, storage, tuple(rowshape))
+
+
+def write_superchunk(block: np.ndarray, target: Target, number: int,
+                     nrows: int) -> Written:
+    """Task `number`: compress `block` (the `nrows` rows of superchunk `number`) into
+    its file."""
+    from bcolzx._storage.engine import ChunkedArray  # the engine imports nothing from here
+
+    st = target.storage
+    rows = np.ascontiguousarray(block, dtype=st.dtype)
+    if st.cparams.quantize and st.dtype.kind == "f":
+        rows = np.ascontiguousarray(quantize(rows, st.cparams.quantize).astype(st.dtype))
+    if rows.shape != (nrows, *target.rowshape):
+        raise ValueError(f"block {number} has shape {rows.shape}, superchunk {number} needs "
+                         f"{(nrows, *target.rowshape)}")
+    final = layout.data_path(target.rootdir, number)
+    part = f"{final}.{uuid.uuid4().hex}.part"
+    try:
+        sink = _SuperchunkSink(part, number, st, target.rowshape)
+        engine = ChunkedArray(sink, nthreads=1)
+        engine.append(rows)
+        engine.flush()  # the short last chunk, then the index (generation 2), fsynced
+        os.replace(part, final)
+    except BaseException:
+        _remove(part)
+        raise
+    zones = _chunk_bounds(rows, st.chunklen, st.dtype) if target.zoned else None
+    return Written(number, sink.file.index.generation, sink.file.index.nchunks, sink.cbytes,
+                    zones)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def commit(target: Target, length: int, written: list[Written]) -> None:
+    """Write the zone map, then ``meta/sizes``: the dataset now holds `length` rows."""
+    st = target.storage
+    nfiles = ceil(ceil(length / st.chunklen) / st.chunks_per_superchunk)
+    written = sorted(written, key=operator.attrgetter("number"))
+    if [w.number for w in written] != list(range(nfiles)):
+        raise RuntimeError(f"{nfiles} superchunks expected, tasks wrote "
+                           f"{[w.number for w in written]}")
+    jsonfile.fsync_dir(os.path.join(target.rootdir, layout.DATA_DIR))
+    if target.zoned and written:
+        zonemap.write(target.rootdir, np.concatenate([w.zones for w in written]))
+    write_sizes(target.rootdir, Sizes((length, *target.rowshape), length * target.rowbytes,
+                                      sum(w.cbytes for w in written),
+                                      tuple(w.generation for w in written)))

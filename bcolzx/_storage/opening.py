@@ -1,0 +1,45 @@
+"""Opening a dataset directory of either format: ``meta/storage`` read once, the right store.
+
+A dataset is in the bcolzx format when its ``meta/storage`` has a
+``"format"`` key, and legacy bcolz's (format v1) otherwise.  That file is
+read and its seal checked once; the store is made from what was read (and
+``meta/sizes``), and the seal it implies is passed on to whoever reads the
+dataset's other files (its attributes).
+"""
+
+from __future__ import annotations
+
+import os
+
+from bcolzx._format.meta import read_storage_json, storage_from_sealed
+from bcolzx._format.seal import Seal
+from bcolzx._storage.base import ChunkStore
+from bcolzx._storage.directory import DirectoryStore
+from bcolzx._storage.legacy import LegacyStore
+
+__all__ = ["open_store", "seal_of"]
+
+
+def open_store(rootdir: str, readonly: bool = False) -> ChunkStore:
+    """The store of the dataset directory `rootdir`, in either format.
+
+    Raises
+    ------
+    FileNotFoundError
+        If `rootdir` or its metadata does not exist.
+    CorruptDataError, UnsupportedFormatError
+        If its metadata is damaged, or of a format or version bcolzx cannot read.
+    """
+    rootdir = os.fspath(rootdir)
+    if not os.path.isdir(rootdir):
+        raise FileNotFoundError(f"no dataset directory at {rootdir}")
+    obj, seal = read_storage_json(rootdir)
+    if "format" not in obj:
+        return LegacyStore.open(rootdir, readonly, storage_json=obj)
+    return DirectoryStore.open(rootdir, readonly, storage_from_sealed(rootdir, obj, seal))
+
+
+def seal_of(store: ChunkStore) -> Seal:
+    """How the files of `store`'s dataset are sealed (docs/format/README.md §2c)."""
+    st = store.storage
+    return Seal(bool(getattr(st, "sealed", False)), getattr(st, "uid", None))

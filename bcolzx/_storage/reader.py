@@ -1,0 +1,347 @@
+"""The read path of an array's chunks: size checks, decoding, reads by row range.
+
+:class:`ChunkReader` is the base of :class:`~bcolzx._storage.engine.ChunkedArray`,
+which holds the state (the store, the leftover, the decompressor, the chunk
+cache, the zone map) and adds the write path.  Every chunk is verified by its
+store (checksum) and checked against the metadata (its decoded size) before
+it is decoded; whole chunks are decompressed straight into the caller's
+array, runs of them on the pool's threads, and a partial chunk only in the
+blocks that hold the rows asked for.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bcolzx import _threads
+from bcolzx._ext import codec
+from bcolzx._ext.special import fill_special
+from bcolzx._storage.base import Special
+from bcolzx._storage.zones import bounds
+from bcolzx.errors import CorruptDataError, UnsupportedFormatError
+
+__all__ = ["ChunkReader"]
+
+#: Bytes of output below which a run of chunks is decoded by one thread
+#: (handing work to another thread costs tens of microseconds).
+_BYTES_PER_THREAD = 1 << 20
+
+
+class ChunkReader:
+    """Reading rows of an array stored in chunks (the base of ``ChunkedArray``).
+
+    It uses, from the array: ``store``, ``chunklen``, ``rowshape``, ``dtype``,
+    ``itemsize``, ``rowbytes``, ``chunk_bytes``, ``nfull``, ``nleft``,
+    ``nthreads``, ``_leftover``, ``_leftover_stored``, ``_dec`` (its
+    decompressor), ``_cache`` (:class:`~bcolzx._storage.chunkcache.ChunkCache`),
+    ``_zones`` (:class:`~bcolzx._storage.zones.ZoneMap`) and ``_items_per_row``.
+    """
+
+    def _entry(self, chunk: int):
+        """The verified stored entry of `chunk`, through the cache of compressed chunks."""
+        entry = self._cache.get(chunk)
+        if entry is not None:
+            return entry
+        entry = self.store.get_one(chunk)
+        self._check_full(entry, chunk)
+        if self.store.rootdir is not None:  # in memory: the store is its own cache
+            self._cache.put(chunk, entry)
+        return entry
+
+    def _check_full(self, entry, chunk: int) -> None:
+        """Raise CorruptDataError unless `entry` decodes to a full chunk's bytes."""
+        if not isinstance(entry, Special):
+            self._decoded_size(entry, chunk, self.chunk_bytes)
+
+    def _decoded_size(self, entry, chunk: int, low: int, high: int | None = None) -> int:
+        """The uncompressed bytes of stored chunk `entry`, from its header: whole
+        rows, from `low` to `high` (default: exactly `low`).
+
+        The one check of a chunk's size against the metadata, before anything
+        is decoded (C-Blosc2 would otherwise fill an output buffer partly).
+
+        Raises
+        ------
+        CorruptDataError
+            Naming this dataset and `chunk`.
+        """
+        nbytes = self._nbytes_of(entry, chunk)
+        high = low if high is None else high
+        if not low <= nbytes <= high or nbytes % self.rowbytes:
+            want = low if low == high else f"{low} to {high}"
+            raise CorruptDataError(f"chunk decodes to {nbytes} bytes, expected {want}",
+                                   **self._where(chunk))
+        return nbytes
+
+
+    def chunk_stats(self) -> np.ndarray | None:
+        """Bounds of the full chunks: a record array with ``min``, ``max`` (of the
+        non-NaN values) and ``nan`` per chunk, or None when unknown.
+
+        Raises
+        ------
+        CorruptDataError
+            If the stored zone map is damaged.
+        """
+        self.settle()
+        return self._zones.stats(self.nfull, self._stored_chunks())
+
+
+    def _decode_into(self, entry, out: np.ndarray, chunk: int, stored_rows: int) -> None:
+        """Decode a stored chunk of `stored_rows` rows; its first ``len(out)`` rows go to `out`."""
+        if isinstance(entry, Special):
+            fill_special(out, entry.kind, self.itemsize, entry.value)
+            return
+        self._decoded_size(entry, chunk, stored_rows * self.rowbytes)
+        try:
+            if len(out) == stored_rows:
+                self._dec.decompress(entry, out)
+            else:
+                tmp = np.empty((stored_rows, *self.rowshape), dtype=self.dtype)
+                self._dec.decompress(entry, tmp)
+                out[...] = tmp[: len(out)]
+        except CorruptDataError as exc:
+            raise self._located(exc, chunk) from None
+
+    def _nbytes_of(self, entry, chunk: int) -> int:
+        """Uncompressed bytes of a stored chunk, from its header."""
+        try:
+            return codec.chunk_sizes(entry)[0]
+        except CorruptDataError as exc:
+            raise self._located(exc, chunk) from None
+
+    def _located(self, exc: CorruptDataError, chunk: int) -> CorruptDataError:
+        """`exc` naming this dataset and `chunk` (C-Blosc2's errors name neither)."""
+        if exc.path is not None:
+            return exc
+        return type(exc)(str(exc), **self._where(chunk), code=exc.code)
+
+    def _decode_part(self, entry, out: np.ndarray, chunk: int, first: int) -> None:
+        """Rows ``first .. first+len(out)-1`` of a full stored chunk (an entry from
+        :meth:`_entry`, whose size is checked), decompressing only the blocks
+        that hold them."""
+        if isinstance(entry, Special) or self.itemsize > 255:
+            tmp = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
+            self._decode_into(entry, tmp, chunk, self.chunklen)
+            out[...] = tmp[first:first + len(out)]
+            return
+        self._getitem(entry, chunk, first, out)
+
+    def _getitem(self, entry, chunk: int, first: int, out: np.ndarray) -> None:
+        """Rows from `first` of a compressed chunk into `out`, by C-Blosc getitem."""
+        per_row = self._items_per_row
+        try:
+            if self.store.native:
+                self._dec.getitem(entry, first * per_row, len(out) * per_row,
+                                  out.reshape(-1).view(np.uint8))
+                return
+            # Legacy chunks have their own typesize (1 for 'S', 4 for 'U').
+            ts = codec.chunk_info(entry)["typesize"]  # raises located, below
+            b0, nb = first * self.rowbytes, len(out) * self.rowbytes
+            if b0 % ts or nb % ts:
+                tmp = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
+                self._decode_into(entry, tmp, chunk, self.chunklen)
+                out[...] = tmp[first:first + len(out)]
+                return
+            self._dec.getitem(entry, b0 // ts, nb // ts, out.reshape(-1).view(np.uint8))
+        except CorruptDataError as exc:
+            raise self._located(exc, chunk) from None
+
+
+    # -- reading ---------------------------------------------------------------
+
+    def read(self, start: int, stop: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Rows ``start .. stop-1`` into `out` (a new array by default).
+
+        Whole chunks are decompressed straight into `out`, runs of them in
+        parallel; only the chunks that hold the rows are read.
+
+        Raises
+        ------
+        IndexError
+            If the range is not inside the array.
+        CorruptDataError, ChecksumError
+            If a chunk is damaged.
+        """
+        if not 0 <= start <= stop <= len(self):
+            raise IndexError(f"rows {start}..{stop} outside 0..{len(self)}")
+        if out is None:
+            out = np.empty((stop - start, *self.rowshape), dtype=self.dtype)
+        cl, stored_end = self.chunklen, self.nfull * self.chunklen
+        if start < stored_end:
+            c0, c1 = start // cl, (min(stop, stored_end) + cl - 1) // cl
+            # One chunk (small reads): through the chunk cache; more: one read per file.
+            entries = [self._entry(c0)] if c1 - c0 == 1 else self.store.get(c0, c1)
+            run, run_at = [], 0
+            for c, entry in zip(range(c0, c1), entries):
+                a, b = max(start, c * cl), min(stop, (c + 1) * cl)
+                dest = out[a - start:b - start]
+                if b - a == cl and not isinstance(entry, Special):
+                    if not run:  # its size is checked by the decoder, from its header
+                        run_at = a - start
+                    run.append(entry)
+                    continue
+                self._flush_run(run, out, run_at, c)
+                run = []
+                if b - a == cl:
+                    self._decode_into(entry, dest, c, cl)
+                else:
+                    self._decode_part(entry, dest, c, a - c * cl)
+            self._flush_run(run, out, run_at, c1)
+        if stop > stored_end:
+            lo = max(start, stored_end)
+            out[lo - start:] = self._leftover[lo - stored_end:stop - stored_end]
+        return out
+
+    def _flush_run(self, run: list, out: np.ndarray, at: int, next_chunk: int) -> None:
+        """Decode `run`, consecutive full chunks ending before `next_chunk`, into
+        `out` from row `at`: contiguous parts of it on the pool's threads (each
+        with a single-threaded context of its own), straight into place."""
+        if not run:
+            return
+        first, cl = next_chunk - len(run), self.chunklen
+        nparts = min(self.nthreads, len(run),
+                     max(1, len(run) * self.chunk_bytes // _BYTES_PER_THREAD))
+        bounds_ = [len(run) * w // nparts for w in range(nparts + 1)]
+
+        def part(w: int) -> None:
+            a, b = bounds_[w], bounds_[w + 1]
+            region = out[at + a * cl:at + b * cl]
+            try:
+                if b - a == 1:  # one chunk: C-Blosc2's own threads split its blocks
+                    self._dec.decompress(run[a], region, exact=True)
+                else:  # this thread's single-threaded context, one chunk after another
+                    _threads.decompressor().decompress_many(run[a:b], region,
+                                                            chunk_nbytes=self.chunk_bytes)
+            except CorruptDataError as exc:
+                chunk = first + a + exc.chunk if exc.chunk is not None else None
+                raise CorruptDataError(str(exc), **self._where(chunk)) from None
+
+        for _ in _threads.map_ordered(part, range(nparts), nparts):
+            pass
+
+    def map_chunks(self, fn, batch: int = 64) -> list:
+        """``fn(rows)`` on every chunk's rows, in order (the leftover last).
+
+        Full chunks are decoded on ``nthreads`` threads, each into a scratch
+        buffer of its own that `fn` reduces while it is still in cache: the
+        whole array is never materialised.  `rows` is valid only during the
+        call (`fn` must not keep it).
+
+        Returns
+        -------
+        list
+            The results of `fn`, one per chunk, in chunk order.
+
+        Raises
+        ------
+        CorruptDataError, ChecksumError
+            If a chunk is damaged (naming its file and position).
+        """
+        shape = (self.chunklen, *self.rowshape)
+
+        def one(job):
+            c, entry = job
+            rows = _threads.buffer(self.chunk_bytes).view(self.dtype).reshape(shape)
+            if isinstance(entry, Special):
+                fill_special(rows, entry.kind, self.itemsize, entry.value)
+                return fn(rows)
+            self._check_full(entry, c)
+            try:
+                _threads.decompressor().decompress(entry, rows)
+            except CorruptDataError as exc:
+                raise self._located(exc, c) from None
+            return fn(rows)
+
+        results = []
+        for c0 in range(0, self.nfull, batch):
+            c1 = min(self.nfull, c0 + batch)
+            results.extend(_threads.map_ordered(one, zip(range(c0, c1), self.store.get(c0, c1)),
+                                                self.nthreads))
+        if self.nleft:
+            results.append(fn(self._leftover[:self.nleft]))
+        return results
+
+    def read_row(self, i: int) -> np.ndarray:
+        """Row `i` (a 0-d or ``rowshape`` array), decompressing only its block.
+
+        Raises
+        ------
+        IndexError
+            If `i` is not a row.
+        CorruptDataError, ChecksumError
+            If its chunk is damaged.
+        """
+        if not 0 <= i < len(self):
+            raise IndexError(f"row {i} outside 0..{len(self)}")
+        c, r = divmod(i, self.chunklen)
+        if c >= self.nfull:
+            return self._leftover[r].copy()
+        entry = self._entry(c)
+        out = np.empty((1, *self.rowshape), dtype=self.dtype)
+        if isinstance(entry, Special) or self.itemsize > 255:
+            self._decode_part(entry, out, c, r)
+        else:
+            self._getitem(entry, c, r, out)
+        return out[0]
+
+    def verify(self, progress=None) -> list[CorruptDataError]:
+        """Check every stored chunk without trusting any cache.
+
+        Each chunk is read as stored (so its checksum is checked), its size
+        compared with the metadata, decoded in full, and its values compared
+        with the zone map's bounds (a zone map narrower than the data would
+        make queries miss rows).
+
+        `progress`, when given, is called after each chunk with the
+        uncompressed bytes of its rows.
+
+        Returns
+        -------
+        list of CorruptDataError or UnsupportedFormatError
+            The problems found, each naming its file and chunk; empty when
+            the data is sound (a damaged chunk header may name a codec that
+            does not exist: UnsupportedFormatError).  Damage never raises
+            from here.
+        """
+        problems: list[CorruptDataError] = []
+        stats = None
+        try:
+            stats = self.chunk_stats()
+        except CorruptDataError as exc:
+            problems.append(exc)
+        buf = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
+        stored = self.nfull + (1 if self.nleft and self._leftover_stored else 0)
+        for c in range(stored):
+            rows = self.chunklen if c < self.nfull else self.nleft
+            try:
+                entry = self.store.get_one(c)
+                if isinstance(entry, Special):
+                    fill_special(buf[:rows], entry.kind, self.itemsize, entry.value)
+                else:
+                    # A last chunk may hold more rows than the metadata counts
+                    # (a crash between its write and meta/sizes): readers cut it.
+                    nbytes = self._decoded_size(entry, c, rows * self.rowbytes, self.chunk_bytes)
+                    self._decode_into(entry, buf[:nbytes // self.rowbytes], c,
+                                      nbytes // self.rowbytes)
+                if stats is not None and c < len(stats) and rows:
+                    lo, hi, nan = bounds(buf[:rows])
+                    zlo, zhi, znan = stats[c]
+                    if (nan and not znan) or (lo == lo and not (zlo <= lo and hi <= zhi)):
+                        raise CorruptDataError(
+                            f"zone map bounds ({zlo}, {zhi}, nan={znan}) do not cover the "
+                            f"chunk's values ({lo}, {hi}, nan={nan})", **self._where(c))
+            except (CorruptDataError, UnsupportedFormatError) as exc:
+                # A damaged chunk header can name a codec that does not exist.
+                # A problem of a whole file (missing, bad index) is reported once.
+                whole_file = getattr(exc, "chunk", None) is None
+                if not (whole_file and any(type(p) is type(exc) and str(p) == str(exc)
+                                           for p in problems)):
+                    problems.append(exc)
+            if progress is not None:
+                progress(rows * self.rowbytes)
+        return problems
+
+
+    def _where(self, chunk: int) -> dict:
+        return {"path": self.store.rootdir, "chunk": chunk}
