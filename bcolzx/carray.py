@@ -983,7 +983,12 @@ class carray:
         if arr.dtype.kind not in "iu" or arr.ndim != 1:
             raise IndexError("index arrays must be one-dimensional, of integer or boolean "
                              f"type, not {arr.dtype} of shape {arr.shape}")
-        idx = np.where(arr < 0, arr + n, arr).astype(np.int64)
+        # Range checks and the shift of negative indices in int64, never in the key's own
+        # dtype (a uint8 key on 300 rows: arr + n would overflow, or wrap around).
+        if arr.dtype.kind == "u" and arr.max() >= n:
+            raise IndexError(f"index out of range for length {n}")
+        idx = arr.astype(np.int64)
+        idx[idx < 0] += n
         if idx.min() < 0 or idx.max() >= n:
             raise IndexError(f"index out of range for length {n}")
         return idx
@@ -1002,8 +1007,8 @@ class carray:
             eng.write(self._index(key), self._rows(value, 1, single=True))
             return
         if isinstance(key, tuple):
-            if len(key) == 1:
-                self[key[0]] = value
+            if len(key) <= 1:  # c[()] = v assigns every row, as NumPy (and c[()] reads them)
+                self[key[0] if key else slice(None)] = value
                 return
             first, rest = key[0], key[1:]
             if isinstance(first, (int, np.integer)):

@@ -644,6 +644,8 @@ def carray_key(draw, model: Model, name: str, for_set: bool = False):
         return key, tags, f"np.asarray({name}[:])[{key}]"
     odd = draw(st.sampled_from(["1.0", "None", "...", "'nosuchname > 1'", "np.float64(2)",
                                 "[True, 2]", "()"]))
+    if odd == "()" and not for_set:  # every row, as NumPy (legacy refused it)
+        return odd, {"odd_key", f"odd={odd}"}, f"np.asarray({name}[:])[()]"
     return odd, {"odd_key", f"odd={odd}"}, None
 
 

@@ -495,7 +495,9 @@ FINDINGS: dict[str, list] = {
     "A9-fetchwhere-nrow-bcolz-flavor": [
         "t0 = bcolz.ctable([np.arange(5), np.arange(5.0)], names=['a', 'b'])",
         W("t0.fetchwhere('a > 1', outcols=['nrow__', 'b'])", "ctable.fetchwhere", "nrow")],
-    "A10-empty-tuple-key": ["c0 = bcolz.arange(4)", "c0[()]", "c0[()] = 7"],
+    "A10-empty-tuple-key": ["c0 = bcolz.arange(4)",
+                            W("c0[()]", "carray.getitem", "odd=()", ref="np.asarray(c0[:])[()]"),
+                            W("c0[()] = 7", "carray.setitem", "odd=()")],
     "A11-wheretrue-ndim": ["c0 = bcolz.carray(np.ones((3, 2), dtype=bool))",
                            "list(c0.wheretrue())"],
     "A12-unconvertible-constructor-setitem": [
