@@ -39,7 +39,12 @@ from bcolzx._storage import snapshot, writer
 from bcolzx._storage.lock import WriterLock
 from bcolzx.carray import _is_sequence, as_objects, carray
 from bcolzx.defaults import defaults
-from bcolzx.errors import ConcurrentModificationError, DatasetNotFoundError, ReadOnlyError
+from bcolzx.errors import (
+    ConcurrentModificationError,
+    DatasetNotFoundError,
+    ReadOnlyError,
+    RowConditionError,
+)
 from bcolzx.params import cparams as _cparams
 
 __all__ = ["ctable", "cols"]
@@ -636,6 +641,11 @@ class ctable:  # noqa: N801 - legacy name
                 arr = np.asarray(arr, dtype=col.dtype)
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"column {name!r}: {exc}") from None
+            rowshape = self._cols[name].shape[1:]
+            if not len(rowshape) <= arr.ndim <= len(rowshape) + 1 \
+                    or arr.shape[arr.ndim - len(rowshape):] != rowshape:
+                raise ValueError(f"column {name!r}: its rows have shape {rowshape}, the value "
+                                 f"given has shape {arr.shape}")
             out.append(arr)
         n = max((len(a) if a.ndim > len(self._cols[nm].shape) - 1 else 1)
                 for nm, a in zip(names, out))
@@ -939,6 +949,8 @@ class ctable:  # noqa: N801 - legacy name
 
     def __getitem__(self, key):
         n = len(self)
+        if isinstance(key, tuple) and len(key) == 1:  # t[k,] is t[k], as legacy
+            key = key[0]
         if isinstance(key, (int, np.integer)):
             i = int(key) + n if key < 0 else int(key)
             if not 0 <= i < n:
@@ -962,7 +974,8 @@ class ctable:  # noqa: N801 - legacy name
             return ctable([self._cols[k] for k in key], names=key,
                           allow_pickle=self._allow_pickle)
         if isinstance(key, tuple):
-            raise IndexError("a ctable is one-dimensional: index it with one key")
+            raise IndexError("a ctable is one-dimensional: index it with one key, not "
+                             f"{len(key)}")
         if isinstance(key, (list, np.ndarray, carray)):
             first = next(iter(self._cols.values()))
             pos = first._positions(key)
@@ -977,18 +990,35 @@ class ctable:  # noqa: N801 - legacy name
     @_table.table_guarded
     def __setitem__(self, key, value) -> None:
         self._check_writable()
+        if isinstance(key, tuple) and len(key) == 1:  # t[k,] = v is t[k] = v, as legacy
+            key = key[0]
         if isinstance(key, str):
             if key in self._cols:  # overwrite the column's values (legacy)
                 self._cols[key] = value
                 if self.auto_flush:
                     self.flush()
                 return
-            key = np.flatnonzero(self.eval(key, out_flavor="numpy", _scope=caller_scope(None)))
+            mask = self.eval(key, out_flavor="numpy", _scope=caller_scope(None))
+            key = np.flatnonzero(self._row_condition(key, mask))
+        elif isinstance(key, tuple):
+            raise IndexError("a ctable is one-dimensional: index it with one key, not "
+                             f"{len(key)}")
         value = _as_rows(value, self.dtype)
         for name, col in self._cols.items():
             col[key] = value[name]
         if self.auto_flush:
             self.flush()
+
+    def _row_condition(self, expression: str, mask: np.ndarray) -> np.ndarray:
+        """`mask`, the value of `expression`, checked to be one boolean per row."""
+        if mask.dtype != np.bool_:
+            raise ValueError(f"{expression!r} gives {mask.dtype} values, not a boolean "
+                             "condition")
+        if mask.shape != (len(self),):
+            raise RowConditionError(f"{expression!r} gives booleans of shape {mask.shape}, "
+                                    f"not one per row ({len(self)}; it compares the items "
+                                    "of an N-D column)")
+        return mask
 
     def __iter__(self) -> Iterator:
         return self.iter()

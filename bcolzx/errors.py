@@ -33,6 +33,7 @@ __all__ = [
     "UndefinedNameError",
     "DatasetNotFoundError",
     "ExpressionError",
+    "RowConditionError",
     "blosc2_error",
 ]
 
@@ -211,6 +212,16 @@ class ExpressionError(BcolzxError, ValueError):
     for undefined names or operators that do not apply to the operands'
     dtypes.  A :class:`ValueError`, like legacy bcolz's errors for bad
     expressions.
+    """
+
+
+class RowConditionError(ExpressionError, NotImplementedError):
+    """A query condition gives more than one boolean per row.
+
+    A condition over an N-D column (``'a > 0'`` where each row of ``a`` is
+    an array) compares items, not rows, so it cannot select rows.  Both an
+    :class:`ExpressionError` (so a ``ValueError``) and a
+    :class:`NotImplementedError`, which legacy bcolz raised for it.
     """
 
 
