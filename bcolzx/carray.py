@@ -24,7 +24,7 @@ from bcolzx._storage.legacy import LegacyStore
 from bcolzx._storage.lock import WriterLock
 from bcolzx._storage.opening import open_store, seal_of
 from bcolzx.defaults import defaults
-from bcolzx.errors import ReadOnlyError
+from bcolzx.errors import MaskLengthError, ReadOnlyError
 from bcolzx.params import cparams as _cparams
 
 __all__ = ["carray"]
@@ -264,8 +264,8 @@ class carray:
             array = array[:]
         try:
             data = np.ascontiguousarray(array, dtype=want)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"cannot make an array of dtype {dtype} from the data: {exc}") \
+        except (TypeError, ValueError) as exc:  # NumPy's class, as append (and legacy)
+            raise type(exc)(f"cannot make an array of dtype {dtype} from the data: {exc}") \
                 from None
         if data.dtype == object and data.ndim > 1:  # NumPy's guess: rows are the objects
             return as_objects(array)
@@ -897,7 +897,7 @@ class carray:
     def _mask(self, key) -> np.ndarray:
         mask = key[:] if isinstance(key, carray) else np.asarray(key)
         if mask.shape != (len(self),):
-            raise IndexError(f"boolean mask of shape {mask.shape} for length {len(self)}")
+            raise MaskLengthError(f"boolean mask of shape {mask.shape} for length {len(self)}")
         return mask
 
     def __getitem__(self, key):

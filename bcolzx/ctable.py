@@ -42,6 +42,7 @@ from bcolzx.defaults import defaults
 from bcolzx.errors import (
     ConcurrentModificationError,
     DatasetNotFoundError,
+    NoColumnsError,
     ReadOnlyError,
     RowConditionError,
 )
@@ -275,8 +276,10 @@ def _remove_made(rootdir: str, existed: bool) -> None:
 
 
 def _check_name(name: Any) -> str:
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"column names must be non-empty strings, not {name!r}")
+    if not isinstance(name, str):  # TypeError, as legacy
+        raise TypeError(f"column names must be strings, not {type(name).__name__} {name!r}")
+    if not name:
+        raise ValueError("column names must be non-empty strings")
     if name.startswith("__") or name == NROW or "/" in name or "\\" in name or \
             name in (".", ".."):
         raise ValueError(f"{name!r} cannot be a column name (reserved or a path)")
@@ -495,6 +498,9 @@ class ctable:  # noqa: N801 - legacy name
             # legacy bcolz's words and KeyError, and a FileNotFoundError too
             raise DatasetNotFoundError(f"Disk-based ctable opened with `r`ead mode yet "
                                        f"`rootdir='{rootdir}'` does not exist")
+        if self._mode == "a" and not os.path.lexists(rootdir):
+            raise NoColumnsError(f"no ctable at {rootdir!r} to open, and no columns given to "
+                                 "create one")
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no ctable at {rootdir} (no {layout.ROOTDIRS_FILE})")
         meta, self._seal = jsonfile.read_json_sealed(path)

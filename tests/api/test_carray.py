@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import bcolzx
 from bcolzx import carray
-from bcolzx.errors import ReadOnlyError
+from bcolzx.errors import MaskLengthError, ReadOnlyError
 
 
 @pytest.fixture(params=["memory", "disk"])
@@ -417,3 +417,21 @@ def test_arange_raises_what_numpy_raises(tmp_path, args, dtype, error):
     with pytest.raises(error):
         bcolzx.arange(*args, dtype=dtype, rootdir=str(tmp_path / "a"))
     assert not (tmp_path / "a").exists()  # refused before anything is created
+
+
+def test_a_mask_of_the_wrong_length_is_an_index_and_a_value_error(make):
+    # NumPy raises IndexError, legacy bcolz ValueError: MaskLengthError is both.
+    ca = make(np.arange(10), chunklen=4)
+    for use in (lambda m: ca[m], lambda m: ca.__setitem__(m, 1)):
+        for mask in (np.ones(11, bool), np.ones(9, bool), carray(np.ones(3, bool))):
+            with pytest.raises(MaskLengthError) as info:
+                use(mask)
+            assert isinstance(info.value, IndexError) and isinstance(info.value, ValueError)
+    np.testing.assert_array_equal(ca[:], np.arange(10))
+
+
+def test_data_that_cannot_be_converted_raise_numpys_class():
+    with pytest.raises(ValueError, match="cannot make an array of dtype float64"):
+        carray(np.array(["x"]), dtype="float64")  # as legacy (and NumPy), not TypeError
+    with pytest.raises(TypeError):
+        carray([{"a": 1}], dtype="float64")

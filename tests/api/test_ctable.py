@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import bcolzx
 from bcolzx import carray, ctable
-from bcolzx.errors import CorruptDataError, ExpressionError, ReadOnlyError
+from bcolzx.errors import CorruptDataError, ExpressionError, NoColumnsError, ReadOnlyError
 
 N = 3000
 
@@ -591,3 +591,21 @@ def test_append_to_an_nd_column_checks_the_row_shape(nd_table):
     nd_table.append([[1.5, 2.5], 5])  # one row broadcast over the others
     nd_table.append([np.ones((2, 2)), [6, 7]])
     assert len(nd_table) == 7 and nd_table["a"][4].tolist() == [1.5, 2.5]
+
+
+def test_column_names_that_are_not_strings_raise_type_error():
+    with pytest.raises(TypeError, match="must be strings"):  # as legacy
+        ctable([np.arange(3), np.arange(3)], names=[1, "b"])
+    with pytest.raises(ValueError, match="non-empty"):
+        ctable([np.arange(3), np.arange(3)], names=["", "b"])
+
+
+def test_opening_a_missing_table_without_columns_in_mode_a(tmp_path):
+    missing = str(tmp_path / "nosuchdir")
+    with pytest.raises(NoColumnsError) as info:
+        ctable(rootdir=missing)  # mode 'a', the default
+    # legacy raised ValueError; FileNotFoundError says what is wrong
+    assert isinstance(info.value, ValueError) and isinstance(info.value, FileNotFoundError)
+    with pytest.raises(NoColumnsError):
+        ctable(rootdir=missing, mode="a")
+    assert not os.path.exists(missing)
