@@ -362,6 +362,44 @@ def _(op, l, b):
         and differences(l["ref"], b["result"]) is None
 
 
+@_k("where-list-mask", "migration.md §2 carray.where: a list of booleans is a mask too (legacy "
+    "ValueError: boolarr is not an array)")
+def _(op, l, b):
+    return op.kind == "carray.where" and "bool_list" in op.tags \
+        and raised(l["result"], "ValueError") and "not an array" in l["result"][3] \
+        and ok(b["result"])
+
+
+@_k("nrow-ctable-flavor", "migration.md §2 ctable fetchwhere: with out_flavor='bcolz' (a ctable) "
+    "'nrow__' cannot be a column name: ValueError (legacy NameError)")
+def _(op, l, b):
+    return op.kind == "ctable.fetchwhere" and "nrow" in op.tags \
+        and raised(l["result"], "NameError") and raised(b["result"], "ValueError") \
+        and "cannot be a column name" in b["result"][3]
+
+
+@_k("attrs-numpy-number-on-disk", "migration.md §2 attrs: a NumPy number is stored as the Python "
+    "number, also in a persistent dataset (legacy TypeError: not JSON serializable)")
+def _(op, l, b):
+    return op.kind == "attrs.set" and "persistent" in op.tags and "np.int64(" in op.code \
+        and raised(l["result"], "TypeError") and "JSON serializable" in l["result"][3] \
+        and ok(b["result"])
+
+
+@_k("ctable-shares-carrays", "migration.md §2 ctable(): carrays given with keyword arguments are "
+    "copied (legacy ignored the arguments and shared them); t[name] = values writes into the "
+    "column (legacy replaced it); the test drops the source carrays after such a ctable")
+def _(op, l, b):
+    return "aliased" in op.tags and ok(l["result"]) and ok(b["result"])
+
+
+@_k("purge-closes", "migration.md §2 carray.purge: the carray is closed, later use raises "
+    "ValueError (legacy went on in memory); the test drops a purged carray")
+def _(op, l, b):
+    return "purged" in op.tags and raised(b["result"], "ValueError") \
+        and "closed" in b["result"][3]
+
+
 # -- legacy bugs that bcolzx does not reproduce -------------------------------------------------
 
 
@@ -419,7 +457,7 @@ def _(op, l, b):
     "(int32, uint8) raised IndexError")
 def _(op, l, b):
     # Legacy refused the key before looking at the value; bcolzx then may refuse the value
-    # (but an OverflowError is finding A17 in test_differential.FINDINGS, never accepted).
+    # (an OverflowError, the fixed finding A17 in test_differential.FIXED, is never accepted).
     return ({"int32_array", "uint8_array"} & op.tags) and raised(l["result"], "IndexError") \
         and (ok(b["result"]) or raised(b["result"], "ValueError", "TypeError", "RuntimeError"))
 
@@ -549,6 +587,18 @@ def known_difference(op: Op, lrep: dict, brep: dict) -> Known | None:
     return None
 
 
+@_k("legacy-iterblocks-blen-1", "legacy bug: iterblocks(<1-D carray>, blen=1) yielded scalars, "
+    "not blocks; bcolzx yields 1-row arrays")
+def _(op, l, b):
+    def as_blocks(result):
+        if result is not None and result[0] == "list":
+            return ("list", [("ndarray", "ndarray", r[1], r[2].reshape(1)) if r[0] == "np" else r
+                             for r in result[1]]) + tuple(result[2:])
+        return result
+    return op.kind == "iterblocks" and "blen=1" in op.code and ok(l["result"]) \
+        and _agree_after(as_blocks, l, b)
+
+
 @_k("legacy-reshape-on-disk", "legacy bug: reshape() of a persistent carray moved the new "
     "array into the same rootdir, so the original then failed (chunkfile not found); bcolzx's "
     "reshape gives a new in-memory carray and leaves the original alone")
@@ -642,6 +692,19 @@ WITNESSES: dict[str, list] = {
                        ref="np.array_equal(np.asarray(c0[:]), np.arange(10, 0, -2))")],
     "empty-tuple-key": [_C10, W("c0[()]", "carray.getitem", "odd=()",
                                 ref="np.asarray(c0[:])[()]")],
+    "where-list-mask": ["c0 = bcolz.arange(3)",
+                        W("list(c0.where([True, False, True]))", "carray.where", "bool_list")],
+    "nrow-ctable-flavor": [_T2, W("t0.fetchwhere('a > 1', outcols=['nrow__', 'b'])",
+                                  "ctable.fetchwhere", "nrow")],
+    "attrs-numpy-number-on-disk": ["c0 = bcolz.carray(np.arange(3), rootdir='d0')",
+                                   W("c0.attrs['k'] = np.int64(3)", "attrs.set", "persistent")],
+    "ctable-shares-carrays": ["c0 = bcolz.arange(4)",
+                              "t0 = bcolz.ctable([c0], names=['a'], chunklen=2)",
+                              "t0.append((5,))", W("len(c0)", "carray.len", "aliased")],
+    "purge-closes": ["c0 = bcolz.carray(np.arange(10), rootdir='d0')", "c0.purge()",
+                     W("c0.append(5)", "carray.append", "purged")],
+    "legacy-iterblocks-blen-1": ["c0 = bcolz.arange(3)",
+                                 W("list(bcolz.iterblocks(c0, blen=1))", "iterblocks")],
     "size-type": [_C10, W("c0.size", "carray.prop.x.size")],
     "delcol": [_T2, W("t0.delcol('nosuchcol')", "ctable.delcol.unknown")],
     "ctable-duplicate-names": [W("bcolz.ctable([np.arange(3), np.arange(3)], names=['a', 'a'])",

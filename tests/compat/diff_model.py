@@ -105,6 +105,17 @@ class Model:
         if op.closes and op.obj is not None:
             self.forget(op.obj, clean=ok and "reshaped" not in self.objs[op.obj].flags)
             return
+        if op.kind == "carray.purge" and op.obj is not None:
+            # bcolzx closes a purged carray, legacy goes on half-alive (KNOWN purge-closes)
+            self.forget(op.obj)
+            return
+        if ok and "shares_carrays" in op.tags:
+            # A ctable made of carrays shares them (or copies them, when given keyword
+            # arguments) in bcolzx, always shares them in legacy (KNOWN ctable-shares-carrays):
+            # the sources are not used again.
+            for tag in op.tags:
+                if tag.startswith("source=") and tag[7:] != op.target:
+                    self.forget(tag[7:])
         if op.kind == "carray.reshape" and op.obj in self.objs and \
                 self.objs[op.obj].rootdir is not None:
             self.objs[op.obj].flags |= {"reshaped"}

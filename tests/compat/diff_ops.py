@@ -393,7 +393,8 @@ def new_ctable(draw, model: Model, name: str) -> Op:
         srcs = draw(st.lists(st.sampled_from(model.carrays()), min_size=1, max_size=3,
                              unique=True))
         code = f"bcolz.ctable([{', '.join(srcs)}], names={names[:len(srcs)]!r}{tail})"
-        tags.add("shares_carrays")
+        # The model drops the sources afterwards (see diff_model.Model.learn).
+        tags |= {"shares_carrays"} | {f"source={s}" for s in srcs}
     elif how == "copy" and model.ctables():
         src = draw(st.sampled_from(model.ctables()))
         code = f"{src}.copy({', '.join(kw)})"
