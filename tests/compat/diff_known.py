@@ -138,6 +138,11 @@ def _agree_after(repair, lrep: dict, brep: dict) -> bool:
                              brep) is None
 
 
+def _legacy_refused(l: dict, b: dict, cls: str, words: str) -> bool:
+    """legacy raised `cls` with `words` in its message where bcolzx gave a value."""
+    return raised(l["result"], cls) and words in l["result"][3] and ok(b["result"])
+
+
 def _follows_numpy(brep: dict) -> bool:
     """bcolzx's value equals the oracle computed beside it (NumPy applied to ``x[:]``)."""
     return brep["ref"] is not None and differences(brep["ref"], brep["result"]) is None
@@ -366,8 +371,7 @@ def _(op, l, b):
     "ValueError: boolarr is not an array)")
 def _(op, l, b):
     return op.kind == "carray.where" and "bool_list" in op.tags \
-        and raised(l["result"], "ValueError") and "not an array" in l["result"][3] \
-        and ok(b["result"])
+        and _legacy_refused(l, b, "ValueError", "not an array")
 
 
 @_k("nrow-ctable-flavor", "migration.md §2 ctable fetchwhere: with out_flavor='bcolz' (a ctable) "
@@ -382,8 +386,7 @@ def _(op, l, b):
     "number, also in a persistent dataset (legacy TypeError: not JSON serializable)")
 def _(op, l, b):
     return op.kind == "attrs.set" and "persistent" in op.tags and "np.int64(" in op.code \
-        and raised(l["result"], "TypeError") and "JSON serializable" in l["result"][3] \
-        and ok(b["result"])
+        and _legacy_refused(l, b, "TypeError", "JSON serializable")
 
 
 @_k("ctable-shares-carrays", "migration.md §2 ctable(): carrays given with keyword arguments are "
@@ -556,8 +559,7 @@ def _(op, l, b):
     "column failed (could not broadcast)")
 def _(op, l, b):
     return op.kind == "iterblocks" and "ndim_column" in op.tags \
-        and raised(l["result"], "ValueError") and "broadcast" in l["result"][3] \
-        and ok(b["result"])
+        and _legacy_refused(l, b, "ValueError", "broadcast")
 
 
 @_k("legacy-empty-fancy-ndim", "legacy bug: c[[]] on an N-D carray gave shape (0,); bcolzx "
