@@ -1130,7 +1130,9 @@ class carray:
             For a boolean mask of more than one dimension (as legacy bcolz).
         """
         if not isinstance(boolarr, carray):
-            boolarr = np.asarray(boolarr)
+            # an empty list is an empty mask (NumPy would make it float64)
+            boolarr = np.asarray(boolarr, dtype=bool if isinstance(boolarr, list) and
+                                 not boolarr else None)
         if boolarr.dtype == np.bool_ and boolarr.ndim > 1:
             raise NotImplementedError(
                 f"where() takes a one-dimensional mask of rows, not one of shape "

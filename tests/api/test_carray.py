@@ -435,3 +435,11 @@ def test_data_that_cannot_be_converted_raise_numpys_class():
         carray(np.array(["x"]), dtype="float64")  # as legacy (and NumPy), not TypeError
     with pytest.raises(TypeError):
         carray([{"a": 1}], dtype="float64")
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 2)])
+def test_where_takes_an_empty_list_as_an_empty_mask(shape):
+    # np.asarray([]) is float64: the empty list was refused as "not a boolean array"
+    assert list(bcolzx.zeros(shape).where([])) == []
+    with pytest.raises(ValueError):
+        list(bcolzx.zeros(3).where([]))  # but it must still have the carray's length

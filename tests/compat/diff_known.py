@@ -23,7 +23,8 @@ from .diff_model import Op
 
 
 def raised(result, *names) -> bool:
-    return result[0] == "raise" and (not names or result[1] in names)
+    """`result` is an exception of one of the classes `names` (its own or a builtin base)."""
+    return result[0] == "raise" and (not names or bool({result[1], *result[2]} & set(names)))
 
 
 def ok(result) -> bool:
@@ -138,9 +139,9 @@ def _agree_after(repair, lrep: dict, brep: dict) -> bool:
                              brep) is None
 
 
-def _legacy_refused(l: dict, b: dict, cls: str, words: str) -> bool:
+def _legacy_refused(leg: dict, bz: dict, cls: str, words: str) -> bool:
     """legacy raised `cls` with `words` in its message where bcolzx gave a value."""
-    return raised(l["result"], cls) and words in l["result"][3] and ok(b["result"])
+    return raised(leg["result"], cls) and words in leg["result"][3] and ok(bz["result"])
 
 
 def _follows_numpy(brep: dict) -> bool:
@@ -179,174 +180,175 @@ KNOWN: list[Known] = []
 
 @_k("negative-step-getitem", "migration.md §2 carray/ctable __getitem__: negative-step slices "
     "work (legacy NotImplementedError); bcolzx must give NumPy's value")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind in ("carray.getitem", "ctable.getitem.slice") and "neg_step" in op.tags \
-        and raised(l["result"], "NotImplementedError") and _follows_numpy(b)
+        and raised(leg["result"], "NotImplementedError") and _follows_numpy(bz)
 
 
 @_k("negative-step-setitem", "migration.md §2 carray __setitem__: slices with any step "
     "(legacy NotImplementedError for a negative step; bcolzx then checks the value)")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind in ("carray.setitem", "ctable.setitem.slice") and "neg_step" in op.tags \
-        and raised(l["result"], "NotImplementedError") \
-        and (ok(b["result"]) or raised(b["result"], "ValueError", "TypeError"))
+        and raised(leg["result"], "NotImplementedError") \
+        and (ok(bz["result"]) or raised(bz["result"], "ValueError", "TypeError"))
 
 
 @_k("iter-nonpositive-step", "migration.md §2 carray.iter: a negative step iterates backwards "
     "(as the slice start:stop:step), step=0 raises ValueError (legacy NotImplementedError for "
     "both)")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind in ("carray.iter", "ctable.iter") and "iter_nonpositive_step" in op.tags \
-        and raised(l["result"], "NotImplementedError") \
-        and (ok(b["result"]) or raised(b["result"], "ValueError"))
+        and raised(leg["result"], "NotImplementedError") \
+        and (ok(bz["result"]) or raised(bz["result"], "ValueError"))
 
 
 @_k("unsupported-key", "migration.md §2 carray __getitem__, §4: an unsupported key (c[1.5]) "
     "raises IndexError (legacy NotImplementedError)")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind in ("carray.getitem", "carray.setitem", "ctable.getitem.odd") \
-        and raised(l["result"], "NotImplementedError") and raised(b["result"], "IndexError")
+        and raised(leg["result"], "NotImplementedError") and raised(bz["result"], "IndexError")
 
 
 @_k("where-ndim", "migration.md §2 carray.where: works on N-D carrays, yielding rows "
     "(legacy NotImplementedError; also for c[mask], which legacy ran through where())")
-def _(op, l, b):
-    if "ndim" not in op.tags or not raised(l["result"], "NotImplementedError"):
+def _(op, leg, bz):
+    if "ndim" not in op.tags or not raised(leg["result"], "NotImplementedError"):
         return False
     if op.kind == "carray.where":
-        return ok(b["result"]) or "mask_wrong_len" in op.tags and raised(b["result"], "IndexError")
-    return op.kind == "carray.getitem" and "mask" in op.tags and _follows_numpy(b)
+        return ok(bz["result"]) \
+            or "mask_wrong_len" in op.tags and raised(bz["result"], "IndexError")
+    return op.kind == "carray.getitem" and "mask" in op.tags and _follows_numpy(bz)
 
 
 @_k("where-ndim-column", "migration.md §2 carray.where (N-D carrays): a row mask on a ctable "
     "with an N-D column works (legacy NotImplementedError)")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind == "ctable.getitem.mask" and "ndim_column" in op.tags \
-        and raised(l["result"], "NotImplementedError") and _follows_numpy(b)
+        and raised(leg["result"], "NotImplementedError") and _follows_numpy(bz)
 
 
 @_k("fromiter-count", "migration.md §2 fromiter: reads at most `count` items (legacy read the "
     "whole iterable)")
-def _(op, l, b):
+def _(op, leg, bz):
     count = _tag_value(op, "count=")
     return op.kind.startswith("new.") and "fromiter" in op.tags and "fromiter_long" in op.tags \
-        and ok(l["result"]) and ok(b["result"]) and b["result"][0] in ("carray", "ctable") \
-        and str(b["result"][3]) == count
+        and ok(leg["result"]) and ok(bz["result"]) and bz["result"][0] in ("carray", "ctable") \
+        and str(bz["result"][3]) == count
 
 
 @_k("arange-steps", "migration.md §2 arange: negative and fractional steps give NumPy's "
     "result (legacy an empty carray or zeros)")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind == "new.carray.arange" and "arange_negative_or_fractional_step" in op.tags \
-        and b["ref"] == ("py", "bool", True)
+        and bz["ref"] == ("py", "bool", True)
 
 
 @_k("empty-tuple-key", "migration.md §2 carray __getitem__/__setitem__: c[()] is every row, "
     "as in NumPy (legacy ValueError)")
-def _(op, l, b):
+def _(op, leg, bz):
     if op.kind not in ("carray.getitem", "carray.setitem") or "odd=()" not in op.tags \
-            or not raised(l["result"], "ValueError"):
+            or not raised(leg["result"], "ValueError"):
         return False
-    return ok(b["result"]) if op.kind == "carray.setitem" else _follows_numpy(b)
+    return ok(bz["result"]) if op.kind == "carray.setitem" else _follows_numpy(bz)
 
 
 @_k("size-type", "migration.md §2 carray/ctable size: a Python int (legacy numpy.int64)")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind in ("carray.prop.x.size", "ctable.prop.x.size") \
-        and l["result"][:2] == ("np", "int64") and b["result"][:2] == ("py", "int") \
-        and int(l["result"][2]) == b["result"][2]
+        and leg["result"][:2] == ("np", "int64") and bz["result"][:2] == ("py", "int") \
+        and int(leg["result"][2]) == bz["result"][2]
 
 
 @_k("delcol", "migration.md §2 ctable.delcol: an unknown name raises KeyError (legacy "
     "ValueError); no name and no pos deletes the last column (legacy raised)")
-def _(op, l, b):
+def _(op, leg, bz):
     if op.kind == "ctable.delcol.unknown":
-        return raised(l["result"], "ValueError") and raised(b["result"], "KeyError")
-    return op.kind == "ctable.delcol.none" and raised(l["result"]) and ok(b["result"])
+        return raised(leg["result"], "ValueError") and raised(bz["result"], "KeyError")
+    return op.kind == "ctable.delcol.none" and raised(leg["result"]) and ok(bz["result"])
 
 
 @_k("ctable-duplicate-names", "migration.md §2 ctable(): duplicate names raise ValueError "
     "(legacy accepted them)")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind == "new.ctable.bad_names" and "duplicate_names" in op.tags \
-        and ok(l["result"]) and raised(b["result"], "ValueError")
+        and ok(leg["result"]) and raised(bz["result"], "ValueError")
 
 
 @_k("ctable-append-extra-column", "migration.md §2 ctable.append: more columns than the table "
     "raise ValueError (legacy ignored the extra)")
-def _(op, l, b):
-    return op.kind == "ctable.append.extra_col" and ok(l["result"]) \
-        and raised(b["result"], "ValueError")
+def _(op, leg, bz):
+    return op.kind == "ctable.append.extra_col" and ok(leg["result"]) \
+        and raised(bz["result"], "ValueError")
 
 
 @_k("ctable-new-mode", "migration.md §2 ctable(): a new persistent table reports mode 'a' "
     "(legacy 'w')")
-def _(op, l, b):
-    return op.kind == "ctable.prop.x.mode" and l["result"] == ("py", "str", "w") \
-        and b["result"] == ("py", "str", "a")
+def _(op, leg, bz):
+    return op.kind == "ctable.prop.x.mode" and leg["result"] == ("py", "str", "w") \
+        and bz["result"] == ("py", "str", "a")
 
 
 @_k("ctable-array", "migration.md §2 ctable __array__ (new): np.asarray(ct) is the structured "
     "array of the rows (legacy: NumPy's conversion of an iterable of namedtuples)")
-def _(op, l, b):
-    return op.kind == "ctable.prop.np.asarray(x)" and ok(b["result"]) \
-        and b["result"][0] == "ndarray" and b["result"][3].dtype.names is not None
+def _(op, leg, bz):
+    return op.kind == "ctable.prop.np.asarray(x)" and ok(bz["result"]) \
+        and bz["result"][0] == "ndarray" and bz["result"][3].dtype.names is not None
 
 
 @_k("nrow-outcols", "migration.md §2 ctable fetchwhere/whereblocks: 'nrow__' in outcols works "
     "(legacy NameError)")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind in ("ctable.fetchwhere", "ctable.whereblocks") and "nrow" in op.tags \
-        and raised(l["result"], "NameError") and (ok(b["result"]) or "bad_outcols" in op.tags)
+        and raised(leg["result"], "NameError") and (ok(bz["result"]) or "bad_outcols" in op.tags)
 
 
 @_k("attrs-in", "migration.md §2 attrs: `name in attrs` tests names (legacy always False)")
-def _(op, l, b):
-    return op.kind == "attrs.in" and l["result"] == ("py", "bool", False) and ok(b["result"])
+def _(op, leg, bz):
+    return op.kind == "attrs.in" and leg["result"] == ("py", "bool", False) and ok(bz["result"])
 
 
 @_k("attrs-json-form", "migration.md §2 attrs: values are kept in their JSON form in memory "
     "too (a tuple reads back as a list, a NumPy scalar as a Python one)")
-def _(op, l, b):
-    return op.kind.startswith("attrs.") and _agree_after(lambda r: _attrs_json_form(op, r), l, b)
+def _(op, leg, bz):
+    return op.kind.startswith("attrs.") and _agree_after(lambda r: _attrs_json_form(op, r), leg, bz)
 
 
 @_k("attrs-not-json", "migration.md §2 attrs: non-JSON values raise TypeError at once "
     "(legacy kept them in memory)")
-def _(op, l, b):
-    return op.kind == "attrs.set" and "attrs_not_json" in op.tags and ok(l["result"]) \
-        and raised(b["result"], "TypeError")
+def _(op, leg, bz):
+    return op.kind == "attrs.set" and "attrs_not_json" in op.tags and ok(leg["result"]) \
+        and raised(bz["result"], "TypeError")
 
 
 @_k("object-dtype", "migration.md §3, §8: object dtype needs allow_pickle; without it "
     "PickleNotAllowedError, a TypeError and a ValueError (legacy stored objects)")
-def _(op, l, b):
-    return op.kind.startswith("new.") and l["result"][0] == "carray" \
-        and l["result"][1] == "object" and raised(b["result"], "PickleNotAllowedError")
+def _(op, leg, bz):
+    return op.kind.startswith("new.") and leg["result"][0] == "carray" \
+        and leg["result"][1] == "object" and raised(bz["result"], "PickleNotAllowedError")
 
 
 @_k("ctable-existing-rootdir", "migration.md §4: creating a ctable over an existing rootdir in "
     "mode 'a' raises FileExistsError (legacy ValueError)")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind.startswith("new.ctable") and "existing_rootdir" in op.tags \
-        and raised(l["result"], "ValueError") and raised(b["result"], "FileExistsError")
+        and raised(leg["result"], "ValueError") and raised(bz["result"], "FileExistsError")
 
 
 @_k("ctable-names-string", "migration.md §2 ctable(): names may be a string, taken as one name "
     "(legacy refused strings)")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind == "new.ctable.bad_names" and "names_string" in op.tags \
-        and raised(l["result"], "ValueError")
+        and raised(leg["result"], "ValueError")
 
 
 @_k("record-dtype", "migration.md §2 ctable __getitem__: rows come as a plain structured array "
     "(legacy: numpy.record dtype)")
-def _(op, l, b):
+def _(op, leg, bz):
     def plain(result):
         if result[0] == "ndarray" and result[2] == "record":
             return ("ndarray", result[1], "void", result[3])
         return result
-    return _agree_after(lambda r: _walk_results(r, plain), l, b)
+    return _agree_after(lambda r: _walk_results(r, plain), leg, bz)
 
 
 def _walk_results(result, fn):
@@ -362,45 +364,45 @@ def _walk_results(result, fn):
 @_k("vm-python", "migration.md §3: expressions are parsed, and both virtual machines give "
     "identical results: vm='python' gives what the numexpr vm gives (legacy ran Python/NumPy, "
     "with NumPy's types and without numexpr's functions)")
-def _(op, l, b):
-    return "vm_python" in op.tags and ok(b["result"]) and _follows_numpy(b) \
-        and differences(l["ref"], b["result"]) is None
+def _(op, leg, bz):
+    return "vm_python" in op.tags and ok(bz["result"]) and _follows_numpy(bz) \
+        and differences(leg["ref"], bz["result"]) is None
 
 
 @_k("where-list-mask", "migration.md §2 carray.where: a list of booleans is a mask too (legacy "
     "ValueError: boolarr is not an array)")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind == "carray.where" and "bool_list" in op.tags \
-        and _legacy_refused(l, b, "ValueError", "not an array")
+        and _legacy_refused(leg, bz, "ValueError", "not an array")
 
 
 @_k("nrow-ctable-flavor", "migration.md §2 ctable fetchwhere: with out_flavor='bcolz' (a ctable) "
     "'nrow__' cannot be a column name: ValueError (legacy NameError)")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind == "ctable.fetchwhere" and "nrow" in op.tags \
-        and raised(l["result"], "NameError") and raised(b["result"], "ValueError") \
-        and "cannot be a column name" in b["result"][3]
+        and raised(leg["result"], "NameError") and raised(bz["result"], "ValueError") \
+        and "cannot be a column name" in bz["result"][3]
 
 
 @_k("attrs-numpy-number-on-disk", "migration.md §2 attrs: a NumPy number is stored as the Python "
     "number, also in a persistent dataset (legacy TypeError: not JSON serializable)")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind == "attrs.set" and "persistent" in op.tags and "np.int64(" in op.code \
-        and _legacy_refused(l, b, "TypeError", "JSON serializable")
+        and _legacy_refused(leg, bz, "TypeError", "JSON serializable")
 
 
 @_k("ctable-shares-carrays", "migration.md §2 ctable(): carrays given with keyword arguments are "
     "copied (legacy ignored the arguments and shared them); t[name] = values writes into the "
     "column (legacy replaced it); the test drops the source carrays after such a ctable")
-def _(op, l, b):
-    return "aliased" in op.tags and ok(l["result"]) and ok(b["result"])
+def _(op, leg, bz):
+    return "aliased" in op.tags and ok(leg["result"]) and ok(bz["result"])
 
 
 @_k("purge-closes", "migration.md §2 carray.purge: the carray is closed, later use raises "
     "ValueError (legacy went on in memory); the test drops a purged carray")
-def _(op, l, b):
-    return "purged" in op.tags and raised(b["result"], "ValueError") \
-        and "closed" in b["result"][3]
+def _(op, leg, bz):
+    return "purged" in op.tags and raised(bz["result"], "ValueError") \
+        and "closed" in bz["result"][3]
 
 
 # -- legacy bugs that bcolzx does not reproduce -------------------------------------------------
@@ -408,116 +410,116 @@ def _(op, l, b):
 
 @_k("legacy-below-range-index", "legacy bug, fixed (migration.md §3): c[-len(c) - 1] did not "
     "raise IndexError (it read another row, or failed elsewhere)")
-def _(op, l, b):
-    return "below_range" in op.tags and not raised(l["result"], "IndexError") \
-        and raised(b["result"], "IndexError")
+def _(op, leg, bz):
+    return "below_range" in op.tags and not raised(leg["result"], "IndexError") \
+        and raised(bz["result"], "IndexError")
 
 
 @_k("legacy-empty-conversion", "legacy bug: an empty array of another dtype could not be "
     "converted (TypeError 'dtypes do not match'); bcolzx converts it")
-def _(op, l, b):
-    return raised(l["result"], "TypeError") and "dtypes do not match" in l["result"][3] \
-        and (ok(b["result"]) or raised(b["result"], "ValueError", "OverflowError"))
+def _(op, leg, bz):
+    return raised(leg["result"], "TypeError") and "dtypes do not match" in leg["result"][3] \
+        and (ok(bz["result"]) or raised(bz["result"], "ValueError", "OverflowError"))
 
 
 @_k("legacy-eval-empty", "legacy bug: eval over empty operands (and so string keys and "
     "queries on empty containers) raised UnboundLocalError")
-def _(op, l, b):
-    return raised(l["result"], "UnboundLocalError") \
-        and (ok(b["result"]) or raised(b["result"], "ValueError", "IndexError"))
+def _(op, leg, bz):
+    return raised(leg["result"], "UnboundLocalError") \
+        and (ok(bz["result"]) or raised(bz["result"], "ValueError", "IndexError"))
 
 
 @_k("legacy-unicode-empty-chunk", "legacy bug: a chunk of a U carray holding only '' reads "
     "back as garbage (uninitialised memory, e.g. '\\x00\u7f8d...'); bcolzx gives ''")
-def _(op, l, b):
-    return _agree_after(_without_unicode_garbage, l, b)
+def _(op, leg, bz):
+    return _agree_after(_without_unicode_garbage, leg, bz)
 
 
 @_k("legacy-full-struct-assign", "legacy bug: ct[:] = <structured array of the full length> "
     "stored garbage (each column copied from a strided view as if contiguous)")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind == "observe" and "after:ctable.setitem.slice" in op.tags \
-        and "full_range_array" in op.tags and ok(l["result"]) and ok(b["result"])
+        and "full_range_array" in op.tags and ok(leg["result"]) and ok(bz["result"])
 
 
 @_k("legacy-reshape-strings", "legacy bug: reshape() of an S/U carray raised AttributeError")
-def _(op, l, b):
-    return op.kind == "carray.reshape" and raised(l["result"], "AttributeError") \
-        and ok(b["result"])
+def _(op, leg, bz):
+    return op.kind == "carray.reshape" and raised(leg["result"], "AttributeError") \
+        and ok(bz["result"])
 
 
 @_k("legacy-datetime-days-on-disk", "legacy bug: a persistent carray or ctable of "
     "datetime64[D] with a default value (zeros, ones, fill, ctable columns, addcol) could not be "
     "created (TypeError: date is not JSON serializable)")
-def _(op, l, b):
+def _(op, leg, bz):
     return (op.kind.startswith("new.") and op.rootdir is not None
             or op.kind == "ctable.addcol" and "persistent" in op.tags) \
-        and raised(l["result"], "TypeError") and "type date is not JSON" in l["result"][3] \
-        and (ok(b["result"]) or raised(b["result"], "ValueError"))
+        and raised(leg["result"], "TypeError") and "type date is not JSON" in leg["result"][3] \
+        and (ok(bz["result"]) or raised(bz["result"], "ValueError"))
 
 
 @_k("legacy-index-array-dtype", "legacy bug: integer index arrays other than int64 "
     "(int32, uint8) raised IndexError")
-def _(op, l, b):
+def _(op, leg, bz):
     # Legacy refused the key before looking at the value; bcolzx then may refuse the value
     # (an OverflowError, the fixed finding A17 in test_differential.FIXED, is never accepted).
-    return ({"int32_array", "uint8_array"} & op.tags) and raised(l["result"], "IndexError") \
-        and (ok(b["result"]) or raised(b["result"], "ValueError", "TypeError", "RuntimeError"))
+    return ({"int32_array", "uint8_array"} & op.tags) and raised(leg["result"], "IndexError") \
+        and (ok(bz["result"]) or raised(bz["result"], "ValueError", "TypeError", "RuntimeError"))
 
 
 @_k("legacy-too-many-indices", "legacy bug: more indices than dimensions raised TypeError "
     "from the scalar it had read ('int' object is not subscriptable); bcolzx raises NumPy's "
     "IndexError")
-def _(op, l, b):
-    return "too_many_indices" in op.tags and raised(l["result"], "TypeError") \
-        and raised(b["result"], "IndexError")
+def _(op, leg, bz):
+    return "too_many_indices" in op.tags and raised(leg["result"], "TypeError") \
+        and raised(bz["result"], "IndexError")
 
 
 @_k("legacy-fetchwhere-outcols", "legacy bug: fetchwhere(out_flavor='bcolz') refused outcols "
     "as a string and reported an unknown outcol as NameError, unlike where() and iter() "
     "(bcolzx: strings accepted, unknown names ValueError)")
-def _(op, l, b):
+def _(op, leg, bz):
     if op.kind != "ctable.fetchwhere":
         return False
     if "outcols_string" in op.tags:
-        return raised(l["result"], "ValueError") and ok(b["result"])
-    return "bad_outcols" in op.tags and raised(l["result"], "NameError") \
-        and raised(b["result"], "ValueError")
+        return raised(leg["result"], "ValueError") and ok(bz["result"])
+    return "bad_outcols" in op.tags and raised(leg["result"], "NameError") \
+        and raised(bz["result"], "ValueError")
 
 
 @_k("legacy-ctable-create-mode-a", "legacy bug: ctable(columns, rootdir=<new>, mode='a') "
     "raised FileNotFoundError (carray() creates in mode 'a')")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind.startswith("new.ctable") and op.mode == "a" and "mode=a" in op.tags \
-        and raised(l["result"], "FileNotFoundError") \
-        and (ok(b["result"]) or raised(b["result"], "ValueError"))
+        and raised(leg["result"], "FileNotFoundError") \
+        and (ok(bz["result"]) or raised(bz["result"], "ValueError"))
 
 @_k("legacy-fancy-setitem-range", "legacy bug: an out-of-range index in a fancy assignment "
     "raised TypeError (object has no len()); bcolzx raises NumPy's IndexError")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind == "carray.setitem" and "fancy" in op.tags and "out_of_range" in op.tags \
-        and raised(l["result"], "TypeError") and raised(b["result"], "IndexError")
+        and raised(leg["result"], "TypeError") and raised(bz["result"], "IndexError")
 
 
 @_k("legacy-ctable-append-array", "legacy bug: ctable.append(<plain, unstructured ndarray>) "
     "raised IndexError from inside (its dtype has no names); bcolzx raises TypeError")
-def _(op, l, b):
-    return op.kind.startswith("ctable.append") and raised(l["result"], "IndexError") \
-        and raised(b["result"], "TypeError")
+def _(op, leg, bz):
+    return op.kind.startswith("ctable.append") and raised(leg["result"], "IndexError") \
+        and raised(bz["result"], "TypeError")
 
 
 @_k("legacy-ndim-row-assign", "legacy bug: assigning whole rows of an N-D carray with "
     "chunklen=1 corrupted the chunk (later reads: RuntimeError from Blosc)")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind == "observe" and "after:carray.setitem" in op.tags and "ndim" in op.tags \
-        and raised(l["result"], "RuntimeError") and "Blosc" in l["result"][3] \
-        and ok(b["result"])
+        and raised(leg["result"], "RuntimeError") and "Blosc" in leg["result"][3] \
+        and ok(bz["result"])
 
 
 @_k("legacy-partial-ctable-append", "legacy bug: a ctable.append that fails on a later column "
     "(lengths differ) leaves the earlier columns appended, so the columns' lengths differ")
-def _(op, l, b):
-    lr, br = l["result"], b["result"]
+def _(op, leg, bz):
+    lr, br = leg["result"], bz["result"]
     return op.kind == "observe" and "after:ctable.append.bad_lengths" in op.tags \
         and lr[0] == br[0] == "ctable" and len(set(lr[5])) > 1 and len(set(br[5])) == 1
 
@@ -528,16 +530,16 @@ def _(op, l, b):
     "sum(dtype=...) came back in another type when chunks were constant, N-D carrays with "
     "constant chunks gave an array of the row shape, and U/datetime carrays gave a value "
     "(NumPy: TypeError); bcolzx gives NumPy's sum of c[:]")
-def _(op, l, b):
-    return op.kind == "carray.sum" and _follows_numpy(b)
+def _(op, leg, bz):
+    return op.kind == "carray.sum" and _follows_numpy(bz)
 
 
 @_k("legacy-copy-dflt", "legacy bug: copy() (and so ctable(carrays, rootdir=...), "
     "ctable.copy()) dropped the default value; bcolzx keeps dflt")
-def _(op, l, b):
+def _(op, leg, bz):
     if "copied" not in op.tags:
         return False
-    lr, br = l["result"], b["result"]
+    lr, br = leg["result"], bz["result"]
     if op.kind == "carray.prop.x.dflt":
         return lr[0] == br[0] and lr[0] in ("np", "ndarray") and not lr[-1].any()
     if op.kind != "observe" or lr[0] != br[0] or lr[0] not in ("carray", "ctable") \
@@ -550,22 +552,22 @@ def _(op, l, b):
 
 @_k("legacy-fetchwhere-empty", "legacy bug: fetchwhere(out_flavor='numpy') with no matching "
     "row raised StopIteration; bcolzx returns an empty array")
-def _(op, l, b):
-    return op.kind == "ctable.fetchwhere" and raised(l["result"], "StopIteration") \
-        and b["result"][0] == "ndarray" and len(b["result"][3]) == 0
+def _(op, leg, bz):
+    return op.kind == "ctable.fetchwhere" and raised(leg["result"], "StopIteration") \
+        and bz["result"][0] == "ndarray" and len(bz["result"][3]) == 0
 
 
 @_k("legacy-iterblocks-ndim-column", "legacy bug: iterblocks over a ctable with an N-D "
     "column failed (could not broadcast)")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind == "iterblocks" and "ndim_column" in op.tags \
-        and _legacy_refused(l, b, "ValueError", "broadcast")
+        and _legacy_refused(leg, bz, "ValueError", "broadcast")
 
 
 @_k("legacy-empty-fancy-ndim", "legacy bug: c[[]] on an N-D carray gave shape (0,); bcolzx "
     "gives NumPy's (0, *rowshape)")
-def _(op, l, b):
-    lr, br = l["result"], b["result"]
+def _(op, leg, bz):
+    lr, br = leg["result"], bz["result"]
     return op.kind == "carray.getitem" and "ndim" in op.tags and "fancy" in op.tags \
         and lr[0] == br[0] == "ndarray" and lr[3].shape == (0,) \
         and br[3].shape[:1] == (0,) and br[3].ndim > 1
@@ -573,10 +575,10 @@ def _(op, l, b):
 
 @_k("legacy-expr-key-ndim", "legacy bug: an expression key giving N-D booleans raised "
     "NumPy's TypeError from inside; bcolzx raises IndexError (not a row mask)")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind in ("carray.getitem", "carray.setitem") and "expr" in op.tags \
-        and "ndim" in op.tags and raised(l["result"], "TypeError") \
-        and raised(b["result"], "IndexError")
+        and "ndim" in op.tags and raised(leg["result"], "TypeError") \
+        and raised(bz["result"], "IndexError")
 
 
 def known_difference(op: Op, lrep: dict, brep: dict) -> Known | None:
@@ -591,73 +593,73 @@ def known_difference(op: Op, lrep: dict, brep: dict) -> Known | None:
 
 @_k("legacy-iterblocks-blen-1", "legacy bug: iterblocks(<1-D carray>, blen=1) yielded scalars, "
     "not blocks; bcolzx yields 1-row arrays")
-def _(op, l, b):
+def _(op, leg, bz):
     def as_blocks(result):
         if result is not None and result[0] == "list":
             return ("list", [("ndarray", "ndarray", r[1], r[2].reshape(1)) if r[0] == "np" else r
                              for r in result[1]]) + tuple(result[2:])
         return result
-    return op.kind == "iterblocks" and "blen=1" in op.code and ok(l["result"]) \
-        and _agree_after(as_blocks, l, b)
+    return op.kind == "iterblocks" and "blen=1" in op.code and ok(leg["result"]) \
+        and _agree_after(as_blocks, leg, bz)
 
 
 @_k("legacy-reshape-on-disk", "legacy bug: reshape() of a persistent carray moved the new "
     "array into the same rootdir, so the original then failed (chunkfile not found); bcolzx's "
     "reshape gives a new in-memory carray and leaves the original alone")
-def _(op, l, b):
-    return "reshaped" in op.tags and raised(l["result"], "ValueError", "FileNotFoundError") \
-        and ("not found" in l["result"][3] or "No such file" in l["result"][3]) \
-        and (ok(b["result"]) or not raised(b["result"], "ValueError", "FileNotFoundError"))
+def _(op, leg, bz):
+    return "reshaped" in op.tags and raised(leg["result"], "ValueError", "FileNotFoundError") \
+        and ("not found" in leg["result"][3] or "No such file" in leg["result"][3]) \
+        and (ok(bz["result"]) or not raised(bz["result"], "ValueError", "FileNotFoundError"))
 
 
 @_k("legacy-partial-fancy-assign", "legacy bug: a fancy assignment with an out-of-range index "
     "raised IndexError after assigning the indices before it; bcolzx checks first")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind == "observe" and "after:carray.setitem" in op.tags \
         and ("out_of_range" in op.tags or "odd=[True, 2]" in op.tags) \
-        and ok(l["result"]) and ok(b["result"])
+        and ok(leg["result"]) and ok(bz["result"])
 
 
 @_k("legacy-flush-mode-r", "legacy bug: flush() of a persistent carray (or ctable) opened in "
     "mode 'r' whose last chunk is partial raised IOError (it rewrote that chunk); bcolzx's "
     "flush has nothing to write")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind in ("carray.flush", "ctable.flush", "close") and "mode_r" in op.tags \
-        and raised(l["result"], "OSError") and "cannot modify" in l["result"][3] \
-        and ok(b["result"])
+        and raised(leg["result"], "OSError") and "cannot modify" in leg["result"][3] \
+        and ok(bz["result"])
 
 
 @_k("legacy-attrs-failed-write", "legacy bug: an attribute value that cannot be written "
     "(TypeError, not JSON) stayed in memory all the same; bcolzx keeps the attributes as they "
     "were")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind == "attrs.set" and "persistent" in op.tags \
-        and raised(l["result"], "TypeError") and raised(b["result"], "TypeError") \
-        and l["ref"] is not None and differences(l["ref"], b["ref"]) is not None
+        and raised(leg["result"], "TypeError") and raised(bz["result"], "TypeError") \
+        and leg["ref"] is not None and differences(leg["ref"], bz["ref"]) is not None
 
 
 @_k("legacy-scalar-full-assign", "legacy bug: assigning a NumPy scalar of the carray's own "
     "dtype to a full slice (c[:] = np.float32(0.5)) raised TypeError (it took len() of the "
     "scalar)")
-def _(op, l, b):
-    return op.kind == "carray.setitem" and raised(l["result"], "TypeError") \
-        and "has no len()" in l["result"][3] and ok(b["result"])
+def _(op, leg, bz):
+    return op.kind == "carray.setitem" and raised(leg["result"], "TypeError") \
+        and "has no len()" in leg["result"][3] and ok(bz["result"])
 
 
 @_k("legacy-datetime-dflt", "legacy bug: a datetime64 dflt for a carray of another dtype "
     "raised TypeError (converted through a Python date); bcolzx converts it as NumPy does")
-def _(op, l, b):
+def _(op, leg, bz):
     return op.kind.startswith("new.carray") and "dflt" in op.tags \
-        and raised(l["result"], "TypeError") and "int() argument" in l["result"][3] \
-        and ok(b["result"])
+        and raised(leg["result"], "TypeError") and "int() argument" in leg["result"][3] \
+        and ok(bz["result"])
 
 
 @_k("fault-precedence-mode-r", "not a behaviour difference: a write with a bad value to data "
     "opened in mode 'r' has two faults; legacy reported the value, bcolzx the mode "
     "(ReadOnlyError, an IOError); which fault is reported first is not compared")
-def _(op, l, b):
-    return "mode_r" in op.tags and raised(l["result"], "ValueError", "TypeError", "IndexError") \
-        and raised(b["result"], "ReadOnlyError")
+def _(op, leg, bz):
+    return "mode_r" in op.tags and raised(leg["result"], "ValueError", "TypeError", "IndexError") \
+        and raised(bz["result"], "ReadOnlyError")
 
 
 # -- witnesses: a program for every entry ------------------------------------------------------

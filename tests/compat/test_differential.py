@@ -56,7 +56,8 @@ cannot follow the link), nor is a purged carray (bcolzx closes it).
 
 The default run is deterministic (``derandomize=True``) and short. Larger:
 ``BCOLZX_DIFF_EXAMPLES`` (examples), ``BCOLZX_DIFF_STEPS`` (ops per
-program), ``BCOLZX_DIFF_SEED`` (a random seed instead of the fixed one);
+program), ``BCOLZX_DIFF_SEED`` (a random seed instead of the fixed one),
+``BCOLZX_DIFF_SHRINK=1`` (shrink a failing program; off by default: minutes);
 ``pytest --stress -m stress`` runs 2000 examples.  Exploration helpers:
 ``BCOLZX_DIFF_COLLECT=FILE`` appends every difference found to FILE (JSON
 lines) instead of failing, and ``BCOLZX_DIFF_ONLY=PREFIX`` fails only on
@@ -96,6 +97,8 @@ OP_TIMEOUT = 30.0
 EXAMPLES = int(os.environ.get("BCOLZX_DIFF_EXAMPLES", "60"))
 STEPS = int(os.environ.get("BCOLZX_DIFF_STEPS", "25"))
 SEED = os.environ.get("BCOLZX_DIFF_SEED")
+#: Shrink a failing program (minutes on a loaded machine: off unless asked for).
+SHRINK = os.environ.get("BCOLZX_DIFF_SHRINK", "") not in ("", "0")
 COLLECT = os.environ.get("BCOLZX_DIFF_COLLECT")
 ONLY = os.environ.get("BCOLZX_DIFF_ONLY")
 
@@ -421,9 +424,9 @@ def run_programs(pair: Pair, examples: int, steps: int, random_seed: int | None 
 
 
 def test_legacy_and_bcolzx_agree_on_random_programs(workers):
-    """The default run: deterministic, well under a minute."""
+    """The default run: deterministic, about a minute; a failure is reported unshrunk."""
     run_programs(workers, EXAMPLES, STEPS, None if SEED is None else int(SEED),
-                 collect=COLLECT, only=ONLY)
+                 collect=COLLECT, only=ONLY, shrink=SHRINK)
 
 
 @pytest.mark.stress
@@ -433,7 +436,7 @@ def test_legacy_and_bcolzx_agree_on_many_programs(workers):
     total = max(EXAMPLES, 2000)
     for batch in range(0, total, 200):
         run_programs(workers, min(200, total - batch), max(STEPS, 30), first + batch,
-                     collect=COLLECT, only=ONLY)
+                     collect=COLLECT, only=ONLY, shrink=SHRINK)
 
 
 def _replay(pair: Pair, program: list) -> list[tuple[Op, dict, dict]]:
