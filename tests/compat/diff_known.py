@@ -372,7 +372,7 @@ def _(op, leg, bz):
 @_k("where-list-mask", "migration.md §2 carray.where: a list of booleans is a mask too (legacy "
     "ValueError: boolarr is not an array)")
 def _(op, leg, bz):
-    return op.kind == "carray.where" and "bool_list" in op.tags \
+    return op.kind == "carray.where" and bool({"bool_list", "where_list"} & op.tags) \
         and _legacy_refused(leg, bz, "ValueError", "not an array")
 
 
