@@ -252,6 +252,13 @@ def _(op, leg, bz):
     return ok(bz["result"]) if op.kind == "carray.setitem" else _follows_numpy(bz)
 
 
+@_k("arange-wraps", "migration.md §2 arange: with an integer dtype the values wrap around as "
+    "numpy.arange's do (legacy raised OverflowError once a block began beyond the dtype's range)")
+def _(op, leg, bz):
+    return op.kind == "new.carray.arange" and raised(leg["result"], "OverflowError") \
+        and ok(bz["result"]) and bz["ref"] == ("py", "bool", True)
+
+
 @_k("size-type", "migration.md §2 carray/ctable size: a Python int (legacy numpy.int64)")
 def _(op, leg, bz):
     return op.kind in ("carray.prop.x.size", "ctable.prop.x.size") \
@@ -603,6 +610,15 @@ def _(op, leg, bz):
         and _agree_after(as_blocks, leg, bz)
 
 
+@_k("legacy-ctable-no-columns", "legacy bug: a ctable whose columns were all deleted could "
+    "not be read (KeyError: cannot retrieve data from a ctable with no columns); bcolzx gives "
+    "its empty rows")
+def _(op, leg, bz):
+    return op.kind == "observe" and raised(leg["result"], "KeyError") \
+        and "no columns" in leg["result"][3] and bz["result"][0] == "ctable" \
+        and bz["result"][1] == []
+
+
 @_k("legacy-reshape-on-disk", "legacy bug: reshape() of a persistent carray moved the new "
     "array into the same rootdir, so the original then failed (chunkfile not found); bcolzx's "
     "reshape gives a new in-memory carray and leaves the original alone")
@@ -709,6 +725,11 @@ WITNESSES: dict[str, list] = {
                      W("c0.append(5)", "carray.append", "purged")],
     "legacy-iterblocks-blen-1": ["c0 = bcolz.arange(3)",
                                  W("list(bcolz.iterblocks(c0, blen=1))", "iterblocks")],
+    "arange-wraps": [W("c0 = bcolz.arange(4, 273, dtype='int8', chunklen=100)",
+                       "new.carray.arange",
+                       ref="np.array_equal(np.asarray(c0[:]), np.arange(4, 273, dtype='int8'))")],
+    "legacy-ctable-no-columns": ["t0 = bcolz.ctable([np.arange(3)], names=['a'])",
+                                 "t0.delcol('a')", W("t0", "observe")],
     "size-type": [_C10, W("c0.size", "carray.prop.x.size")],
     "delcol": [_T2, W("t0.delcol('nosuchcol')", "ctable.delcol.unknown")],
     "ctable-duplicate-names": [W("bcolz.ctable([np.arange(3), np.arange(3)], names=['a', 'a'])",
