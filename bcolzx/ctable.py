@@ -810,7 +810,9 @@ class ctable:  # noqa: N801 - legacy name
         Raises
         ------
         ValueError
-            For both or neither of a missing name, or a bad `pos`.
+            For both a name and a `pos`.
+        IndexError
+            For a `pos` out of range (as legacy).
         KeyError
             If there is no such column.
         ReadOnlyError
@@ -823,7 +825,7 @@ class ctable:  # noqa: N801 - legacy name
             names = self.names
             pos = len(names) - 1 if pos is None else int(pos)
             if not -len(names) <= pos < len(names):
-                raise ValueError(f"pos {pos} out of range for {len(names)} columns")
+                raise IndexError(f"pos {pos} out of range for {len(names)} columns")
             name = names[pos]
         col = self._cols.pop(name)
         self._write_rootdirs()

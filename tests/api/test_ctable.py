@@ -609,3 +609,13 @@ def test_opening_a_missing_table_without_columns_in_mode_a(tmp_path):
     with pytest.raises(NoColumnsError):
         ctable(rootdir=missing, mode="a")
     assert not os.path.exists(missing)
+
+
+def test_delcol_of_a_position_out_of_range_raises_index_error(make):
+    t = make(_model(10))
+    for pos in (4, -5):
+        with pytest.raises(IndexError, match="out of range"):  # as legacy (a list index)
+            t.delcol(pos=pos)
+    assert t.names == ["i", "x", "k", "s"]
+    t.delcol(pos=-4)
+    assert t.names == ["x", "k", "s"]
