@@ -85,6 +85,17 @@ def _as_cparams(value) -> _cparams:
     raise TypeError(f"cparams must be a bcolzx.cparams or a dict, not {type(value).__name__}")
 
 
+def conversion_error(exc: Exception, what: str) -> Exception:
+    """NumPy's conversion failure `exc` as its builtin class (``ValueError`` or
+    ``TypeError``, as legacy bcolz let through), with `what` failed in front.
+
+    Not ``type(exc)``: NumPy may raise subclasses whose constructors take
+    other arguments (``UnicodeEncodeError``, its ufunc errors).
+    """
+    cls = ValueError if isinstance(exc, ValueError) else TypeError
+    return cls(f"{what}: {exc}")
+
+
 class carray:
     """A compressed and chunked array, in memory or on disk (bcolz 1.2 ``carray``).
 
@@ -265,8 +276,8 @@ class carray:
         try:
             data = np.ascontiguousarray(array, dtype=want)
         except (TypeError, ValueError) as exc:  # NumPy's class, as append (and legacy)
-            raise type(exc)(f"cannot make an array of dtype {dtype} from the data: {exc}") \
-                from None
+            raise conversion_error(exc, f"cannot make an array of dtype {dtype} from the "
+                                        "data") from None
         if data.dtype == object and data.ndim > 1:  # NumPy's guess: rows are the objects
             return as_objects(array)
         return data
@@ -351,7 +362,7 @@ class carray:
         try:
             arr = np.asarray(values, dtype=eng.dtype)
         except (TypeError, ValueError) as exc:  # the same class as legacy bcolz's
-            raise type(exc)(f"cannot convert to {eng.dtype}: {exc}") from None
+            raise conversion_error(exc, f"cannot convert to {eng.dtype}") from None
         if n is None:
             if arr.shape == eng.rowshape:
                 arr = arr.reshape((1, *eng.rowshape))

@@ -37,7 +37,7 @@ from bcolzx._query.evaluate import evaluate, resolve_flavor
 from bcolzx._query.scope import caller_scope
 from bcolzx._storage import snapshot, writer
 from bcolzx._storage.lock import WriterLock
-from bcolzx.carray import _is_sequence, as_objects, carray
+from bcolzx.carray import _is_sequence, as_objects, carray, conversion_error
 from bcolzx.defaults import defaults
 from bcolzx.errors import (
     ConcurrentModificationError,
@@ -646,7 +646,7 @@ class ctable:  # noqa: N801 - legacy name
             try:
                 arr = np.asarray(arr, dtype=col.dtype)
             except (TypeError, ValueError) as exc:
-                raise type(exc)(f"column {name!r}: {exc}") from None
+                raise conversion_error(exc, f"column {name!r}") from None
             rowshape = self._cols[name].shape[1:]
             if not len(rowshape) <= arr.ndim <= len(rowshape) + 1 \
                     or arr.shape[arr.ndim - len(rowshape):] != rowshape:

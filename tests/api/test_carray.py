@@ -435,6 +435,15 @@ def test_data_that_cannot_be_converted_raise_numpys_class():
         carray(np.array(["x"]), dtype="float64")  # as legacy (and NumPy), not TypeError
     with pytest.raises(TypeError):
         carray([{"a": 1}], dtype="float64")
+    # NumPy raises a UnicodeEncodeError here, whose constructor takes five arguments: the
+    # error was rebuilt as type(exc)(message) and failed with TypeError from that.
+    accented = np.array(["été"])
+    with pytest.raises(ValueError, match="codec"):
+        carray(accented, dtype="datetime64[D]")
+    with pytest.raises(ValueError, match="codec"):
+        carray(np.zeros(2, "datetime64[D]")).append(accented)
+    with pytest.raises(ValueError, match="codec"):
+        bcolzx.ctable([np.zeros(2, "datetime64[D]")], names=["a"]).append([accented])
 
 
 @pytest.mark.parametrize("shape", [(0,), (0, 2)])

@@ -216,7 +216,7 @@ def _(op, leg, bz):
         return False
     if op.kind == "carray.where":
         return ok(bz["result"]) \
-            or "mask_wrong_len" in op.tags and raised(bz["result"], "IndexError")
+            or "mask_wrong_len" in op.tags and raised(bz["result"], "IndexError", "ValueError")
     return op.kind == "carray.getitem" and "mask" in op.tags and _follows_numpy(bz)
 
 
@@ -499,7 +499,7 @@ def _(op, leg, bz):
 def _(op, leg, bz):
     return op.kind.startswith("new.ctable") and op.mode == "a" and "mode=a" in op.tags \
         and raised(leg["result"], "FileNotFoundError") \
-        and (ok(bz["result"]) or raised(bz["result"], "ValueError"))
+        and (ok(bz["result"]) or raised(bz["result"], "ValueError", "TypeError"))
 
 @_k("legacy-fancy-setitem-range", "legacy bug: an out-of-range index in a fancy assignment "
     "raised TypeError (object has no len()); bcolzx raises NumPy's IndexError")
@@ -619,6 +619,14 @@ def _(op, leg, bz):
         and bz["result"][1] == []
 
 
+@_k("legacy-delcol-mode-r", "legacy bug: delcol in mode 'r' raised IOError after deleting the "
+    "column (from the object and from the directory); bcolzx raises ReadOnlyError first")
+def _(op, leg, bz):
+    lr, br = leg["result"], bz["result"]
+    return op.kind == "observe" and any(t.startswith("after:ctable.delcol") for t in op.tags) \
+        and lr[0] == br[0] == "ctable" and set(lr[1]) < set(br[1])
+
+
 @_k("legacy-reshape-on-disk", "legacy bug: reshape() of a persistent carray moved the new "
     "array into the same rootdir, so the original then failed (chunkfile not found); bcolzx's "
     "reshape gives a new in-memory carray and leaves the original alone")
@@ -681,7 +689,7 @@ def _(op, leg, bz):
 # -- witnesses: a program for every entry ------------------------------------------------------
 
 
-def W(line: str, kind: str, *tags: str, ref: str | None = None, rootdir: str | None = None,
+def W(line: str, kind: str, *tags: str, ref: str | None = None, rootdir: str | None = None,  # noqa: N802 - reads as the Op it builds
       mode: str | None = None, mutates: bool = False) -> Op:
     """An op of a witness program (``name = expr`` binds `name`)."""
     target, code = None, line
@@ -730,6 +738,11 @@ WITNESSES: dict[str, list] = {
                        ref="np.array_equal(np.asarray(c0[:]), np.arange(4, 273, dtype='int8'))")],
     "legacy-ctable-no-columns": ["t0 = bcolz.ctable([np.arange(3)], names=['a'])",
                                  "t0.delcol('a')", W("t0", "observe")],
+    "legacy-delcol-mode-r": ["t0 = bcolz.ctable([np.arange(3), np.arange(3.0)], names=['a', 'b'], "
+                             "rootdir='d0')", "t0.flush(); del t0",
+                             "t0 = bcolz.open('d0', mode='r')",
+                             W("t0.delcol('a')", "ctable.delcol.name", "mode_r"),
+                             W("t0", "observe", "after:ctable.delcol.name", "mode_r")],
     "size-type": [_C10, W("c0.size", "carray.prop.x.size")],
     "delcol": [_T2, W("t0.delcol('nosuchcol')", "ctable.delcol.unknown")],
     "ctable-duplicate-names": [W("bcolz.ctable([np.arange(3), np.arange(3)], names=['a', 'a'])",

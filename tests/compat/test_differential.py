@@ -119,7 +119,7 @@ def _legacy_missing() -> str | None:
     return None
 
 
-class WorkerFailure(Exception):
+class WorkerFailureError(Exception):
     """A worker crashed, hung or broke the protocol."""
 
 
@@ -158,7 +158,7 @@ class Worker:
             env=self._env())
         self.info = self._receive(OP_TIMEOUT)
         if "error" in self.info:
-            raise WorkerFailure(f"{self.role} worker could not import bcolz: "
+            raise WorkerFailureError(f"{self.role} worker could not import bcolz: "
                                 f"{self.info['error']}")
 
     def _read_exact(self, n: int, deadline: float) -> bytes:
@@ -167,7 +167,7 @@ class Worker:
         while got < n:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise WorkerFailure(f"{self.role} worker did not answer within "
+                raise WorkerFailureError(f"{self.role} worker did not answer within "
                                     f"{OP_TIMEOUT:.0f} s")
             ready, _, _ = select.select([fd], [], [], remaining)
             if not ready:
@@ -175,7 +175,7 @@ class Worker:
             chunk = os.read(fd, n - got)
             if not chunk:
                 self.proc.wait(timeout=5)
-                raise WorkerFailure(f"{self.role} worker died (exit status "
+                raise WorkerFailureError(f"{self.role} worker died (exit status "
                                     f"{self.proc.returncode}){self._stderr_tail()}")
             chunks.append(chunk)
             got += len(chunk)
@@ -195,7 +195,7 @@ class Worker:
             self.proc.stdin.write(struct.pack("<Q", len(payload)) + payload)
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
-            raise WorkerFailure(f"{self.role} worker is gone ({exc})"
+            raise WorkerFailureError(f"{self.role} worker is gone ({exc})"
                                 f"{self._stderr_tail()}") from exc
 
     def _receive(self, timeout: float) -> dict:
@@ -205,7 +205,7 @@ class Worker:
         try:
             return pickle.loads(payload)
         except Exception as exc:  # a reply that cannot be read is a failure
-            raise WorkerFailure(f"{self.role} worker sent a reply that cannot be read: "
+            raise WorkerFailureError(f"{self.role} worker sent a reply that cannot be read: "
                                 f"{type(exc).__name__}: {exc}") from exc
 
     def receive(self) -> dict:
@@ -222,7 +222,7 @@ class Worker:
             if self.proc.poll() is None:
                 self.send({"cmd": "exit"})
                 self.proc.wait(timeout=10)
-        except (WorkerFailure, subprocess.TimeoutExpired):
+        except (WorkerFailureError, subprocess.TimeoutExpired):
             pass
         if self.proc.poll() is None:
             self.proc.kill()
@@ -244,7 +244,7 @@ class Pair:
         for worker in (self.legacy, self.bcolzx):
             try:
                 worker.send(request)
-            except WorkerFailure as exc:
+            except WorkerFailureError as exc:
                 failures.append(exc)
         replies = []
         if not failures:
@@ -253,12 +253,12 @@ class Pair:
                 # answer the next request (worker failures restart both workers below).
                 try:
                     replies.append(worker.receive())
-                except WorkerFailure as exc:
+                except WorkerFailureError as exc:
                     failures.append(exc)
         if failures:
             for worker in (self.legacy, self.bcolzx):
                 worker.restart()  # a clean pair for whatever runs next
-            raise WorkerFailure("; ".join(str(f) for f in failures))
+            raise WorkerFailureError("; ".join(str(f) for f in failures))
         return replies[0], replies[1]
 
     def reset(self) -> None:
@@ -301,11 +301,11 @@ def workers(tmp_path_factory):
 # == running programs ============================================================================
 
 
-class Difference(AssertionError):
+class DifferenceError(AssertionError):
     """legacy bcolz and bcolzx disagreed (not a known difference)."""
 
 
-class Abandon(Exception):
+class AbandonError(Exception):
     """Collecting: a worker failed (recorded); this program cannot go on."""
 
 
@@ -327,17 +327,17 @@ class Session:
         return "\n".join(f"    {line}" for line in self.lines)
 
     def _fail(self, message: str) -> None:
-        raise Difference(f"{message}\nprogram (run in both workers; data = "
+        raise DifferenceError(f"{message}\nprogram (run in both workers; data = "
                          f"tests/compat/diff_worker.data):\n{self.program()}")
 
     def _exchange(self, op: Op) -> tuple[dict, dict]:
         try:
             return self.pair.run(op)
-        except WorkerFailure as exc:
+        except WorkerFailureError as exc:
             self.lines.append(op.line)
             if self.collect:
                 self._record(f"worker-failure|{op.kind}", str(exc)[:2000])
-                raise Abandon() from exc
+                raise AbandonError() from exc
             self._fail(f"worker failure at the last line: {exc}")
             raise  # not reached
 
@@ -410,7 +410,7 @@ def run_programs(pair: Pair, examples: int, steps: int, random_seed: int | None 
         try:
             for _ in range(count):
                 session.run(data.draw(step(session.model)))
-        except Abandon:
+        except AbandonError:
             pass
         seen.update(session.known_seen)
 
@@ -550,7 +550,7 @@ def test_harness_catches_a_planted_difference(workers, tmp_path):
         planted.send({"cmd": "run", "code": PLANTED_BUG, "target": None, "ref": None})
         assert planted.receive()["result"] == ("none",)
         pair = Pair(workers.legacy, planted)
-        with pytest.raises(Difference) as info:
+        with pytest.raises(DifferenceError) as info:
             # Not shrunk here, to stay quick (shrunk, it is c0 = carray([]); c0.append(<4 rows>)).
             run_programs(pair, 100, 10, only="observe|value:carray|value:carray", shrink=False)
     finally:
