@@ -601,16 +601,18 @@ def known_difference(op: Op, lrep: dict, brep: dict) -> Known | None:
 @_k("legacy-iterblocks-blen-1", "legacy bug: iterblocks(<1-D carray>, blen=1) yielded scalars, "
     "not blocks; bcolzx yields 1-row arrays")
 def _(op, leg, bz):
-    def as_blocks(result):
-        def block(r):  # a NumPy scalar (np.float64 is a float: normalized as 'py')
-            if r[0] == "np" or r[0] == "py" and r[1] not in ("int", "float", "bool", "str"):
-                return ("ndarray", "ndarray", r[1], np.asarray(r[2], dtype=r[1]).reshape(1))
-            return r
-        if result is not None and result[0] == "list":
-            return ("list", [block(r) for r in result[1]]) + tuple(result[2:])
-        return result
-    return op.kind == "iterblocks" and "blen=1" in op.code and ok(leg["result"]) \
-        and _agree_after(as_blocks, leg, bz)
+    lr, br = leg["result"], bz["result"]
+    if op.kind != "iterblocks" or "blen=1" not in op.code or lr[0] != "list" \
+            or br[0] != "list" or len(lr[1]) != len(br[1]):
+        return False
+    for scalar, block in zip(lr[1], br[1]):
+        value = scalar[2]  # 'np' (a 0-d array) or 'py' (np.float64, np.str_: Python subclasses)
+        if scalar[0] not in ("np", "py") or not isinstance(value, (np.ndarray, np.generic)) \
+                or block[0] != "ndarray" or block[3].shape != (1,) \
+                or not _same_values(np.asarray(value).reshape(1).astype(block[3].dtype),
+                                    block[3]):
+            return False
+    return True
 
 
 @_k("legacy-ctable-no-columns", "legacy bug: a ctable whose columns were all deleted could "
