@@ -41,6 +41,7 @@ from bcolzx._storage.lock import WriterLock
 from bcolzx.carray import _is_sequence, as_objects, carray, conversion_error
 from bcolzx.defaults import defaults
 from bcolzx.errors import (
+    ColumnNameError,
     ConcurrentModificationError,
     DatasetNotFoundError,
     NoColumnsError,
@@ -277,8 +278,9 @@ def _remove_made(rootdir: str, existed: bool) -> None:
 
 
 def _check_name(name: Any) -> str:
-    if not isinstance(name, str):  # TypeError, as legacy
-        raise TypeError(f"column names must be strings, not {type(name).__name__} {name!r}")
+    if not isinstance(name, str):  # TypeError (constructor) and ValueError (addcol), as legacy
+        raise ColumnNameError(f"column names must be strings, not {type(name).__name__} "
+                              f"{name!r}")
     if not name:
         raise ValueError("column names must be non-empty strings")
     if name.startswith("__") or name == NROW or "/" in name or "\\" in name or \

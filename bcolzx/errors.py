@@ -35,6 +35,7 @@ __all__ = [
     "DatasetNotFoundError",
     "NoColumnsError",
     "MaskLengthError",
+    "ColumnNameError",
     "ExpressionError",
     "RowConditionError",
     "blosc2_error",
@@ -279,6 +280,14 @@ class MaskLengthError(BcolzxError, IndexError, ValueError):
     An :class:`IndexError`, as NumPy raises for it, and a
     :class:`ValueError`, as legacy bcolz raised (it ran boolean keys through
     ``where()``).
+    """
+
+
+class ColumnNameError(BcolzxError, TypeError, ValueError):
+    """A column name that is not a string.
+
+    A :class:`TypeError`, as legacy bcolz's constructor raised for it, and a
+    :class:`ValueError`, as its ``addcol`` did.
     """
 
 

@@ -598,6 +598,14 @@ def test_column_names_that_are_not_strings_raise_type_error():
         ctable([np.arange(3), np.arange(3)], names=[1, "b"])
     with pytest.raises(ValueError, match="non-empty"):
         ctable([np.arange(3), np.arange(3)], names=["", "b"])
+    # addcol raised ValueError in legacy bcolz (its own test suite checks it).
+    t = ctable([np.arange(3)], names=["a"])
+    for name in (np.arange(3), 7):
+        with pytest.raises(ValueError, match="must be strings"):
+            t.addcol(np.arange(3), name=name)
+        with pytest.raises(TypeError, match="must be strings"):
+            t.addcol(np.arange(3), name=name)
+    assert t.names == ["a"]
 
 
 def test_opening_a_missing_table_without_columns_in_mode_a(tmp_path):
