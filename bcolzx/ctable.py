@@ -683,6 +683,10 @@ class ctable:  # noqa: N801 - legacy name
             data.flush()
             dest = self._coldir(name)
             os.replace(data.rootdir, dest)
+            # Durable before __rootdirs__ names it (both directories: a rename
+            # between two is durable once both are).
+            jsonfile.fsync_dir(self._rootdir)
+            jsonfile.fsync_dir(os.path.dirname(os.path.abspath(data.rootdir)))
             col = carray(rootdir=dest, mode=self._mode, lock_timeout=self._lock_timeout,
                          allow_pickle=self._allow_pickle if allow_pickle is None else
                          allow_pickle)
