@@ -76,6 +76,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import bcolzx
+from bcolzx._format import layout
 from bcolzx.errors import BcolzxError
 
 from . import crash
@@ -84,11 +85,13 @@ from .explorer_trace import (
     EFFECTS,
     ROOT,
     FsTree,
+    Link,
     Mark,
     Recorder,
     Sync,
     SyncAll,
     Truncate,
+    Unlink,
     Write,
     describe,
     objects,
@@ -258,7 +261,9 @@ class Bound:
         a directory and all the pending writes of each file together.
 
     Nothing, everything and all but one are always generated: the states
-    most crash bugs need (CrashMonkey's finding: one reordering).
+    most crash bugs need (CrashMonkey's finding: one reordering).  What is
+    done to a lock file (``__lock__``: no data, ignored by readers) is kept
+    or lost as a whole and never torn.
     """
 
     exhaustive: int = 6
@@ -313,34 +318,59 @@ def crash_points(ops: list) -> list[int]:
     return sorted(points)
 
 
-def _subsets(pending: list, bound: Bound, rng: random.Random):
-    """Index sets into the non-durable operations `pending` (see the module docstring)."""
-    n = len(pending)
+def _lock_files(ops: list) -> set[int]:
+    """The inodes of the writers' lock files (``__lock__``)."""
+    return {op.ino for op in ops if isinstance(op, Link) and op.name == layout.LOCK_FILE}
+
+
+def _units(ops: list, pending: list[int], per_file: bool) -> list[tuple[int, ...]]:
+    """The pending operations (positions in `pending`) that are kept or lost together.
+
+    Each operation on its own, except: everything done to a lock file
+    (``__lock__``: created, written, removed), which holds no data and which
+    readers ignore, is one unit; with `per_file`, the pending writes of each
+    file are one unit.
+    """
+    locks = _lock_files(ops)
+    groups: dict = {}
+    for k, i in enumerate(pending):
+        op = ops[i]
+        ino = getattr(op, "ino", None)
+        if isinstance(op, (Link, Unlink, Write, Truncate)) and ino in locks:
+            key: object = ("lock", ino)
+        elif per_file and isinstance(op, (Write, Truncate)):
+            key = ("data", ino)
+        else:
+            key = k
+        groups.setdefault(key, []).append(k)
+    return [tuple(g) for g in groups.values()]
+
+
+def _subsets(units: list[tuple[int, ...]], bound: Bound, rng: random.Random):
+    """Sets of positions of pending operations, unit by unit (see the module docstring)."""
+    n = len(units)
+
+    def keep(chosen) -> tuple[int, ...]:
+        return tuple(sorted(k for u in chosen for k in units[u]))
+
     full = tuple(range(n))
     if n <= bound.exhaustive:
-        for k in range(n + 1):
-            yield from itertools.combinations(full, k)
+        for size in range(n + 1):
+            for chosen in itertools.combinations(full, size):
+                yield keep(chosen)
         return
     yield ()
-    yield full
-    if bound.per_file:
-        units: dict = {}
-        for k, op in enumerate(pending):
-            key = ("data", op.ino) if isinstance(op, (Write, Truncate)) else k
-            units.setdefault(key, set()).add(k)
-        for unit in units.values():
-            yield tuple(k for k in full if k not in unit)
+    yield keep(full)
     for i in range(n):
-        if not bound.per_file:
-            yield full[:i] + full[i + 1:]
+        yield keep(full[:i] + full[i + 1:])
         if bound.others:
-            yield (i,)
-            yield full[:i]
+            yield keep((i,))
+            yield keep(full[:i])
     if n * (n - 1) // 2 <= bound.pairs:
         for i, j in itertools.combinations(full, 2):
-            yield tuple(k for k in full if k not in (i, j))
+            yield keep(u for u in full if u not in (i, j))
     for _ in range(bound.samples):
-        yield tuple(k for k in full if rng.random() < 0.5)
+        yield keep(u for u in full if rng.random() < 0.5)
 
 
 def _tears(op: Write, old_size: int) -> list[tuple[list, int]]:
@@ -368,15 +398,17 @@ def states_at(trace: Trace, base: FsTree, pending: list[int], bound: Bound,
     def add(tree: FsTree) -> None:
         out.setdefault(tree.digest(), tree)
 
-    for subset in _subsets([ops[i] for i in pending], bound, rng):
+    units = _units(ops, pending, bound.per_file)
+    for subset in _subsets(units, bound, rng):
         tree = base.copy()
         for k in subset:
             tree.apply(ops[pending[k]])
         add(tree)
     if bound.torn:
+        locks = _lock_files(ops)
         for k, i in enumerate(pending):
             op = ops[i]
-            if not isinstance(op, Write):
+            if not isinstance(op, Write) or op.ino in locks:  # kept or lost whole
                 continue
             for keep_others in (True, False):
                 tree = base.copy()
@@ -696,8 +728,9 @@ def explore(trace: Trace, workdir: str, bound: Bound, tally: Tally,
 
 
 def run(workloads: list[Workload], workdir: str, size: str = "small",
-        bound: Bound = SMALL) -> Tally:
-    """Record and explore each workload; the figures."""
+        bound: Bound = SMALL, progress: Callable | None = None) -> Tally:
+    """Record and explore each workload; the figures (`progress` is called with the
+    tally and the workload's name after each)."""
     tally = Tally()
     start = time.monotonic()
     for k, workload in enumerate(workloads):
@@ -707,7 +740,9 @@ def run(workloads: list[Workload], workdir: str, size: str = "small",
         tally.families[workload.name] = workload.family
         explore(trace, where, bound, tally)
         shutil.rmtree(where, ignore_errors=True)
-    tally.seconds = time.monotonic() - start
+        tally.seconds = time.monotonic() - start
+        if progress is not None:
+            progress(tally, workload.name)
     return tally
 
 
@@ -735,6 +770,44 @@ def summary(tally: Tally) -> dict:
             "failures": [f"{f.workload} @ {f.point} ({f.last_op}) {f.subject}: {f.outcome}: "
                          f"{f.detail[:300]}" for f in tally.failures],
             "table": "\n".join(lines)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tests.reliability.explorer [--size full] [--bound full]``: explore
+    every workload, print the table and a last line of JSON; exit status 1 when a
+    state lost, spoiled or could not open flushed data."""
+    import argparse
+    import json
+    import sys
+
+    from .explorer_workloads import WORKLOADS
+
+    parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=("small", "full"), default="full")
+    parser.add_argument("--bound", choices=("small", "full"), default="full")
+    parser.add_argument("--only", action="append", help="a workload's name (repeatable)")
+    args = parser.parse_args(argv)
+    workloads = [w for w in WORKLOADS if not args.only or w.name in args.only]
+
+    def progress(tally: Tally, name: str) -> None:
+        print(f"{name}: {tally.points[name]} crash points, {tally.states[name]} states, "
+              f"{tally.trees[name]} datasets opened, "
+              f"{sum(n for (w, o), n in tally.outcomes.items() if w == name and o != 'ok')} "
+              f"bad ({tally.seconds:.0f} s)", file=sys.stderr, flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="bcolzx-explorer-") as workdir:
+        tally = run(workloads, workdir, args.size,
+                    FULL if args.bound == "full" else SMALL, progress)
+    result = summary(tally)
+    print(result["table"])
+    for line in result["failures"]:
+        print(line)
+    print(json.dumps({k: v for k, v in result.items() if k != "table"}))
+    return 1 if tally.bad() else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
 
 
 __all__ = ["Step", "Trace", "Writer", "Workload", "Bound", "SMALL", "FULL", "record",
