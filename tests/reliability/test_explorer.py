@@ -261,7 +261,10 @@ def test_the_recorder_sees_what_strace_sees(tmp_path):
     root = str(tmp_path / "root")
     os.mkdir(root)
     log = str(tmp_path / "strace.log")
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(bcolzx.__file__)))
+    # the bcolzx under test (installed, or built in place) and this test tree
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(bcolzx.__file__)), here]))
     proc = subprocess.run(
         [strace, "-f", "-y", "-s", "0", "-o", log, "-e",
          "trace=write,pwrite64,pwritev,pwritev2,writev,fsync,fdatasync,mkdir,mkdirat,"
