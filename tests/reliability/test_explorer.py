@@ -11,9 +11,11 @@ that skip an fsync, and the three durability bugs it found.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
@@ -125,6 +127,24 @@ def test_the_oracle_requires_flushed_rows_and_allows_rewrites():
         "unclean-error"
     assert xp.judge(xp.Seen("open", state=carray_state(v[:4])), creating)[0] == "ok"
     assert xp.judge(xp.Seen("open", state=carray_state(bad)), creating)[0] == "wrong"
+
+
+def test_a_state_names_no_live_writer(tmp_path):
+    """A lock record of the dead writer may name a pid reused since (or, after a
+    reboot, any pid): the states must not depend on it."""
+    from bcolzx._storage import lock
+
+    t = bcolzx.ctable([np.arange(10), np.arange(10.0)], names=["a", "b"],
+                      rootdir=str(tmp_path / "t"))
+    t.close()
+    for where in (tmp_path / "t", tmp_path / "t" / "a"):
+        with open(where / "__lock__", "w") as f:
+            f.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
+    assert lock.writer_alive(str(tmp_path / "t"))
+    xp._after_reboot(str(tmp_path / "t"))
+    assert not lock.writer_alive(str(tmp_path / "t"))
+    assert not lock.writer_alive(str(tmp_path / "t" / "a"))
+    assert lock.holder_of(str(tmp_path / "t"))["pid"] == xp.NO_PID
 
 
 # -- the recorder ------------------------------------------------------------------------------
