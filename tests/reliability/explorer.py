@@ -64,12 +64,14 @@ the watched directory (the workloads keep everything inside it).
 from __future__ import annotations
 
 import builtins
+import functools
 import gc
 import itertools
 import json
 import os
 import pickle
 import random
+import secrets
 import shutil
 import tempfile
 import time
@@ -81,6 +83,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import bcolzx
+from bcolzx import _threads
 from bcolzx._format import layout
 from bcolzx.errors import BcolzxError
 
@@ -203,8 +206,18 @@ def _record_here(workload: Workload, size: str, root: str) -> Trace:
     return Trace(workload.name, recorder.initial, recorder.ops, steps)
 
 
-def record(workload: Workload, size: str, workdir: str) -> Trace:
+def _inline(real: Callable, fn: Callable, items, nthreads: int) -> list:
+    """``real(fn, items, 1)``: one of bcolzx's pool helpers, run in the calling thread."""
+    return real(fn, items, 1)
+
+
+def record(workload: Workload, size: str, workdir: str, threads: int | None = None
+           ) -> Trace:
     """Run `workload` in a child process under the recorder, return its trace.
+
+    With `threads`, the writer uses that many threads (1: one order of its
+    operations, the same at every run; by default, the columns of a ctable
+    are written in parallel and their operations interleave as they happen).
 
     A child, so that the recorder's interposition never leaks into the
     caller, and so that the writer is dead when its states are opened (its
@@ -222,6 +235,17 @@ def record(workload: Workload, size: str, workdir: str) -> Trace:
     if pid == 0:  # pragma: no cover - the child
         code = 1
         try:
+            if threads is not None:
+                bcolzx.set_nthreads(threads)
+                if threads == 1:  # a ctable's columns are also flushed in parallel
+                    _threads.run_all = functools.partial(_inline, _threads.run_all)
+                    _threads.map_ordered = functools.partial(_inline, _threads.map_ordered)
+            # bcolzx's random identities and index generations (secrets), and
+            # the names of temporary files, the same at every run
+            secrets._sysrand = random.Random(f"explorer/{workload.name}")  # type: ignore
+            names = tempfile._RandomNameSequence()  # type: ignore[attr-defined]
+            names._rng, names._rng_pid = random.Random(f"names/{workload.name}"), os.getpid()
+            tempfile._name_sequence = names  # type: ignore[attr-defined]
             trace = _record_here(workload, size, root)
             with builtins.open(out, "wb") as f:
                 pickle.dump(trace, f, protocol=pickle.HIGHEST_PROTOCOL)
@@ -764,15 +788,16 @@ def explore(trace: Trace, workdir: str, bound: Bound, tally: Tally,
 
 
 def run(workloads: list[Workload], workdir: str, size: str = "small",
-        bound: Bound = SMALL, progress: Callable | None = None) -> Tally:
-    """Record and explore each workload; the figures (`progress` is called with the
-    tally and the workload's name after each)."""
+        bound: Bound = SMALL, progress: Callable | None = None,
+        threads: int | None = None) -> Tally:
+    """Record (with `threads`, see :func:`record`) and explore each workload; the
+    figures (`progress` is called with the tally and the workload's name after each)."""
     tally = Tally()
     start = time.monotonic()
     for k, workload in enumerate(workloads):
         where = os.path.join(workdir, f"{k}-{workload.name}")
         os.mkdir(where)
-        trace = record(workload, size, where)
+        trace = record(workload, size, where, threads)
         tally.families[workload.name] = workload.family
         explore(trace, where, bound, tally)
         shutil.rmtree(where, ignore_errors=True)
@@ -821,6 +846,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", choices=("small", "full"), default="full")
     parser.add_argument("--bound", choices=("small", "full"), default="full")
     parser.add_argument("--only", action="append", help="a workload's name (repeatable)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="the writers' threads (1: the same operations at every run)")
     args = parser.parse_args(argv)
     workloads = [w for w in WORKLOADS if not args.only or w.name in args.only]
 
@@ -832,7 +859,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="bcolzx-explorer-") as workdir:
         tally = run(workloads, workdir, args.size,
-                    FULL if args.bound == "full" else SMALL, progress)
+                    FULL if args.bound == "full" else SMALL, progress, args.threads)
     result = summary(tally)
     print(result["table"])
     for line in result["failures"]:
