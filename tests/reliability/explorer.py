@@ -147,16 +147,19 @@ class Trace:
     def subjects(self) -> list[str]:
         return sorted({s for step in self.steps for s in step.expect})
 
-    def listing(self) -> str:
-        """The operations, one a line (for failure reports)."""
+    def named(self):
+        """``(i, op, names)`` for each operation, `names` mapping every inode seen so
+        far (the operation's included) to its first path."""
         names = self.initial.paths()
         tree = self.initial.copy()
-        lines = []
         for i, op in enumerate(self.ops):
             tree.apply(op)
             names.update({k: v for k, v in tree.paths().items() if k not in names})
-            lines.append(f"{i:5d} {describe(op, names)}")
-        return "\n".join(lines)
+            yield i, op, names
+
+    def listing(self) -> str:
+        """The operations, one a line (for failure reports)."""
+        return "\n".join(f"{i:5d} {describe(op, names)}" for i, op, names in self.named())
 
 
 class Writer:

@@ -385,12 +385,8 @@ def _durable_before(trace: xp.Trace, is_target, is_publish) -> list[str]:
     """Operations matching `is_target` that are not durable by the first operation
     matching `is_publish` after them (the names, for the message)."""
     durable = xp.durable_at(trace.ops)
-    names = trace.initial.paths()
-    tree = trace.initial.copy()
     late = []
-    for i, op in enumerate(trace.ops):
-        tree.apply(op)
-        names.update({k: v for k, v in tree.paths().items() if k not in names})
+    for i, op, names in trace.named():
         if is_target(op, names):
             publish = next((j for j in range(i + 1, len(trace.ops))
                             if is_publish(trace.ops[j], names)), len(trace.ops))
