@@ -49,10 +49,6 @@ returned, it may be absent or refuse to open with a clean error (bcolzx's
 hierarchy or an ``OSError``); if it opens, each column must be a prefix of
 a state the writer made (never a wrong value).
 
-The writer is dead in every state, as after a power cut: the lock files are
-made to name a process that cannot exist (:func:`_after_reboot`), so that no
-state depends on which pids happen to be in use.
-
 **Not covered**: a file system that invents data (garbage instead of zeros
 in a grown file: ext4 ``data=writeback``), corrupts what was durable, or
 lies about ``fsync`` (a disk cache without barriers); names of a rename
@@ -694,36 +690,6 @@ class Tally:
         return sum(n for (_, o), n in self.outcomes.items() if o != "ok")
 
 
-#: A process id no process can have (Linux's largest ``pid_max`` is 2**22).
-NO_PID = 2**22 + 1
-
-
-def _after_reboot(path: str) -> None:
-    """Make the lock files of the state at `path` name a process that cannot exist.
-
-    The writer that recorded the trace is dead, as after a power cut, but its
-    pid, which its lock files name, may since have been given to another
-    process (pids are reused within minutes on a busy machine): readers would
-    then take the lock's record for a live writer, wait for the columns to
-    agree and give up.  That is the lock's concern (its record is only
-    information; issue 20, hostile inputs), not the durability explored here:
-    the states are made not to depend on which pids happen to be alive.
-    """
-    for parent, _, files in os.walk(path):
-        if layout.LOCK_FILE not in files:
-            continue
-        lock = os.path.join(parent, layout.LOCK_FILE)
-        try:
-            with builtins.open(lock, "rb") as f:
-                record = json.loads(f.read() or b"{}")
-        except ValueError:
-            continue  # torn, or another format: left as the cut left it
-        if isinstance(record, dict) and isinstance(record.get("pid"), int):
-            record["pid"] = NO_PID
-            with builtins.open(lock, "wb") as f:
-                f.write(json.dumps(record).encode())
-
-
 def _scratch(workdir: str) -> str:
     """Where states are written: memory (/dev/shm) when there is some, as the states
     are thrown away and their fsyncs then cost nothing."""
@@ -775,7 +741,6 @@ def explore(trace: Trace, workdir: str, bound: Bound, tally: Tally,
                     try:
                         if part is not None:
                             part.materialise(os.path.join(where, "dataset"))
-                            _after_reboot(os.path.join(where, "dataset"))
                         seen = observe(os.path.join(where, "dataset"))
                     finally:
                         shutil.rmtree(where, ignore_errors=True)

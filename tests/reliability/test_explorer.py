@@ -11,11 +11,10 @@ that skip an fsync, and the three durability bugs it found.
 
 from __future__ import annotations
 
-import json
+import functools
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -138,24 +137,6 @@ def test_the_oracle_requires_flushed_rows_and_allows_rewrites():
         "unclean-error"
     assert xp.judge(xp.Seen("open", state=carray_state(v[:4])), creating)[0] == "ok"
     assert xp.judge(xp.Seen("open", state=carray_state(bad)), creating)[0] == "wrong"
-
-
-def test_a_state_names_no_live_writer(tmp_path):
-    """A lock record of the dead writer may name a pid reused since (or, after a
-    reboot, any pid): the states must not depend on it."""
-    from bcolzx._storage import lock
-
-    t = bcolzx.ctable([np.arange(10), np.arange(10.0)], names=["a", "b"],
-                      rootdir=str(tmp_path / "t"))
-    t.close()
-    for where in (tmp_path / "t", tmp_path / "t" / "a"):
-        with open(where / "__lock__", "w") as f:
-            f.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
-    assert lock.writer_alive(str(tmp_path / "t"))
-    xp._after_reboot(str(tmp_path / "t"))
-    assert not lock.writer_alive(str(tmp_path / "t"))
-    assert not lock.writer_alive(str(tmp_path / "t" / "a"))
-    assert lock.holder_of(str(tmp_path / "t"))["pid"] == xp.NO_PID
 
 
 # -- the recorder ------------------------------------------------------------------------------
@@ -342,10 +323,12 @@ def _setup_carray(root, size):
     return {"c": carray_state(v)}
 
 
-def _without(module, name: str, run):
-    """A run with ``module.name`` made a no-op (in the recording child only)."""
+def _without_directory_fsync(run):
+    """A run whose atomic writes skip the fsync of their directory (in the recording
+    child only)."""
     def patched(w, size):
-        setattr(module, name, lambda *args: None)
+        real = jsonfile.write_atomic
+        jsonfile.write_atomic = functools.partial(real, sync_dir=False)
         run(w, size)
     return patched
 
@@ -354,7 +337,7 @@ def test_the_explorer_reports_a_commit_whose_rename_is_not_fsynced(tmp_path):
     """The harness must be able to fail: without the fsync of ``meta/`` after the rename
     of ``meta/sizes``, a cut may keep the old commit after flush() returned."""
     writer = xp.Workload("no directory fsync", "test", _setup_carray,
-                        _without(jsonfile, "fsync_dir", _append_then_flush))
+                        _without_directory_fsync(_append_then_flush))
     tally = _explore(tmp_path, [writer])
     assert tally.outcomes[("no directory fsync", "lost")] > 0
 
