@@ -25,7 +25,7 @@ from bcolzx._storage.legacy import LegacyStore
 from bcolzx._storage.lock import WriterLock
 from bcolzx._storage.opening import open_store, seal_of
 from bcolzx.defaults import defaults
-from bcolzx.errors import ReadOnlyError
+from bcolzx.errors import MaskLengthError, ReadOnlyError
 from bcolzx.params import cparams as _cparams
 
 __all__ = ["carray"]
@@ -84,6 +84,17 @@ def _as_cparams(value) -> _cparams:
     if isinstance(value, dict):
         return _cparams(**value)
     raise TypeError(f"cparams must be a bcolzx.cparams or a dict, not {type(value).__name__}")
+
+
+def conversion_error(exc: Exception, what: str) -> Exception:
+    """NumPy's conversion failure `exc` as its builtin class (``ValueError`` or
+    ``TypeError``, as legacy bcolz let through), with `what` failed in front.
+
+    Not ``type(exc)``: NumPy may raise subclasses whose constructors take
+    other arguments (``UnicodeEncodeError``, its ufunc errors).
+    """
+    cls = ValueError if isinstance(exc, ValueError) else TypeError
+    return cls(f"{what}: {exc}")
 
 
 class carray(Reductions):
@@ -265,9 +276,9 @@ class carray(Reductions):
             array = array[:]
         try:
             data = np.ascontiguousarray(array, dtype=want)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"cannot make an array of dtype {dtype} from the data: {exc}") \
-                from None
+        except (TypeError, ValueError) as exc:  # NumPy's class, as append (and legacy)
+            raise conversion_error(exc, f"cannot make an array of dtype {dtype} from the "
+                                        "data") from None
         if data.dtype == object and data.ndim > 1:  # NumPy's guess: rows are the objects
             return as_objects(array)
         return data
@@ -352,7 +363,7 @@ class carray(Reductions):
         try:
             arr = np.asarray(values, dtype=eng.dtype)
         except (TypeError, ValueError) as exc:  # the same class as legacy bcolz's
-            raise type(exc)(f"cannot convert to {eng.dtype}: {exc}") from None
+            raise conversion_error(exc, f"cannot convert to {eng.dtype}") from None
         if n is None:
             if arr.shape == eng.rowshape:
                 arr = arr.reshape((1, *eng.rowshape))
@@ -938,7 +949,7 @@ class carray(Reductions):
     def _mask(self, key) -> np.ndarray:
         mask = key[:] if isinstance(key, carray) else np.asarray(key)
         if mask.shape != (len(self),):
-            raise IndexError(f"boolean mask of shape {mask.shape} for length {len(self)}")
+            raise MaskLengthError(f"boolean mask of shape {mask.shape} for length {len(self)}")
         return mask
 
     def __getitem__(self, key):
@@ -1024,7 +1035,12 @@ class carray(Reductions):
         if arr.dtype.kind not in "iu" or arr.ndim != 1:
             raise IndexError("index arrays must be one-dimensional, of integer or boolean "
                              f"type, not {arr.dtype} of shape {arr.shape}")
-        idx = np.where(arr < 0, arr + n, arr).astype(np.int64)
+        # Range checks and the shift of negative indices in int64, never in the key's own
+        # dtype (a uint8 key on 300 rows: arr + n would overflow, or wrap around).
+        if arr.dtype.kind == "u" and arr.max() >= n:
+            raise IndexError(f"index out of range for length {n}")
+        idx = arr.astype(np.int64)
+        idx[idx < 0] += n
         if idx.min() < 0 or idx.max() >= n:
             raise IndexError(f"index out of range for length {n}")
         return idx
@@ -1043,8 +1059,8 @@ class carray(Reductions):
             eng.write(self._index(key), self._rows(value, 1, single=True))
             return
         if isinstance(key, tuple):
-            if len(key) == 1:
-                self[key[0]] = value
+            if len(key) <= 1:  # c[()] = v assigns every row, as NumPy (and c[()] reads them)
+                self[key[0] if key else slice(None)] = value
                 return
             first, rest = key[0], key[1:]
             if isinstance(first, (int, np.integer)):
@@ -1166,7 +1182,9 @@ class carray(Reductions):
             For a boolean mask of more than one dimension (as legacy bcolz).
         """
         if not isinstance(boolarr, carray):
-            boolarr = np.asarray(boolarr)
+            # an empty list is an empty mask (NumPy would make it float64)
+            boolarr = np.asarray(boolarr, dtype=bool if isinstance(boolarr, list) and
+                                 not boolarr else None)
         if boolarr.dtype == np.bool_ and boolarr.ndim > 1:
             raise NotImplementedError(
                 f"where() takes a one-dimensional mask of rows, not one of shape "

@@ -38,9 +38,15 @@ from bcolzx._query.evaluate import evaluate, resolve_flavor
 from bcolzx._query.scope import caller_scope
 from bcolzx._storage import snapshot, writer
 from bcolzx._storage.lock import WriterLock
-from bcolzx.carray import _is_sequence, as_objects, carray
+from bcolzx.carray import _is_sequence, as_objects, carray, conversion_error
 from bcolzx.defaults import defaults
-from bcolzx.errors import ConcurrentModificationError, DatasetNotFoundError, ReadOnlyError
+from bcolzx.errors import (
+    ConcurrentModificationError,
+    DatasetNotFoundError,
+    NoColumnsError,
+    ReadOnlyError,
+    RowConditionError,
+)
 from bcolzx.params import cparams as _cparams
 
 __all__ = ["ctable", "cols"]
@@ -271,8 +277,10 @@ def _remove_made(rootdir: str, existed: bool) -> None:
 
 
 def _check_name(name: Any) -> str:
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"column names must be non-empty strings, not {name!r}")
+    if not isinstance(name, str):  # TypeError, as legacy
+        raise TypeError(f"column names must be strings, not {type(name).__name__} {name!r}")
+    if not name:
+        raise ValueError("column names must be non-empty strings")
     if name.startswith("__") or name == NROW or "/" in name or "\\" in name or \
             name in (".", ".."):
         raise ValueError(f"{name!r} cannot be a column name (reserved or a path)")
@@ -491,6 +499,9 @@ class ctable:  # noqa: N801 - legacy name
             # legacy bcolz's words and KeyError, and a FileNotFoundError too
             raise DatasetNotFoundError(f"Disk-based ctable opened with `r`ead mode yet "
                                        f"`rootdir='{rootdir}'` does not exist")
+        if self._mode == "a" and not os.path.lexists(rootdir):
+            raise NoColumnsError(f"no ctable at {rootdir!r} to open, and no columns given to "
+                                 "create one")
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no ctable at {rootdir} (no {layout.ROOTDIRS_FILE})")
         meta, self._seal = jsonfile.read_json_sealed(path)
@@ -640,7 +651,12 @@ class ctable:  # noqa: N801 - legacy name
             try:
                 arr = np.asarray(arr, dtype=col.dtype)
             except (TypeError, ValueError) as exc:
-                raise type(exc)(f"column {name!r}: {exc}") from None
+                raise conversion_error(exc, f"column {name!r}") from None
+            rowshape = self._cols[name].shape[1:]
+            if not len(rowshape) <= arr.ndim <= len(rowshape) + 1 \
+                    or arr.shape[arr.ndim - len(rowshape):] != rowshape:
+                raise ValueError(f"column {name!r}: its rows have shape {rowshape}, the value "
+                                 f"given has shape {arr.shape}")
             out.append(arr)
         n = max((len(a) if a.ndim > len(self._cols[nm].shape) - 1 else 1)
                 for nm, a in zip(names, out))
@@ -803,7 +819,9 @@ class ctable:  # noqa: N801 - legacy name
         Raises
         ------
         ValueError
-            For both or neither of a missing name, or a bad `pos`.
+            For both a name and a `pos`.
+        IndexError
+            For a `pos` out of range (as legacy).
         KeyError
             If there is no such column.
         ReadOnlyError
@@ -816,7 +834,7 @@ class ctable:  # noqa: N801 - legacy name
             names = self.names
             pos = len(names) - 1 if pos is None else int(pos)
             if not -len(names) <= pos < len(names):
-                raise ValueError(f"pos {pos} out of range for {len(names)} columns")
+                raise IndexError(f"pos {pos} out of range for {len(names)} columns")
             name = names[pos]
         col = self._cols.pop(name)
         self._write_rootdirs()
@@ -948,6 +966,8 @@ class ctable:  # noqa: N801 - legacy name
 
     def __getitem__(self, key):
         n = len(self)
+        if isinstance(key, tuple) and len(key) == 1:  # t[k,] is t[k], as legacy
+            key = key[0]
         if isinstance(key, (int, np.integer)):
             i = int(key) + n if key < 0 else int(key)
             if not 0 <= i < n:
@@ -971,7 +991,8 @@ class ctable:  # noqa: N801 - legacy name
             return ctable([self._cols[k] for k in key], names=key,
                           allow_pickle=self._allow_pickle)
         if isinstance(key, tuple):
-            raise IndexError("a ctable is one-dimensional: index it with one key")
+            raise IndexError("a ctable is one-dimensional: index it with one key, not "
+                             f"{len(key)}")
         if isinstance(key, (list, np.ndarray, carray)):
             first = next(iter(self._cols.values()))
             pos = first._positions(key)
@@ -986,18 +1007,35 @@ class ctable:  # noqa: N801 - legacy name
     @_table.table_guarded
     def __setitem__(self, key, value) -> None:
         self._check_writable()
+        if isinstance(key, tuple) and len(key) == 1:  # t[k,] = v is t[k] = v, as legacy
+            key = key[0]
         if isinstance(key, str):
             if key in self._cols:  # overwrite the column's values (legacy)
                 self._cols[key] = value
                 if self.auto_flush:
                     self.flush()
                 return
-            key = np.flatnonzero(self.eval(key, out_flavor="numpy", _scope=caller_scope(None)))
+            mask = self.eval(key, out_flavor="numpy", _scope=caller_scope(None))
+            key = np.flatnonzero(self._row_condition(key, mask))
+        elif isinstance(key, tuple):
+            raise IndexError("a ctable is one-dimensional: index it with one key, not "
+                             f"{len(key)}")
         value = _as_rows(value, self.dtype)
         for name, col in self._cols.items():
             col[key] = value[name]
         if self.auto_flush:
             self.flush()
+
+    def _row_condition(self, expression: str, mask: np.ndarray) -> np.ndarray:
+        """`mask`, the value of `expression`, checked to be one boolean per row."""
+        if mask.dtype != np.bool_:
+            raise ValueError(f"{expression!r} gives {mask.dtype} values, not a boolean "
+                             "condition")
+        if mask.shape != (len(self),):
+            raise RowConditionError(f"{expression!r} gives booleans of shape {mask.shape}, "
+                                    f"not one per row ({len(self)}; it compares the items "
+                                    "of an N-D column)")
+        return mask
 
     def __iter__(self) -> Iterator:
         return self.iter()

@@ -121,7 +121,7 @@ class ChunkedArray(ChunkReader):
         # This state's key in the decompressed-chunk cache: a new one each
         # time the array is (re)read, its entries dropped when it goes.
         self._owner = next(_owners)
-        weakref.finalize(self, DECODED.drop_owner, self._owner, True)
+        weakref.finalize(self, DECODED.forget, self._owner)
         self._zones = ZoneMap(store, self.dtype, store.native and self.rowshape == ()
                               and self.dtype.kind in zonemap.KINDS, empty=length == 0)
         self._zones.partial = self.nfull if self.nleft else None
