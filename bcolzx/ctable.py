@@ -793,6 +793,10 @@ class ctable:  # noqa: N801 - legacy name
             moved.flush()
             dest = os.path.join(self._rootdir, name)
             os.replace(source, dest)
+            # Durable before __rootdirs__ names it (both directories: a rename
+            # between two is durable once both are).
+            jsonfile.fsync_dir(self._rootdir)
+            jsonfile.fsync_dir(os.path.dirname(os.path.abspath(source)))
             col = carray(rootdir=dest, mode=self._mode, lock_timeout=self._lock_timeout,
                          allow_pickle=self._allow_pickle if allow_pickle is None else
                          allow_pickle)
