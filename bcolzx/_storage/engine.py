@@ -108,7 +108,7 @@ class ChunkedArray(ChunkReader):
         self._closed = False
         self._cache = ChunkCache()
         self._zones = ZoneMap(store, self.dtype, store.native and self.rowshape == ()
-                              and self.dtype.kind in zonemap.KINDS, empty=length == 0)
+                              and zonemap.has_zonemap(self.dtype), empty=length == 0)
         # The commit this array was read at, and the rows past it that are
         # safe against a crash of the process (the append journal).
         self._durable_len, self._durable_nfull = length, self.nfull

@@ -5,30 +5,35 @@ are loaded from ``meta/zonemap`` on first use, widened (never narrowed) as
 chunks are stored, and written before each commit (docs/format/README.md
 §2b), so that after a crash at any instant they still bound what the commit
 describes.  Only 1-D datasets of the bcolzx format whose dtype has an order
-(bool, integers, floats, datetimes, timedeltas) have one.
+(bool, integers, floats, datetimes, timedeltas, and NumPy's StringDType)
+have one.  The bounds of strings are byte strings, prefix-bounded
+(:func:`bcolzx._format.strings.bounds`), None for a chunk whose rows are all
+missing.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from bcolzx._format import zonemap
+from bcolzx._format import strings, zonemap
 from bcolzx._format.zonemap import bounds_of
 
 __all__ = ["ZoneMap", "bounds", "widen"]
 
 
 def widen(old, new, pick):
-    """The wider of two bounds; a NaN bound (no non-NaN values) gives way."""
-    if old != old:
+    """The wider of two bounds; a NaN (or, for strings, None) bound, no values, gives way."""
+    if old is None or old != old:
         return new
-    if new != new:
+    if new is None or new != new:
         return old
     return pick(old, new)
 
 
 def bounds(rows: np.ndarray) -> tuple:
     """Zone-map bounds ``(min, max, has_nan)`` of a non-empty run of rows."""
+    if strings.is_string(rows.dtype):
+        return strings.bounds(rows)
     lo, hi = rows.min(), rows.max()
     if lo != lo or hi != hi:  # NaN or NaT somewhere (min and max propagate them)
         return bounds_of(rows)
