@@ -269,9 +269,9 @@ class carray:
                     "mode='w' to replace it")
             # _v1: a new column of a legacy (v1) ctable is itself v1.  The write
             # lock comes first: a dataset another writer holds is never replaced.
-            kind = LegacyStore if _v1 else DirectoryStore
+            store_class = LegacyStore if _v1 else DirectoryStore
             store = writer.create(self._rootdir,
-                                  lambda: kind.create(self._rootdir, storage, rowshape),
+                                  lambda: store_class.create(self._rootdir, storage, rowshape),
                                   replace=(mode == "w"), timeout=self._lock_timeout)
             self._attrs = _attrs.attrs(self._rootdir, mode)
         self._engine = engine_for(store, nthreads=defaults.nthreads)
