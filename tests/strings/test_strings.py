@@ -1,0 +1,285 @@
+"""Variable-length strings (NumPy StringDType) and bytes: carrays and ctable columns,
+stored natively (docs/format/strings.md), never pickled."""
+
+import json
+import pickle
+import shutil
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bcolzx
+from bcolzx._format import strings, vlen
+from bcolzx._query import planner
+from bcolzx.errors import CorruptDataError, LegacyFormatError, PickleNotAllowedError
+
+S = np.dtypes.StringDType()
+SNAN = np.dtypes.StringDType(na_object=np.nan)
+SNONE = np.dtypes.StringDType(na_object=None)
+BYTES = bcolzx.vlen_dtype(bytes)
+LEGACY = Path(__file__).parent.parent / "data" / "legacy_bcolz"
+
+#: Empty, ASCII, non-ASCII, 4-byte characters, a NUL, a row longer than a block.
+EDGE = ["", "AAPL", "é", "日本語", "😀 emoji", "a\x00b", "\U0010ffff", "x" * 40_000, ""]
+
+
+@pytest.fixture(params=["memory", "disk"])
+def make(request, tmp_path):
+    """A carray of the values (on disk: written, then reopened read-only)."""
+    def make(values, **kwargs):
+        if request.param == "memory":
+            return bcolzx.carray(values, **kwargs)
+        root = str(tmp_path / f"c{len(list(tmp_path.iterdir()))}")
+        bcolzx.carray(values, rootdir=root, **kwargs).flush()
+        return bcolzx.open(root, mode="r")
+    return make
+
+
+def _strings(values, dtype=S):
+    return np.array(values, dtype=dtype)
+
+
+def test_edge_values_round_trip(make):
+    data = _strings(EDGE * 50)
+    c = make(data, chunklen=16)
+    assert c.dtype == S and len(c) == len(data)
+    np.testing.assert_array_equal(c[:], data)
+    assert [c[i] for i in range(len(EDGE))] == EDGE
+    assert list(c.iter(0, len(EDGE))) == EDGE
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(max_size=70), max_size=300), st.sampled_from([1, 3, 64, 1024]))
+def test_any_text_round_trips_in_memory_and_on_disk(tmp_path_factory, values, chunklen):
+    data = _strings(values)
+    c = bcolzx.carray(data, chunklen=chunklen)
+    assert c[:].tolist() == values
+    root = str(tmp_path_factory.mktemp("h") / "c")
+    bcolzx.carray(data, chunklen=chunklen, rootdir=root).flush()
+    assert bcolzx.open(root, mode="r")[:].tolist() == values
+
+
+def test_every_key_kind(make):
+    data = _strings([f"row {i} " + "é" * (i % 7) for i in range(1000)])
+    c = make(data, chunklen=64)
+    for key in (5, -1, slice(10, 400), slice(None, None, 7), slice(900, 10, -3),
+                [3, 999, 3, 0], np.array([5, -2]), data == "row 7 ", slice(0, 0)):
+        np.testing.assert_array_equal(c[key], data[key])
+    mask = bcolzx.carray(np.arange(1000) % 9 == 0)
+    np.testing.assert_array_equal(c[mask], data[np.arange(1000) % 9 == 0])
+    np.testing.assert_array_equal(c[np.flatnonzero(data == "row 17 ééé")], ["row 17 ééé"])
+    assert list(c.where(np.arange(1000) < 3)) == data[:3].tolist()
+    assert list(c.iter(990, step=4)) == data[990::4].tolist()
+
+
+def test_condition_keys(make):
+    data = _strings([f"t{i % 13}" for i in range(500)])
+    c = make(data, chunklen=50)
+    np.testing.assert_array_equal(c["c == 't3'"], data[data == "t3"])
+
+
+def test_append_setitem_resize_and_reopen(tmp_path):
+    root = str(tmp_path / "c")
+    c = bcolzx.carray(_strings(["a", "bb"]), rootdir=root, chunklen=4, dflt="∅")
+    c.append(_strings(["ccc", "", "é"]))
+    c.append("single")
+    c[0] = "ZZ"  # a rewritten full chunk
+    c[4:6] = ["rewritten leftover", "😀"]
+    c[np.array([False, True] + [False] * 4)] = "masked"
+    c[[2]] = ["listed"]
+    c.resize(9)
+    c.flush()
+    want = ["ZZ", "masked", "listed", "", "rewritten leftover", "😀", "∅", "∅", "∅"]
+    assert bcolzx.open(root, mode="r")[:].tolist() == want
+    c.trim(2)
+    c.flush()
+    assert bcolzx.open(root, mode="r")[:].tolist() == want[:7]
+    assert bcolzx.verify(root).ok
+
+
+def test_meta_storage_records_strings_and_no_pickle_is_needed(tmp_path, monkeypatch):
+    root = tmp_path / "c"
+    # Nothing is ever pickled or unpickled: pickle fails if called.
+    def refuse(*args, **kwargs):
+        raise AssertionError("pickle was called")
+    monkeypatch.setattr(pickle, "dumps", refuse)
+    monkeypatch.setattr(pickle, "loads", refuse)
+    bcolzx.carray(_strings(EDGE), rootdir=str(root), chunklen=2).flush()
+    storage = json.loads((root / "meta" / "storage").read_text())
+    assert (storage["dtype"], storage["vlen"], storage["format_version"]) == ("T", "utf8", 2)
+    assert "na_object" not in storage and storage["dflt"] == ""
+    assert not bcolzx.defaults.allow_pickle
+    assert bcolzx.open(str(root), mode="r", allow_pickle=False)[:].tolist() == EDGE
+
+
+@pytest.mark.parametrize("dtype, name", [(SNAN, "nan"), (SNONE, "none")])
+def test_missing_values_round_trip(make, dtype, name):
+    na = dtype.na_object
+    data = np.array(["a", na, "", na, "é"] * 30, dtype=dtype)
+    c = make(data, chunklen=8)
+    assert c.dtype == dtype
+    got = c[:]
+    assert got.dtype == dtype
+    expect = data.tolist()
+    for g, w in zip(got.tolist(), expect):
+        assert (g is w) or (g == w) or (g != g and w != w)
+    assert strings.na_name(c.dtype) == name
+
+
+def test_unsupported_missing_value_is_refused():
+    with pytest.raises(TypeError, match="NaN or None"):
+        bcolzx.carray(np.array(["a"], dtype=np.dtypes.StringDType(na_object="")))
+
+
+def test_bytes_columns(make):
+    values = [b"", b"\x00\xff", b"abc" * 20_000, b"\xc3"]
+    data = np.empty(len(values), dtype=BYTES)
+    data[:] = values
+    c = make(data, chunklen=2)
+    assert c.dtype == BYTES and c.dtype.metadata == {"vlen": bytes}
+    assert c[:].tolist() == values and c[1] == b"\x00\xff"
+    assert c.engine.kind == "bytes"
+
+
+def test_bytes_refuse_other_items_and_plain_objects_stay_pickled():
+    c = bcolzx.carray([b"a"], dtype=BYTES)
+    with pytest.raises(TypeError, match="not bytes"):
+        c.append(["text"])
+    assert c[:].tolist() == [b"a"]
+    with pytest.raises(PickleNotAllowedError):
+        bcolzx.carray(np.array([b"a"], dtype=object))
+
+
+def test_legacy_directories_cannot_hold_them(tmp_path):
+    root = tmp_path / "ct"
+    shutil.copytree(LEGACY / "ct_mixed", root)
+    for path in [root, *root.rglob("*")]:
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    ct = bcolzx.open(str(root), mode="a")
+    before = sorted(p.name for p in root.iterdir())
+    with pytest.raises(LegacyFormatError, match="legacy bcolz"):
+        ct.addcol(_strings(["x"] * len(ct)), name="vlen")
+    assert isinstance(LegacyFormatError("x"), TypeError)
+    # nothing written (the writer's lock file aside)
+    assert sorted(p.name for p in root.iterdir() if p.name != "__lock__") == before
+    assert len(bcolzx.open(str(root), mode="r").names) == len(ct.names)
+
+
+def test_ctable_columns_queries_and_fetchwhere(tmp_path):
+    tk = _strings(["AAPL", "MSFT", "", "GOOGL", "ééé", "b\x00"] * 200)
+    ct = bcolzx.ctable([tk, np.arange(1200)], names=["tk", "x"], rootdir=str(tmp_path / "t"),
+                       chunklen=64)
+    ct = bcolzx.open(str(tmp_path / "t"), mode="r")
+    assert ct.dtype == np.dtype([("tk", object), ("x", "<i8")])
+    arr = tk
+    cases = {
+        "tk == 'MSFT'": arr == "MSFT",
+        "tk != ''": arr != "",
+        "(tk < 'B') & (x > 100)": (arr < "B") & (np.arange(1200) > 100),
+        "tk >= 'G'": arr >= "G",
+        "contains(tk, 'é')": np.char.find(arr, "é") >= 0,
+        "startswith(tk, 'GO')": np.char.startswith(arr, "GO"),
+        "endswith(tk, 'FT')": np.char.endswith(arr, "FT"),
+    }
+    for expr, mask in cases.items():
+        got = ct.fetchwhere(expr, out_flavor="numpy")
+        assert got["x"].tolist() == np.flatnonzero(mask).tolist(), expr
+        assert got["tk"].tolist() == arr[mask].tolist(), expr
+    out = ct.fetchwhere("tk == 'GOOGL'", out_flavor="bcolz")
+    assert out["tk"].dtype == S and len(out) == 200
+    assert [r.x for r in ct.where("tk == 'ééé'")][:2] == [4, 10]
+    assert bcolzx.eval("tk == 'AAPL'", user_dict={"tk": ct["tk"]}, out_flavor="numpy").sum() \
+        == 200
+
+
+def test_zone_maps_bound_prefixes_and_skip_chunks(tmp_path):
+    words = sorted(f"{w}{'z' * 40 if w.startswith('m') else ''}"
+                   for w in ("apple", "banana", "cherry", "date", "mango", "melon", "zebra"))
+    data = _strings(np.repeat(words, 100))
+    root = str(tmp_path / "c")
+    bcolzx.carray(data, rootdir=root, chunklen=100).flush()
+    c = bcolzx.open(root, mode="r")
+    stats = c.engine.chunk_stats()
+    assert len(stats) == 7
+    for k, (lo, hi, nan) in enumerate(stats.tolist()):
+        w = words[k].encode()
+        assert lo == w[:strings.BOUND_BYTES] and not nan
+        assert len(hi) <= strings.BOUND_BYTES and w <= hi
+    assert stats[4]["max"] != words[4].encode()  # cut at 32 bytes, last byte raised
+    ct = bcolzx.ctable([c], names=["w"])
+    for expr, keep in [("w == 'cherry'", [2]), ("w < 'c'", [0, 1]), ("w > 'n'", [6]),
+                       ("startswith(w, 'me')", [5]), ("w != 'apple'", [1, 2, 3, 4, 5, 6])]:
+        skip = planner.zone_skipper(_compiled(expr), {"w": ct["w"]}, {})
+        kept = [k for k in range(7) if not skip(100 * k, 100 * k + 100)]
+        assert kept == keep, expr
+        assert ct.fetchwhere(expr, out_flavor="numpy")["w"].tolist() == \
+            [words[k] for k in keep for _ in range(100)]
+
+
+def _compiled(text):
+    from bcolzx._query.expr import compile_expression
+
+    return compile_expression(text)
+
+
+def test_zone_maps_of_missing_values(tmp_path):
+    data = np.array([np.nan] * 10 + ["b"] * 10, dtype=SNAN)
+    root = str(tmp_path / "c")
+    bcolzx.carray(data, rootdir=root, chunklen=10).flush()
+    stats = bcolzx.open(root, mode="r").engine.chunk_stats().tolist()
+    assert stats == [(None, None, True), (b"b", b"b", False)]
+    assert bcolzx.verify(root).ok
+
+
+def test_bounds_helpers():
+    assert strings.upper_bound(b"a" * 40) == b"a" * 31 + b"b"
+    assert strings.upper_bound(b"a" * 31 + b"\xff" * 9) == b"a" * 30 + b"b"
+    assert strings.lower_bound(b"q" * 40) == b"q" * 32
+    assert strings.bounds(_strings(["b", "a", "c"])) == (b"a", b"c", False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=40))
+def test_utf8_check_agrees_with_python(raw):
+    from bcolzx._ext import strings as kernel
+
+    try:
+        raw.decode("utf-8")
+        ok = True
+    except UnicodeDecodeError:
+        ok = False
+    assert (kernel.utf8_error(raw) < 0) == ok
+
+
+def test_damaged_chunks_are_corrupt_data():
+    chunk = vlen.encode_planar([b"ok", b"\xff\xfe"])
+    where = vlen.locate(chunk, 2, vlen.PLANAR)
+    out = np.empty(2, dtype=S)
+    with pytest.raises(CorruptDataError, match="UTF-8"):
+        strings.pack_rows(chunk, where, out, 0)
+    with_na = vlen.encode_planar([b"a", None])
+    with pytest.raises(CorruptDataError, match="missing"):
+        vlen.locate(with_na, 2, vlen.PLANAR, na_ok=False)
+    assert vlen.locate(with_na, 2, vlen.PLANAR, na_ok=True).na.tolist() == [0, 1]
+    with pytest.raises(CorruptDataError):
+        vlen.locate(chunk[:-1], 2, vlen.PLANAR)
+    with pytest.raises(CorruptDataError):
+        vlen.locate(b"\xff" * 8 + chunk[8:], None, vlen.PLANAR)
+
+
+def test_damaged_utf8_on_disk_is_found(tmp_path, monkeypatch):
+    """A chunk whose compressed bytes and checksum are consistent but whose text is
+    not UTF-8 (a writer's bug, not a flipped bit) is refused when read."""
+    root = str(tmp_path / "c")
+    with monkeypatch.context() as m:
+        m.setattr(strings, "encode_rows", lambda rows, kind: vlen.encode_planar(
+            [b"fine", b"\xc3("]))
+        bcolzx.carray(_strings(["fine", "also fine"]), rootdir=root, chunklen=2).flush()
+    c = bcolzx.open(root, mode="r")
+    with pytest.raises(CorruptDataError, match="UTF-8"):
+        c[:]
+    assert not bcolzx.verify(root).ok
