@@ -358,3 +358,55 @@ cdef inline bint _less(const npy_static_string* x, const npy_static_string* y) n
     cdef size_t m = x.size if x.size < y.size else y.size
     cdef int c = memcmp(x.buf, y.buf, m) if m else 0
     return c < 0 or (c == 0 and x.size < y.size)
+
+
+def planar_offsets(const uint8_t[::1] chunk, Py_ssize_t n, bint na_ok):
+    """The absolute offsets and missing rows of a planar chunk of `n` rows
+    (docs/format/strings.md), in one pass over its length planes.
+
+    Returns
+    -------
+    tuple
+        ``(offsets, na)``: ``n + 1`` int64 offsets (a missing row spans
+        nothing), and uint8 flags of the missing rows or None when none is.
+        ``offsets[n]`` is where the items end: the caller compares it with
+        the chunk's length.
+
+    Raises
+    ------
+    ValueError
+        If the planes do not fit in the chunk, or a row is missing and
+        `na_ok` is false (the message says "missing").
+    """
+    cdef Py_ssize_t size = chunk.shape[0], i
+    if n < 0 or _HEAD + 4 * n > size:
+        raise ValueError(f"{n} lengths do not fit in a chunk of {size} bytes")
+    offsets = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] o = offsets
+    cdef const uint8_t* p = &chunk[0] + _HEAD if size else NULL
+    cdef uint32_t length
+    cdef int64_t pos = _HEAD + 4 * n
+    cdef Py_ssize_t first_na = -1
+    o[0] = pos
+    with nogil:
+        for i in range(n):
+            length = p[i] | (<uint32_t>p[n + i] << 8) | (<uint32_t>p[2 * n + i] << 16) | \
+                (<uint32_t>p[3 * n + i] << 24)
+            if length == _NA:
+                if first_na < 0:
+                    first_na = i
+            else:
+                pos += length
+            o[i + 1] = pos
+    if first_na < 0:
+        return offsets, None
+    if not na_ok:
+        raise ValueError(f"row {first_na} is missing (NA) in a dataset that has no missing "
+                         "values")
+    na = np.zeros(n, dtype=np.uint8)
+    cdef uint8_t[::1] flags = na
+    with nogil:
+        for i in range(n):
+            if (p[i] & p[n + i] & p[2 * n + i] & p[3 * n + i]) == 0xFF:
+                flags[i] = 1
+    return offsets, na

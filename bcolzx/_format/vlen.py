@@ -181,7 +181,12 @@ def locate(chunk, nitems: int | None = None, layout: str = ABSOLUTE,
         raise CorruptDataError(f"variable-length chunk holds {n} items, the metadata calls "
                                f"for {nitems}")
     na = None
-    if layout == PLANAR:
+    if layout == PLANAR and _planar_kernel() is not None:
+        try:
+            offsets, na = _planar_kernel().planar_offsets(buf, n, na_ok)
+        except ValueError as exc:
+            raise CorruptDataError(f"variable-length chunk: {exc}") from None
+    elif layout == PLANAR:
         head = OFFSET + 4 * n
         planes = np.frombuffer(buf, dtype=np.uint8, count=4 * n, offset=OFFSET).reshape(4, n)
         lengths = np.ascontiguousarray(planes.T).view(_LE_U4).reshape(n).astype(np.int64)
@@ -205,6 +210,21 @@ def locate(chunk, nitems: int | None = None, layout: str = ABSOLUTE,
         raise CorruptDataError(f"variable-length chunk of {len(buf)} bytes whose items end "
                                f"at {int(offsets[-1])}")
     return Located(offsets, na)
+
+
+def _planar_kernel():
+    """The compiled planar-table decoder (NumPy 2 builds), or None."""
+    global _KERNEL
+    if _KERNEL is False:
+        try:
+            from bcolzx._ext import strings as kernel
+        except ImportError:  # pragma: no cover - NumPy 1: the NumPy code below
+            kernel = None
+        _KERNEL = kernel
+    return _KERNEL
+
+
+_KERNEL: object = False
 
 
 def decode(chunk, nitems: int | None = None, layout: str = ABSOLUTE) -> np.ndarray:

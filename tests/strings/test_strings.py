@@ -283,3 +283,21 @@ def test_damaged_utf8_on_disk_is_found(tmp_path, monkeypatch):
     with pytest.raises(CorruptDataError, match="UTF-8"):
         c[:]
     assert not bcolzx.verify(root).ok
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.binary(max_size=300)), max_size=80))
+def test_planar_tables_decode_the_same_with_and_without_the_kernel(items):
+    chunk = vlen.encode_planar(items)
+    fast = vlen.locate(chunk, len(items), vlen.PLANAR, na_ok=True)
+    saved = vlen._KERNEL
+    vlen._KERNEL = None  # the NumPy code (NumPy 1 builds)
+    try:
+        slow = vlen.locate(chunk, len(items), vlen.PLANAR, na_ok=True)
+    finally:
+        vlen._KERNEL = saved
+    assert fast.offsets.tolist() == slow.offsets.tolist()
+    assert (fast.na is None) == (slow.na is None)
+    if fast.na is not None:
+        assert fast.na.tolist() == slow.na.tolist()
+    assert vlen.items(chunk, len(items), vlen.PLANAR, na_ok=True) == items
