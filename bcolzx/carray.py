@@ -133,7 +133,8 @@ class carray:
         Initial data; a scalar becomes one element.
     cparams : cparams or dict, optional
         Compression parameters (default: ``bcolzx.defaults.cparams``; for
-        strings and bytes, its level and block size with the zstd codec).
+        strings and bytes, its level with the zstd codec and automatic
+        block sizes).
     dtype : numpy.dtype, optional
         Force this dtype (default: the data's, or float64 when empty).
     dflt : scalar, optional
@@ -239,9 +240,10 @@ class carray:
         cp = _as_cparams(cparams)
         if cparams is None and kind in ("utf8", "bytes"):
             # Text and bytes: an entropy coder stores short, repetitive items (tickers,
-            # codes) 1.5-2x smaller than lz4 (benchmarks/bench_strings.py).
+            # codes) 1.5-2x smaller than lz4, and more so with blocks as large as the
+            # chunk, which is always decoded whole (benchmarks/bench_strings.py).
             cp = _cparams(clevel=cp.clevel, shuffle=cp.shuffle, cname=STRINGS_CODEC,
-                          quantize=0, blocksize=cp.blocksize, bytedelta="off")
+                          quantize=0, blocksize=0, bytedelta="off")
         rowshape = data.shape[1:]
         rowbytes = data.dtype.itemsize * math.prod(rowshape)
         if rowbytes == 0:

@@ -187,9 +187,15 @@ def pack(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, cnp.ndarray o
     cdef const uint8_t* base = &chunk[0] if chunk.shape[0] else NULL
     cdef Py_ssize_t r, bad = -1, failed = -1, outside = -1
     cdef Py_ssize_t size = chunk.shape[0]
-    cdef int64_t a, b
+    cdef int64_t a, b, lo = offsets[first], hi = offsets[first + count]
+    cdef bint whole = False
     cdef npy_string_allocator* allocator
     with nogil:
+        # Fast path: the rows' bytes are contiguous; when they are well-formed
+        # UTF-8 as a whole, a row is too unless it starts inside a character
+        # (checked below, one byte per row).
+        if 0 <= lo <= hi <= size:
+            whole = _utf8_error(base + lo, hi - lo) < 0
         allocator = NpyString_acquire_allocator(descr)
         for r in range(count):
             a, b = offsets[first + r], offsets[first + r + 1]
@@ -201,7 +207,12 @@ def pack(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, cnp.ndarray o
                     failed = r
                     break
                 continue
-            if _utf8_error(base + a, b - a) >= 0:
+            if whole and lo <= a <= b <= hi:
+                if a < b and (base[a] & 0xC0) == 0x80 or \
+                        b < hi and (base[b] & 0xC0) == 0x80:
+                    bad = first + r
+                    break
+            elif _utf8_error(base + a, b - a) >= 0:
                 bad = first + r
                 break
             if NpyString_pack(allocator, _slot(out, r), <const char*>(base + a),

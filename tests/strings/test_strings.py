@@ -243,6 +243,22 @@ def test_bounds_helpers():
 
 
 @settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=6), max_size=12))
+def test_rows_are_checked_one_by_one(rows):
+    """A chunk decodes if and only if every row is UTF-8 by itself."""
+    chunk = vlen.encode_planar(rows)
+    out = np.empty(len(rows), dtype=S)
+    try:
+        want = [r.decode("utf-8") for r in rows]
+    except UnicodeDecodeError:
+        with pytest.raises(CorruptDataError):
+            strings.pack_rows(chunk, vlen.locate(chunk, len(rows), vlen.PLANAR), out, 0)
+        return
+    strings.pack_rows(chunk, vlen.locate(chunk, len(rows), vlen.PLANAR), out, 0)
+    assert out.tolist() == want
+
+
+@settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=40))
 def test_utf8_check_agrees_with_python(raw):
     from bcolzx._ext import strings as kernel
@@ -261,6 +277,13 @@ def test_damaged_chunks_are_corrupt_data():
     out = np.empty(2, dtype=S)
     with pytest.raises(CorruptDataError, match="UTF-8"):
         strings.pack_rows(chunk, where, out, 0)
+    # valid UTF-8 as a whole ("é"), but each row holds half a character
+    split = vlen.encode_planar([b"ok", b"\xc3", b"\xa9"])
+    with pytest.raises(CorruptDataError, match="UTF-8"):
+        strings.pack_rows(split, vlen.locate(split, 3, vlen.PLANAR), np.empty(3, dtype=S), 0)
+    split = vlen.encode_planar([b"\xc3", b"", b"\xa9z"])
+    with pytest.raises(CorruptDataError, match="UTF-8"):
+        strings.pack_rows(split, vlen.locate(split, 3, vlen.PLANAR), np.empty(3, dtype=S), 0)
     with_na = vlen.encode_planar([b"a", None])
     with pytest.raises(CorruptDataError, match="missing"):
         vlen.locate(with_na, 2, vlen.PLANAR, na_ok=False)
