@@ -108,12 +108,12 @@ class VlenArray(ChunkedArray):
         return False  # chunks are encoded on the appending thread
 
     def leftover_cbytes(self) -> int:
-        """Bytes the leftover items take compressed when they are not stored
-        (measured once per change)."""
+        """As :meth:`ChunkedArray.leftover_cbytes`, for items (measured once per change)."""
         if not self.nleft or self._leftover_stored:
             return 0
         if self._left_cbytes is None:
-            self._left_cbytes = len(self._encode(self._leftover[: self.nleft]))
+            self._left_cbytes = len(self._encode(self._leftover[: self.nleft])) \
+                - self._stale_cbytes()
         return self._left_cbytes
 
     def flush_appends(self) -> None:
@@ -250,6 +250,7 @@ class VlenArray(ChunkedArray):
             raise CorruptDataError(f"last chunk holds {len(located.offsets) - 1} items, "
                                    f"expected at least {len(out)}", **self._where(self.nfull))
         self._fill(buf, located, out, 0, self.nfull)
+        self._stored_part(entry)
 
     # -- sizes -------------------------------------------------------------------
 
