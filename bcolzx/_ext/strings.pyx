@@ -421,3 +421,35 @@ def planar_offsets(const uint8_t[::1] chunk, Py_ssize_t n, bint na_ok):
             if (p[i] & p[n + i] & p[2 * n + i] & p[3 * n + i]) == 0xFF:
                 flags[i] = 1
     return offsets, na
+
+
+def na_mask(cnp.ndarray rows):
+    """1 for each missing (NA) row of `rows` (a 1-D StringDType array), as uint8.
+
+    Raises
+    ------
+    TypeError
+        If `rows` is not a 1-D StringDType array.
+    MemoryError
+        If NumPy cannot load a string.
+    """
+    _check_strings(rows, "rows")
+    cdef Py_ssize_t n = rows.shape[0], i, failed = -1
+    out = np.zeros(n, dtype=np.uint8)
+    cdef uint8_t[::1] flags = out
+    cdef PyArray_StringDTypeObject* descr = <PyArray_StringDTypeObject*>cnp.PyArray_DESCR(rows)
+    cdef npy_string_allocator* allocator
+    cdef npy_static_string s
+    cdef int state
+    with nogil:
+        allocator = NpyString_acquire_allocator(descr)
+        for i in range(n):
+            state = NpyString_load(allocator, _slot(rows, i), &s)
+            if state < 0:
+                failed = i
+                break
+            flags[i] = state == 1
+        NpyString_release_allocator(allocator)
+    if failed >= 0:
+        raise MemoryError(f"NumPy could not load string {failed}")
+    return out

@@ -30,8 +30,8 @@ from bcolzx.errors import CorruptDataError
 
 __all__ = ["BOUND_BYTES", "BYTES_DTYPE", "NA_OBJECTS", "STRING_CHAR", "bounds",
            "check_string_dtype", "encode_rows", "exact_bounds", "field_dtype", "is_bytes",
-           "is_string", "item_kind", "lower_bound", "na_name", "pack_rows", "string_dtype",
-           "upper_bound"]
+           "is_string", "item_kind", "lower_bound", "missing_rows", "na_name", "pack_rows",
+           "string_dtype", "upper_bound"]
 
 #: The dtype of a column of variable-length bytes: object, declared as bytes
 #: through NumPy's dtype metadata (as h5py's ``vlen_dtype(bytes)``).
@@ -167,6 +167,12 @@ def pack_rows(chunk, where: vlen.Located, out: np.ndarray, first: int) -> None:
     bad = _kernel().pack(chunk, where.offsets, where.na, out, first)
     if bad >= 0:
         raise CorruptDataError(f"row {bad} of a chunk of strings is not well-formed UTF-8")
+
+
+def missing_rows(rows: np.ndarray) -> np.ndarray:
+    """A boolean mask of the missing (NA) rows of a 1-D StringDType array."""
+    return _kernel().na_mask(np.ascontiguousarray(rows).reshape(-1)).view(np.bool_) \
+        .reshape(rows.shape)
 
 
 def lower_bound(value: bytes) -> bytes:

@@ -471,16 +471,32 @@ def _text_args(func: str, x: Operand, y: Operand) -> tuple[np.ndarray, np.ndarra
     return a, b
 
 
+def _search(func: Callable, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``func(a, b)`` where NumPy refuses missing values of a StringDType
+    operand: a missing value searches as ``""`` and gives False."""
+    missing = None
+    for i, arr in enumerate((a, b)):
+        if arr.dtype.kind == "T" and hasattr(arr.dtype, "na_object"):
+            from bcolzx._format.strings import missing_rows
+
+            mask = missing_rows(arr)
+            missing = mask if missing is None else missing | mask
+            plain = np.where(mask, "", arr).astype(np.dtypes.StringDType())
+            a, b = (plain, b) if i == 0 else (a, plain)
+    out = np.asarray(_numpy_call(func, a, b), dtype=BOOL)
+    return out if missing is None else out & ~missing
+
+
 def _contains(x: Operand, y: Operand) -> np.ndarray:
     a, b = _text_args("contains", x, y)
-    return np.asarray(_numpy_call(np.char.find, a, b) >= 0, dtype=BOOL)
+    return _search(lambda p, q: np.char.find(p, q) >= 0, a, b)
 
 
 def _affix(func: str, x: Operand, y: Operand) -> np.ndarray:
     """``startswith``/``endswith``: whether each string of `x` starts (ends) with `y`
     (False for a missing value)."""
     a, b = _text_args(func, x, y)
-    return np.asarray(_numpy_call(getattr(np.char, func), a, b), dtype=BOOL)
+    return _search(getattr(np.char, func), a, b)
 
 
 def _foreign_call(func: str, args: list[Operand]) -> np.ndarray:

@@ -324,3 +324,14 @@ def test_planar_tables_decode_the_same_with_and_without_the_kernel(items):
     if fast.na is not None:
         assert fast.na.tolist() == slow.na.tolist()
     assert vlen.items(chunk, len(items), vlen.PLANAR, na_ok=True) == items
+
+
+@pytest.mark.parametrize("na", [np.nan, None])
+def test_string_searches_skip_missing_values(na):
+    dtype = np.dtypes.StringDType(na_object=na)
+    ct = bcolzx.ctable([np.array(["ab", na, "cb", ""], dtype=dtype), np.arange(4)],
+                       names=["s", "i"])
+    for expr, rows in [("contains(s, 'b')", [0, 2]), ("startswith(s, 'c')", [2]),
+                       ("endswith(s, '')", [0, 2, 3]), ("s == 'ab'", [0])]:
+        assert ct.fetchwhere(expr, out_flavor="numpy")["i"].tolist() == rows, expr
+    assert strings.missing_rows(ct["s"][:]).tolist() == [False, True, False, False]
