@@ -335,3 +335,23 @@ def test_string_searches_skip_missing_values(na):
                        ("endswith(s, '')", [0, 2, 3]), ("s == 'ab'", [0])]:
         assert ct.fetchwhere(expr, out_flavor="numpy")["i"].tolist() == rows, expr
     assert strings.missing_rows(ct["s"][:]).tolist() == [False, True, False, False]
+
+
+def test_convert_rewrites_strings_and_bytes(tmp_path):
+    data = np.array(["a", "bb", np.nan, "é" * 50] * 300, dtype=SNAN)
+    raw = _bytes_of([b"x", b"\x00", b""] * 100)
+    bcolzx.carray(data, rootdir=str(tmp_path / "s"), chunklen=100, dflt="q").flush()
+    bcolzx.carray(raw, rootdir=str(tmp_path / "b"), chunklen=64).flush()
+    for name, values in (("s", data), ("b", raw)):
+        root = str(tmp_path / name)
+        bcolzx.convert(root, cparams=bcolzx.cparams(cname="lz4", clevel=9), chunklen=7)
+        c = bcolzx.open(root, mode="r")
+        assert c.dtype == values.dtype and c.cparams.cname == "lz4" and c.chunklen == 7
+        assert [str(x) for x in c[:].tolist()] == [str(x) for x in values.tolist()]
+        assert bcolzx.verify(root).ok
+
+
+def _bytes_of(values):
+    out = np.empty(len(values), dtype=BYTES)
+    out[:] = values
+    return out
