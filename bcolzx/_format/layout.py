@@ -69,8 +69,9 @@ VLEN_GUESS_ITEM_BYTES = 64
 #: ... and holds at most this many rows (a read of one row decodes its chunk).
 VLEN_MAX_CHUNKLEN = 4096
 #: Strings and bytes ("utf8", "bytes"): items and lengths of a chunk aim at
-#: this many bytes (a whole chunk is decoded in a few tens of microseconds) ...
-STRING_CHUNK_BYTES = 256 << 10
+#: this many bytes (larger chunks compress text better; a read of one row
+#: decodes its whole chunk, under a millisecond) ...
+STRING_CHUNK_BYTES = 512 << 10
 #: ... with at most this many rows (each costs 4 bytes of lengths, and 16 in a
 #: StringDType array).
 STRING_MAX_CHUNKLEN = 1 << 16
