@@ -142,9 +142,20 @@ class VlenArray(ChunkedArray):
 
     def _encode_full(self, rows: np.ndarray) -> list:
         cl, items = self.chunklen, []
-        for k in range(0, len(rows), cl):
-            part = rows[k:k + cl]
-            items.append((self.nfull, self._encode(part), self.chunk_bytes))
+        parts = [rows[k:k + cl] for k in range(0, len(rows), cl)]
+        like = self._comp
+        if len(parts) > 1 and self.nthreads > 1 and isinstance(like, codec.Compressor):
+            # Several chunks: compressed on the pool, each thread with its own
+            # single-threaded copy of this array's compressor.
+            def encode(part: np.ndarray):
+                blob = np.frombuffer(self._blob(part), dtype=np.uint8)
+                return _threads.compressor(like).compress(blob)
+
+            entries = list(_threads.map_ordered(encode, parts, self.nthreads))
+        else:
+            entries = [self._encode(part) for part in parts]
+        for part, entry in zip(parts, entries):
+            items.append((self.nfull, entry, self.chunk_bytes))
             self._note(self.nfull, part)
             self.nfull += 1
         return items
