@@ -29,7 +29,10 @@ files are read right after they are written, so from the OS page cache):
 5. ``size``: bytes on disk (pandas: ``memory_usage(deep=True)``).
 
 Ratios are bcolzx / other for sizes (below 1: bcolzx is smaller) and
-other / bcolzx for times (above 1: bcolzx is faster).
+other / bcolzx for times (above 1: bcolzx is faster).  Systems run one after
+the other, so on a shared machine a change of load skews their ratios;
+``--duel ROUNDS`` also alternates full reads of bcolzx and Parquet (best wall
+and CPU time of each), which both then see under the same load.
 
 Run from outside the source tree so the installed bcolzx is imported::
 
@@ -234,6 +237,30 @@ def run_h5py(data, value, tmp, args, chunklen):
     return out
 
 
+def read_duel(data, tmp, rounds):
+    """Full reads of bcolzx and Parquet alternated `rounds` times (so that both
+    see the same load): the best wall and CPU times of each."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import bcolzx
+
+    path = os.path.join(tmp, "duel")
+    bcolzx.carray(data, rootdir=path, mode="w").flush()
+    pq.write_table(pa.table({"s": pa.array(data, type=pa.string())}), path + ".parquet")
+    c = bcolzx.open(path, mode="r")
+    runs = {"bcolzx": lambda: c[:], "parquet": lambda: pq.read_table(path + ".parquet")}
+    best = {name: [float("inf"), float("inf")] for name in runs}
+    for _ in range(rounds):
+        for name, fn in runs.items():
+            t0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            best[name] = [min(best[name][0], wall), min(best[name][1], cpu)]
+    return {"bcolzx_wall": best["bcolzx"][0], "bcolzx_cpu": best["bcolzx"][1],
+            "parquet_wall": best["parquet"][0], "parquet_cpu": best["parquet"][1]}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=float, default=1e7, help="rows of the ticker column")
@@ -247,6 +274,8 @@ def main():
     p.add_argument("--tickers", choices=("zipf", "uniform"), default="zipf",
                    help="how tickers are drawn from the pool")
     p.add_argument("--json", help="write the results here too")
+    p.add_argument("--duel", type=int, default=0, metavar="ROUNDS",
+                   help="also alternate full reads of bcolzx and Parquet ROUNDS times")
     args = p.parse_args()
     systems = args.systems.split(",")
     rng = np.random.default_rng(0)
@@ -279,6 +308,14 @@ def main():
                 elif system == "h5py":
                     results[system] = run_h5py(data, value, tmp, args, chunklen or 65536)
                 print(f"{column} {system}: {results[system]}", flush=True)
+            if args.duel:
+                duel = read_duel(data, tmp, args.duel)
+                results["duel"] = duel
+                print(f"{column}: alternated full reads, best of {args.duel}: bcolzx "
+                      f"{duel['bcolzx_wall']:.3f} s ({duel['bcolzx_cpu']:.3f} s CPU), Parquet "
+                      f"{duel['parquet_wall']:.3f} s ({duel['parquet_cpu']:.3f} s CPU); "
+                      f"Parquet / bcolzx: {duel['parquet_wall'] / duel['bcolzx_wall']:.2f} "
+                      f"(CPU {duel['parquet_cpu'] / duel['bcolzx_cpu']:.2f})", flush=True)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         report["columns"][column] = {"n": n, "results": results,
@@ -296,6 +333,8 @@ def print_table(column, n, results):
     print(f"{'system':10} {'build s':>9} {'read s':>9} {'row us':>9} {'query s':>9} "
           f"{'size MB':>9} | size bcolzx/x, time x/bcolzx: build read row query")
     for system, r in results.items():
+        if system == "duel":
+            continue
         cells = [f"{r.get(k, float('nan')):9.3f}" for k in ("build", "read")]
         cells.append(f"{r['row'] * 1e6:9.1f}")
         cells.append(f"{r['query']:9.3f}")
