@@ -47,6 +47,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from bcolzx._format.strings import missing_rows
 from bcolzx._query.tree import BINARY_SYMBOLS
 from bcolzx.errors import ExpressionError
 
@@ -477,8 +478,6 @@ def _search(func: Callable, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     missing = None
     for i, arr in enumerate((a, b)):
         if arr.dtype.kind == "T" and hasattr(arr.dtype, "na_object"):
-            from bcolzx._format.strings import missing_rows
-
             mask = missing_rows(arr)
             missing = mask if missing is None else missing | mask
             plain = np.where(mask, "", arr).astype(np.dtypes.StringDType())
