@@ -48,6 +48,7 @@ from bcolzx.errors import (
     PickleNotAllowedError,
     ReadOnlyError,
     TruncatedDataError,
+    UnsafeFileError,
     UnsupportedFormatError,
 )
 from bcolzx.params import cparams, filters
@@ -176,5 +177,6 @@ __all__ = [
     "PickleNotAllowedError",
     "ReadOnlyError",
     "TruncatedDataError",
+    "UnsafeFileError",
     "UnsupportedFormatError",
 ]
