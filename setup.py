@@ -70,6 +70,12 @@ extensions = [
                        ("NPY_TARGET_VERSION", "NPY_2_0_API_VERSION")],
         extra_compile_args=CFLAGS,
     ),
+    # Groupby: keys factorized, aggregates accumulated, with the GIL released.
+    Extension(
+        "bcolzx._ext.groupby",
+        ["bcolzx/_ext/groupby.pyx"],
+        extra_compile_args=CFLAGS,
+    ),
 ]
 
 setup(

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from bcolzx import attrs as _attrs
+from bcolzx._analytics.methods import Reductions
 from bcolzx._format import layout, pickles, strings
 from bcolzx._format.meta import CParams, Storage, check_item_kind, dflt_to_json
 from bcolzx._storage import DirectoryStore, MemoryStore, engine_for, writer
@@ -24,7 +25,7 @@ from bcolzx._storage.legacy import LegacyStore
 from bcolzx._storage.lock import WriterLock
 from bcolzx._storage.opening import open_store, seal_of
 from bcolzx.defaults import defaults
-from bcolzx.errors import LegacyFormatError, ReadOnlyError
+from bcolzx.errors import LegacyFormatError, MaskLengthError, ReadOnlyError
 from bcolzx.params import cparams as _cparams
 
 __all__ = ["carray"]
@@ -124,7 +125,18 @@ def _as_cparams(value) -> _cparams:
     raise TypeError(f"cparams must be a bcolzx.cparams or a dict, not {type(value).__name__}")
 
 
-class carray:
+def conversion_error(exc: Exception, what: str) -> Exception:
+    """NumPy's conversion failure `exc` as its builtin class (``ValueError`` or
+    ``TypeError``, as legacy bcolz let through), with `what` failed in front.
+
+    Not ``type(exc)``: NumPy may raise subclasses whose constructors take
+    other arguments (``UnicodeEncodeError``, its ufunc errors).
+    """
+    cls = ValueError if isinstance(exc, ValueError) else TypeError
+    return cls(f"{what}: {exc}")
+
+
+class carray(Reductions):
     """A compressed and chunked array, in memory or on disk (bcolz 1.2 ``carray``).
 
     Parameters
@@ -327,9 +339,9 @@ class carray:
             array = array[:]
         try:
             data = np.ascontiguousarray(array, dtype=want)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"cannot make an array of dtype {dtype} from the data: {exc}") \
-                from None
+        except (TypeError, ValueError) as exc:  # NumPy's class, as append (and legacy)
+            raise conversion_error(exc, f"cannot make an array of dtype {dtype} from the "
+                                        "data") from None
         if data.dtype == object and data.ndim > 1:  # NumPy's guess: rows are the objects
             return as_objects(array)
         return data
@@ -433,7 +445,7 @@ class carray:
         try:
             arr = np.asarray(values, dtype=eng.dtype)
         except (TypeError, ValueError) as exc:  # the same class as legacy bcolz's
-            raise type(exc)(f"cannot convert to {eng.dtype}: {exc}") from None
+            raise conversion_error(exc, f"cannot convert to {eng.dtype}") from None
         if n is None:
             if arr.shape == eng.rowshape:
                 arr = arr.reshape((1, *eng.rowshape))
@@ -682,6 +694,46 @@ class carray:
         if nitems < 0:
             raise ValueError(f"nitems must be >= 0, not {nitems}")
         self._engine.resize(nitems, self._fill_value(nitems > len(self)))
+
+    def delete(self, indices) -> int:
+        """Delete the rows at `indices`, durably, as one commit.
+
+        Only the chunks from the first deleted row on are rewritten (see
+        :meth:`bcolzx._storage.ChunkedArray.delete`): a crash at any instant
+        leaves the old rows or the new ones.
+
+        Parameters
+        ----------
+        indices : int, array of ints or boolean mask
+            The rows (negative from the end; repeats count once).
+
+        Returns
+        -------
+        int
+            Rows deleted.
+
+        Raises
+        ------
+        ReadOnlyError
+            In mode 'r'.
+        IndexError
+            For an index out of range.
+        ValueError
+            For a legacy bcolz (v1) dataset, which cannot delete atomically.
+
+        Examples
+        --------
+        >>> import numpy as np, bcolzx
+        >>> c = bcolzx.carray(np.arange(8))
+        >>> c.delete([0, -1]), c[:]
+        (2, array([1, 2, 3, 4, 5, 6]))
+        """
+        from bcolzx._analytics.delete import positions_of
+
+        self._check_writable()
+        pos = positions_of(len(self), indices)
+        self._engine.delete(pos)
+        return len(pos)
 
     def flush(self) -> None:
         """Make appended and changed data durable (on disk; no-op in memory).
@@ -979,7 +1031,7 @@ class carray:
     def _mask(self, key) -> np.ndarray:
         mask = key[:] if isinstance(key, carray) else np.asarray(key)
         if mask.shape != (len(self),):
-            raise IndexError(f"boolean mask of shape {mask.shape} for length {len(self)}")
+            raise MaskLengthError(f"boolean mask of shape {mask.shape} for length {len(self)}")
         return mask
 
     def __getitem__(self, key):
@@ -1067,7 +1119,12 @@ class carray:
         if arr.dtype.kind not in "iu" or arr.ndim != 1:
             raise IndexError("index arrays must be one-dimensional, of integer or boolean "
                              f"type, not {arr.dtype} of shape {arr.shape}")
-        idx = np.where(arr < 0, arr + n, arr).astype(np.int64)
+        # Range checks and the shift of negative indices in int64, never in the key's own
+        # dtype (a uint8 key on 300 rows: arr + n would overflow, or wrap around).
+        if arr.dtype.kind == "u" and arr.max() >= n:
+            raise IndexError(f"index out of range for length {n}")
+        idx = arr.astype(np.int64)
+        idx[idx < 0] += n
         if idx.min() < 0 or idx.max() >= n:
             raise IndexError(f"index out of range for length {n}")
         return idx
@@ -1086,8 +1143,8 @@ class carray:
             eng.write(self._index(key), self._rows(value, 1, single=True))
             return
         if isinstance(key, tuple):
-            if len(key) == 1:
-                self[key[0]] = value
+            if len(key) <= 1:  # c[()] = v assigns every row, as NumPy (and c[()] reads them)
+                self[key[0] if key else slice(None)] = value
                 return
             first, rest = key[0], key[1:]
             if isinstance(first, (int, np.integer)):
@@ -1209,7 +1266,9 @@ class carray:
             For a boolean mask of more than one dimension (as legacy bcolz).
         """
         if not isinstance(boolarr, carray):
-            boolarr = np.asarray(boolarr)
+            # an empty list is an empty mask (NumPy would make it float64)
+            boolarr = np.asarray(boolarr, dtype=bool if isinstance(boolarr, list) and
+                                 not boolarr else None)
         if boolarr.dtype == np.bool_ and boolarr.ndim > 1:
             raise NotImplementedError(
                 f"where() takes a one-dimensional mask of rows, not one of shape "
@@ -1280,28 +1339,50 @@ class carray:
                     yielded += 1
         return self._iterating(indices())
 
-    def sum(self, dtype=None):
-        """Sum of all elements, as a NumPy scalar (ints widen as NumPy's sum does).
+    def sum(self, dtype=None, axis=None, *, where=None, user_dict=None, vm=None):
+        """Sum of the items (``numpy.sum``: integers widen to the platform
+        integer), as a NumPy scalar (an array for an `axis` that leaves some).
+
+        Parameters
+        ----------
+        dtype : numpy.dtype, optional
+            The accumulator and result dtype (legacy bcolz's first argument).
+        axis : None, int or tuple of ints
+            As NumPy.
+        where : str or boolean array/carray, optional
+            Only the rows where this holds (a condition's names are looked
+            up in `user_dict`, then the caller's variables).
 
         Raises
         ------
         TypeError
             If the dtype cannot be summed.
+
+        Examples
+        --------
+        >>> import numpy as np, bcolzx
+        >>> c = bcolzx.carray(np.arange(10, dtype=np.int8))
+        >>> c.sum(), c.sum(where="c % 2 == 1")
+        (np.int64(45), np.int64(25))
         """
         if self._objects:  # Python's +, as NumPy sums object arrays
+            if axis is not None or where is not None:
+                raise TypeError("sum of an object carray takes neither axis nor where")
             total = None
             for block in iterblocks(self):
                 if len(block):
                     part = np.sum(block, dtype=dtype)
                     total = part if total is None else total + part
             return 0 if total is None else total
-        acc_dtype = np.dtype(dtype) if dtype is not None else \
-            np.sum(np.zeros(1, self.dtype)).dtype
+        return self._reduce("sum", axis=axis, dtype=dtype, where=where, user_dict=user_dict,
+                            vm=vm)
+
+    def _check_reducible(self) -> None:
+        """Reductions compute on fixed-size values: not on pickles."""
+        if self._objects:
+            raise TypeError("reductions other than sum() need values of a fixed-size dtype, "
+                            "not Python objects (reduce c[:] with NumPy)")
         self._sync_threads()
-        total = acc_dtype.type(0)
-        for part in self._engine.map_chunks(lambda rows: np.sum(rows, dtype=acc_dtype)):
-            total = total + part
-        return acc_dtype.type(total)
 
     def __array__(self, dtype=None, copy=None):
         out = self[:]

@@ -34,7 +34,10 @@ __all__ = [
     "InvalidParameterError",
     "UndefinedNameError",
     "DatasetNotFoundError",
+    "NoColumnsError",
+    "MaskLengthError",
     "ExpressionError",
+    "RowConditionError",
     "blosc2_error",
 ]
 
@@ -255,12 +258,41 @@ class ExpressionError(BcolzxError, ValueError):
     """
 
 
+class RowConditionError(ExpressionError, NotImplementedError):
+    """A query condition gives more than one boolean per row.
+
+    A condition over an N-D column (``'a > 0'`` where each row of ``a`` is
+    an array) compares items, not rows, so it cannot select rows.  Both an
+    :class:`ExpressionError` (so a ``ValueError``) and a
+    :class:`NotImplementedError`, which legacy bcolz raised for it.
+    """
+
+
 class DatasetNotFoundError(BcolzxError, FileNotFoundError, KeyError):
     """A dataset opened for reading does not exist.
 
     A :class:`FileNotFoundError` (so an ``IOError``), and a :class:`KeyError`,
     which legacy bcolz raised when a ctable was opened in mode ``'r'`` at a
     path that does not exist.
+    """
+
+
+class NoColumnsError(BcolzxError, FileNotFoundError, ValueError):
+    """A ctable to open does not exist, and no columns were given to create one.
+
+    ``ctable(rootdir=path)`` in mode ``'a'`` (the default) where nothing
+    exists.  A :class:`FileNotFoundError` (so an ``IOError``), and a
+    :class:`ValueError`, which legacy bcolz raised for it (it took the call
+    for a creation in mode ``'w'`` without columns).
+    """
+
+
+class MaskLengthError(BcolzxError, IndexError, ValueError):
+    """A boolean mask used as a key does not have one boolean per row.
+
+    An :class:`IndexError`, as NumPy raises for it, and a
+    :class:`ValueError`, as legacy bcolz raised (it ran boolean keys through
+    ``where()``).
     """
 
 

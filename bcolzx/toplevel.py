@@ -271,16 +271,69 @@ def arange(start=None, stop=None, step=None, dtype=None, **kwargs) -> _carray:
         else len(_np.arange(start, stop, step))
     _layout.check_rows(n, dtype.itemsize)  # before anything is created
     kwargs.setdefault("expectedlen", n)
+    head = _arange_head(start, step, n, dtype)  # NumPy's errors before anything is created
     ca = _carray(_np.empty(0, dtype), **kwargs)
     blen = ca.chunklen * 16
     ints = all(isinstance(x, (int, _np.integer)) for x in (start, stop, step))
     for i in range(0, n, blen):
-        steps = i + _np.arange(min(blen, n - i), dtype=_np.int64 if ints else _np.float64)
-        block = (start + steps * step).astype(dtype)
+        if head is not None:
+            block = _arange_block(head, i, min(blen, n - i))
+        else:
+            steps = i + _np.arange(min(blen, n - i), dtype=_np.int64 if ints else _np.float64)
+            block = (start + steps * step).astype(dtype)
         ca.engine.append(ca._rows(block) if ca._objects else block)
     if ca.rootdir is not None:
         ca.flush()
     return ca
+
+
+def _arange_head(start, step, n: int, dtype: _np.dtype) -> _np.ndarray | None:
+    """The first two values of ``numpy.arange`` in a numeric `dtype` (None for other dtypes).
+
+    NumPy stores `start` and ``start + step`` into the dtype (so with its
+    conversions and errors: -2.5 becomes -2 in an integer dtype, -6 raises
+    OverflowError in uint16) and continues the progression of those two
+    values; :func:`_arange_block` does the same.
+    """
+    if dtype.kind not in "biufcmM" or n == 0:
+        return None
+    if dtype.kind == "b" and n > 2:
+        raise TypeError("arange() of booleans has at most 2 values (as numpy.arange)")
+    head = _np.empty(2, dtype)
+    head[0] = start
+    head[1] = start + step if n > 1 else start
+    return head
+
+
+def _arange_block(head: _np.ndarray, first: int, count: int) -> _np.ndarray:
+    """Values `first` to ``first + count - 1`` of the progression of `head`, as numpy.arange.
+
+    NumPy computes ``start + i * delta``, with ``delta = head[1] - head[0]``,
+    in the dtype's own arithmetic from the third value on: modulo 2**bits for
+    integers and datetimes (wrapping around as NumPy does), in float32 for
+    float16 and float32, per part for complex numbers.
+    """
+    dtype = head.dtype
+    i = first + _np.arange(count, dtype=_np.int64)
+    if dtype.kind == "b":
+        return head[first:first + count].copy()
+    if dtype.kind in "iumM":
+        ints = head.view(f"i{dtype.itemsize}") if dtype.kind in "mM" else head
+        h0, delta = int(ints[0]), int(ints[1]) - int(ints[0])
+        modulo = _np.uint64(h0 % 2**64) + i.astype(_np.uint64) * _np.uint64(delta % 2**64)
+        return modulo.astype(ints.dtype).view(dtype)
+    if dtype.kind == "c":
+        out = _np.empty(count, dtype)
+        out.real = _arange_block(head.real.copy(), first, count)
+        out.imag = _arange_block(head.imag.copy(), first, count)
+        return out
+    calc = _np.dtype(_np.float32) if dtype.itemsize <= 4 else dtype
+    h0 = head[0].astype(calc)
+    delta = head[1].astype(calc) - h0
+    out = (h0 + i.astype(calc) * delta).astype(dtype)
+    k = min(count, max(0, 2 - first))
+    out[:k] = head[first:first + k]  # the first two values are head's, as stored
+    return out
 
 
 def fromiter(iterable, dtype, count, **kwargs) -> _carray:

@@ -32,6 +32,7 @@ from bcolzx._query.evaluate import engine_for, resolve_vm
 from bcolzx._query.expr import Expression, check_operands, compile_expression
 from bcolzx._query.scope import resolve_names, split_operands
 from bcolzx._query.zonemap import may_match
+from bcolzx.errors import RowConditionError
 
 __all__ = ["matches", "operands", "select", "zone_skipper"]
 
@@ -131,6 +132,9 @@ def matches(expression: Any, table: Table, scope: Mapping[str, Any],
     ValueError
         For a mask of the wrong dtype or length, a condition that does not
         give booleans, or an unknown `vm`.
+    RowConditionError
+        For a condition that gives more than one boolean per row (over an
+        N-D column).
     """
     length = _length(table)
     if not isinstance(expression, str):
@@ -157,6 +161,10 @@ def matches(expression: Any, table: Table, scope: Mapping[str, Any],
         if mask.dtype != np.bool_:
             raise ValueError(f"{expression!r} gives {mask.dtype} values, not a boolean "
                              "condition")
+        if mask.ndim != 1:
+            raise RowConditionError(f"{expression!r} gives booleans of shape {mask.shape[1:]} "
+                                    "per row (it compares the items of an N-D column), not "
+                                    "one per row: a query needs one boolean per row")
         hits = np.flatnonzero(mask)
         if len(hits):
             # Only the table's own columns may stand in for a later read.

@@ -355,3 +355,18 @@ def _bytes_of(values):
     out = np.empty(len(values), dtype=BYTES)
     out[:] = values
     return out
+
+
+def test_string_bounds_are_never_exact_and_reductions_refuse_strings(tmp_path):
+    """Zone-map bounds of strings are prefixes: a reduction must never take them
+    for values (a 130-character maximum would come back cut to its prefix)."""
+    long = "z" * 130 + "1"
+    values = _strings([long, "a"] * 3000)
+    c = bcolzx.carray(values, rootdir=str(tmp_path / "c"), chunklen=1000)
+    c.flush()
+    c = bcolzx.open(str(tmp_path / "c"))
+    assert not c.engine.exact_chunks().any()
+    for name in ("max", "min", "sum"):
+        with pytest.raises(TypeError, match="strings"):
+            getattr(c, name)()
+    assert np.max(c[:]) == long
