@@ -17,7 +17,7 @@ import numpy as np
 
 from bcolzx import attrs as _attrs
 from bcolzx._analytics.methods import Reductions
-from bcolzx._format import layout, pickles
+from bcolzx._format import layout, pickles, strings
 from bcolzx._format.meta import CParams, Storage, check_item_kind, dflt_to_json
 from bcolzx._storage import DirectoryStore, MemoryStore, engine_for, writer
 from bcolzx._storage.encoding import quantize
@@ -25,12 +25,14 @@ from bcolzx._storage.legacy import LegacyStore
 from bcolzx._storage.lock import WriterLock
 from bcolzx._storage.opening import open_store, seal_of
 from bcolzx.defaults import defaults
-from bcolzx.errors import MaskLengthError, ReadOnlyError
+from bcolzx.errors import LegacyFormatError, MaskLengthError, ReadOnlyError
 from bcolzx.params import cparams as _cparams
 
 __all__ = ["carray"]
 
 _MODES = ("r", "a", "w")
+#: The codec of strings and bytes carrays created without `cparams`.
+STRINGS_CODEC = "zstd"
 
 
 def _is_sequence(value) -> bool:
@@ -65,6 +67,43 @@ def as_objects(values) -> np.ndarray:
         return out
     out = np.empty(1, dtype=object)
     out[0] = values
+    return out
+
+
+def _item_size(data: np.ndarray, kind: str, sample: int = 64) -> float | None:
+    """Mean stored size of the first `sample` items of `data` (None if empty):
+    their pickles, UTF-8 or bytes, as `kind` says."""
+    if kind == "pickle":
+        return _pickled_size(data, sample)
+    head = data[:sample]
+    if not len(head):
+        return None
+    if kind == "utf8":
+        return sum(len(s.encode("utf-8")) for s in head.tolist() if isinstance(s, str)) / len(head)
+    return sum(len(b) for b in head.tolist()) / len(head)
+
+
+def as_bytes(values, dtype: np.dtype = strings.BYTES_DTYPE) -> np.ndarray:
+    """`values` as a 1-D array of `dtype` (object declared as bytes) holding
+    ``bytes``: a sequence gives one item per element, anything else one item.
+
+    Raises
+    ------
+    TypeError
+        For an item that is not bytes-like (a str is not: encode it first).
+    """
+    if isinstance(values, (bytes, bytearray, memoryview)) or not _is_sequence(values):
+        values = [values]
+    objs = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    out = np.empty(len(objs), dtype=dtype)
+    for i, v in enumerate(objs):
+        if isinstance(v, bytes):
+            out[i] = v
+        elif isinstance(v, (bytearray, memoryview, np.bytes_)):
+            out[i] = bytes(v)
+        else:
+            raise TypeError(f"item {i} of a bytes column is {type(v).__name__}, not bytes "
+                            "(encode text first, or use a StringDType column)")
     return out
 
 
@@ -105,7 +144,9 @@ class carray(Reductions):
     array : array_like, optional
         Initial data; a scalar becomes one element.
     cparams : cparams or dict, optional
-        Compression parameters (default: ``bcolzx.defaults.cparams``).
+        Compression parameters (default: ``bcolzx.defaults.cparams``; for
+        strings and bytes, its level with the zstd codec and automatic
+        block sizes).
     dtype : numpy.dtype, optional
         Force this dtype (default: the data's, or float64 when empty).
     dflt : scalar, optional
@@ -189,13 +230,32 @@ class carray(Reductions):
             data = self._convert(array, dtype)
         if data.ndim == 0:
             data = data.reshape(1)
-        objects = data.dtype.hasobject
+        # Variable-length items: pickles (object dtype), strings (StringDType)
+        # or bytes (object declared as bytes), docs/format/strings.md.
+        kind = strings.item_kind(data.dtype)
+        objects = kind == "pickle"
+        if data.dtype.hasobject:
+            check_item_kind(data.dtype, kind)  # TypeError for objects in a structured dtype
+        if kind in ("utf8", "bytes"):
+            if data.ndim != 1:
+                raise ValueError(f"a carray of {data.dtype} is one-dimensional, not of shape "
+                                 f"{data.shape}")
+            if _v1:
+                raise LegacyFormatError(
+                    f"a legacy bcolz (v1) directory cannot hold variable-length "
+                    f"{'strings' if kind == 'utf8' else 'bytes'} ({data.dtype}): store them "
+                    "fixed-width (dtype 'U' or 'S'), or in a bcolzx-format table")
         if objects:
-            check_item_kind(data.dtype, "pickle")  # TypeError for objects in a structured dtype
             # Before anything is written or pickled.
             pickles.require(self._pickle_ok(), "creating a carray of object dtype",
                             self._rootdir)
         cp = _as_cparams(cparams)
+        if cparams is None and kind in ("utf8", "bytes"):
+            # Text and bytes: an entropy coder stores short, repetitive items (tickers,
+            # codes) 1.5-2x smaller than lz4, and more so with blocks as large as the
+            # chunk, which is always decoded whole (benchmarks/bench_strings.py).
+            cp = _cparams(clevel=cp.clevel, shuffle=cp.shuffle, cname=STRINGS_CODEC,
+                          quantize=0, blocksize=0, bytedelta="off")
         rowshape = data.shape[1:]
         rowbytes = data.dtype.itemsize * math.prod(rowshape)
         if rowbytes == 0:
@@ -204,11 +264,11 @@ class carray(Reductions):
                                         or expectedlen < 0):
             raise ValueError(f"expectedlen must be an int >= 0, not {expectedlen!r}")
         if chunklen is None:
-            chunklen = layout.vlen_chunklen(_pickled_size(data)) if objects and not _v1 else \
+            chunklen = layout.vlen_chunklen(_item_size(data, kind), kind) if kind and not _v1 else \
                 layout.default_chunklen(rowbytes, int(expectedlen or len(data)) or None)
         elif not isinstance(chunklen, (int, np.integer)) or chunklen < 1:
             raise ValueError(f"chunklen must be a positive int, not {chunklen!r}")
-        elif not objects and chunklen * rowbytes >= layout.MAX_CHUNK_BYTES:  # before any write
+        elif not kind and chunklen * rowbytes >= layout.MAX_CHUNK_BYTES:  # before any write
             raise ValueError(f"chunklen {chunklen} makes chunks of {chunklen * rowbytes} bytes; "
                              f"a chunk holds less than {layout.MAX_CHUNK_BYTES} bytes (chunklen "
                              f"< {layout.MAX_CHUNK_BYTES // rowbytes} for rows of {rowbytes} "
@@ -220,8 +280,7 @@ class carray(Reductions):
                           cparams=CParams(cp.clevel, cp.shuffle, cp.cname, cp.quantize),
                           expectedlen=int(expectedlen or len(data)), dflt=dflt_arr,
                           blocksize=cp.blocksize,
-                          bytedelta="off" if objects else cp.bytedelta,
-                          vlen="pickle" if objects else None)
+                          bytedelta="off" if kind else cp.bytedelta, vlen=kind)
         if self._rootdir is None:
             store = MemoryStore(storage, rowshape)
             self._attrs: _attrs.attrs | None = _attrs.attrs(None)
@@ -232,13 +291,13 @@ class carray(Reductions):
                     "mode='w' to replace it")
             # _v1: a new column of a legacy (v1) ctable is itself v1.  The write
             # lock comes first: a dataset another writer holds is never replaced.
-            kind = LegacyStore if _v1 else DirectoryStore
+            store_class = LegacyStore if _v1 else DirectoryStore
             store = writer.create(self._rootdir,
-                                  lambda: kind.create(self._rootdir, storage, rowshape),
+                                  lambda: store_class.create(self._rootdir, storage, rowshape),
                                   replace=(mode == "w"), timeout=self._lock_timeout)
             self._attrs = _attrs.attrs(self._rootdir, mode)
         self._engine = engine_for(store, nthreads=defaults.nthreads)
-        if objects:  # as stored (no byte-delta for pickles), so as reopened
+        if kind:  # as stored (no byte-delta for variable-length items), so as reopened
             cp = _cparams(clevel=cp.clevel, shuffle=cp.shuffle, cname=cp.cname,
                           quantize=cp.quantize, blocksize=cp.blocksize, bytedelta="off")
         self._cparams = cp
@@ -268,7 +327,11 @@ class carray(Reductions):
     def _convert(array, dtype) -> np.ndarray:
         want = np.dtype(dtype) if dtype is not None else None
         if want is not None and want.hasobject:
-            check_item_kind(want, "pickle")  # TypeError for objects in structured/sub-arrays
+            # TypeError for objects in structured/sub-arrays
+            check_item_kind(want, strings.item_kind(want))
+        if strings.is_bytes(want) or (want is None and
+                                      strings.is_bytes(getattr(array, "dtype", None))):
+            return as_bytes(array[:] if isinstance(array, carray) else array)
         objects = np.dtype(object)
         if want == objects or (want is None and getattr(array, "dtype", None) == objects):
             return as_objects(array)
@@ -285,6 +348,13 @@ class carray(Reductions):
 
     @staticmethod
     def _dflt(dflt, dtype: np.dtype) -> np.ndarray:
+        if isinstance(dflt, np.ndarray) and dflt.shape == () and \
+                strings.item_kind(dtype) in ("utf8", "bytes"):
+            dflt = dflt[()]
+        if strings.is_bytes(dtype):
+            return as_bytes(b"" if dflt is None else [dflt], dtype).reshape(())
+        if strings.is_string(dtype) and dflt is None:
+            return np.array("", dtype=dtype)
         if dtype == np.dtype(object):
             if isinstance(dflt, np.ndarray) and dflt.shape == ():
                 dflt = dflt[()]
@@ -304,7 +374,12 @@ class carray(Reductions):
     @property
     def _objects(self) -> bool:
         """Whether this carray holds Python objects (object dtype, pickled)."""
-        return self._engine.dtype == object
+        return self._engine.store.storage.vlen == "pickle"
+
+    @property
+    def _texts(self) -> bool:
+        """Whether this carray holds strings or bytes (StringDType, bytes), never pickled."""
+        return self._engine.store.storage.vlen in ("utf8", "bytes")
 
     def _pickle_ok(self) -> bool:
         """This carray's ``allow_pickle``, or the global default when not given."""
@@ -360,6 +435,13 @@ class carray(Reductions):
         eng = self._engine
         if self._objects:
             return self._object_rows(values, n, single)
+        if strings.is_bytes(eng.dtype):
+            arr = as_bytes([values] if single else values, eng.dtype)
+            if n is not None and len(arr) != n:
+                if len(arr) != 1:
+                    raise ValueError(f"cannot put {len(arr)} values into {n} rows")
+                arr = np.repeat(arr, n).astype(eng.dtype)
+            return arr
         try:
             arr = np.asarray(values, dtype=eng.dtype)
         except (TypeError, ValueError) as exc:  # the same class as legacy bcolz's
@@ -734,15 +816,15 @@ class carray(Reductions):
             If the total size changes.
         """
         newshape = (newshape,) if isinstance(newshape, (int, np.integer)) else tuple(newshape)
-        if self._objects and newshape not in ((len(self),), (-1,)):
-            raise ValueError(f"object carrays are one-dimensional: cannot reshape {self.shape} "
-                             f"into {newshape}")
+        if (self._objects or self._texts) and newshape not in ((len(self),), (-1,)):
+            raise ValueError(f"object, string and bytes carrays are one-dimensional: cannot "
+                             f"reshape {self.shape} into {newshape}")
         if -1 in newshape:
             known = math.prod(x for x in newshape if x != -1)
             newshape = tuple(self.size // known if x == -1 else x for x in newshape)
         if math.prod(newshape) != self.size:
             raise ValueError(f"cannot reshape {self.shape} into {newshape}")
-        if self._objects:
+        if self._objects or self._texts:
             return self.copy(chunklen=None, expectedlen=None)
         return carray(self[:].reshape(newshape), cparams=self._cparams, dflt=self.dflt)
 
@@ -969,6 +1051,8 @@ class carray(Reductions):
         """``self[key]`` as engine rows (pickles for object dtype)."""
         if isinstance(key, (int, np.integer)):
             row = self._engine.read_row(self._index(key))
+            if self._texts:  # a str, bytes or the missing value
+                return row
             return row.item() if self.ndim == 1 else row
         if isinstance(key, slice):
             self._sync_threads()

@@ -43,6 +43,7 @@ from bcolzx._ext import codec as _codec
 from bcolzx._format import layout, legacy, pickles
 from bcolzx._format.jsonfile import fsync_dir, read_json, write_json
 from bcolzx._format.meta import read_storage, write_storage
+from bcolzx._format.strings import encode_rows, item_kind
 from bcolzx._storage import writer
 from bcolzx.carray import carray as _carray
 from bcolzx.carray import iterblocks
@@ -214,8 +215,8 @@ def _target_cparams(src: _carray, override) -> _cparams:
             raise TypeError(f"unknown cparams keys {sorted(unknown)}; known: "
                             f"{list(_CPARAMS_KEYS)}")
         params.update(override)
-    if src.dtype == object:  # pickles: typesize 1, and no byte-delta (format §2d)
-        params["bytedelta"] = "off"
+    if item_kind(src.dtype) is not None:  # pickles, strings, bytes: typesize 1, no
+        params["bytedelta"] = "off"        # byte-delta (format §2d, strings.md)
     elif params["blocksize"] == layout.DEFAULT_BLOCKSIZE:
         params["blocksize"] = _whole_items(params["blocksize"], src.dtype.itemsize)
     return _cparams(**params)
@@ -311,7 +312,7 @@ def _plan(src: str, cparams, chunklen, allow_pickle=None) -> tuple[str, object, 
                 _check_readable(os.path.join(src, n))
     dataset = _open(src, mode="r", allow_pickle=allow_pickle)
     sources = [dataset] if kind == "carray" else list(dataset.cols.values())
-    if any(c.dtype == object for c in sources):
+    if any(item_kind(c.dtype) == "pickle" for c in sources):
         allowed = defaults.allow_pickle if allow_pickle is None else allow_pickle
         pickles.require(allowed, "converting a dataset of object dtype", src)
     if kind == "carray":
@@ -343,7 +344,7 @@ def _write_carray(col: _Column, rootdir: str, progress=None) -> None:
     write_cp = _cparams(clevel=cp.clevel, shuffle=cp.shuffle, cname=cp.cname, quantize=0,
                         blocksize=cp.blocksize, bytedelta=cp.bytedelta)
     n = len(src)
-    objects = src.dtype == object
+    objects = item_kind(src.dtype) == "pickle"
     chunklen = col.chunklen
     if objects and chunklen is None:  # sized from the pickles (legacy: one per chunk)
         sample = src.engine.read(0, min(n, 64))
@@ -411,7 +412,7 @@ def _as_bytes(block: np.ndarray) -> np.ndarray:
 def _same_dflt(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether two defaults are equal: byte for byte, or (objects: JSON scalars) by
     type and value."""
-    if a.dtype == object or b.dtype == object:
+    if a.dtype.hasobject or b.dtype.hasobject:  # objects, strings, bytes
         x, y = a[()], b[()]
         return a.dtype == b.dtype and type(x) is type(y) and repr(x) == repr(y)
     return np.asarray(a).tobytes() == np.asarray(b).tobytes()
@@ -459,8 +460,18 @@ def _verify_carray(col: _Column, path: str, progress=None) -> None:
         fail(f"chunklen {new.chunklen}, expected {col.chunklen}")
     if _attrs_json(new.attrs) != _attrs_json(src.attrs):
         fail(f"attrs {new.attrs.getall()!r}, the source has {src.attrs.getall()!r}")
-    if src.dtype == object:
+    kind = item_kind(src.dtype)
+    if kind in ("pickle", "bytes"):
         _verify_objects(new, src, fail, progress)
+        return
+    if kind == "utf8":  # the chunks' UTF-8 and lengths (missing values included)
+        blen = max(new.chunklen, 1024)
+        for lo in range(0, len(src), blen):
+            hi = min(len(src), lo + blen)
+            if encode_rows(new[lo:hi], kind) != encode_rows(src[lo:hi], kind):
+                fail(f"rows {lo}..{hi - 1} differ from the source's (UTF-8 compared)")
+            if progress is not None:
+                progress((hi - lo) * layout.VLEN_ROW_NBYTES)
         return
     blen = new.chunklen * max(1, BLOCK_BYTES // (new.chunklen * new.atomsize))
     start = 0

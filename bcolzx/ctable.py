@@ -33,6 +33,7 @@ from bcolzx import attrs as _attrs
 from bcolzx._analytics import delete as _deletion
 from bcolzx._format import jsonfile, layout
 from bcolzx._format.seal import Seal, new_uid
+from bcolzx._format.strings import field_dtype
 from bcolzx._query import planner
 from bcolzx._query.evaluate import evaluate, resolve_flavor
 from bcolzx._query.scope import caller_scope
@@ -550,8 +551,9 @@ class ctable:  # noqa: N801 - legacy name
 
     @property
     def dtype(self) -> np.dtype:
-        """The structured dtype of a row."""
-        return np.dtype([(n, c.dtype, c.shape[1:]) for n, c in self._cols.items()])
+        """The structured dtype of a row (a StringDType column is an object
+        field holding ``str``: NumPy has no StringDType fields)."""
+        return np.dtype([(n, field_dtype(c.dtype), c.shape[1:]) for n, c in self._cols.items()])
 
     @property
     def len(self) -> int:
@@ -943,7 +945,8 @@ class ctable:  # noqa: N801 - legacy name
 
     def _dtype_of(self, names: list[str]) -> np.dtype:
         return np.dtype([(n, np.int64) if n == NROW else
-                         (n, self._cols[n].dtype, self._cols[n].shape[1:]) for n in names])
+                         (n, field_dtype(self._cols[n].dtype), self._cols[n].shape[1:])
+                         for n in names])
 
     def _read(self, names: list[str], start: int, stop: int, positions=None,
               block: tuple[int, dict] | None = None) -> np.ndarray:
@@ -1210,7 +1213,11 @@ class ctable:  # noqa: N801 - legacy name
         result = np.concatenate(parts) if parts else np.empty(0, self._dtype_of(names))
         if flavor == "numpy":
             return result
-        return ctable(result, allow_pickle=self._allow_pickle)
+        # String columns come back as StringDType columns, not object fields.
+        columns = [result[n].astype(self._cols[n].dtype) if n in self._cols and
+                   field_dtype(self._cols[n].dtype) != self._cols[n].dtype else result[n]
+                   for n in names]
+        return ctable(columns, names=names, allow_pickle=self._allow_pickle)
 
     def eval(self, expression: str, **kwargs):
         """Evaluate `expression` over the columns (see :func:`bcolzx.eval`).

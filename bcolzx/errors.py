@@ -24,6 +24,7 @@ __all__ = [
     "TruncatedDataError",
     "UnsupportedFormatError",
     "PickleNotAllowedError",
+    "LegacyFormatError",
     "ReadOnlyError",
     "LockedError",
     "UnsafeFileError",
@@ -142,6 +143,19 @@ class PickleNotAllowedError(UnsupportedFormatError, TypeError):
             "pass allow_pickle=True or set bcolzx.defaults.allow_pickle = True if you trust "
             "the data (docs/migration.md, 'Object dtype')")
         self.path = path
+
+
+class LegacyFormatError(UnsupportedFormatError, TypeError):
+    """Data that a legacy bcolz (v1) directory cannot hold, such as
+    variable-length strings or bytes (NumPy's StringDType).
+
+    Raised before anything is written.  Legacy bcolz stored text only as
+    fixed-width ``S``/``U`` items: store the column fixed-width (for
+    :func:`bcolzx.fromdataframe`, ``strings="fixed"``) or use a bcolzx-format
+    table.  Both an :class:`UnsupportedFormatError` (a :class:`ValueError`)
+    and a :class:`TypeError`, which legacy bcolz raised for a dtype it could
+    not store.
+    """
 
 
 class ReadOnlyError(BcolzxError, PermissionError):

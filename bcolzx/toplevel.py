@@ -34,7 +34,7 @@ from bcolzx.errors import UnsupportedFormatError as _UnsupportedFormatError
 # Imports are aliased with a leading underscore: the module's public names
 # are the functions below (and iterblocks), as in legacy bcolz.toplevel.
 __all__ = ["arange", "blosc_compressor_list", "blosc_version", "eval", "fill", "fromiter",
-           "iterblocks", "ones", "open", "walk", "zeros"]
+           "iterblocks", "ones", "open", "vlen_dtype", "walk", "zeros"]
 
 
 def blosc_version() -> tuple[str, str]:
@@ -155,6 +155,43 @@ def _fill_ctable(n: int, dflt, dtype: _np.dtype, kwargs: dict):
                  dtype[f].base, allow_pickle=table.get("allow_pickle"), **kwargs)
             for f in names]
     return _ctable(cols, names=names, **table, **kwargs)
+
+
+def vlen_dtype(kind) -> _np.dtype:
+    """The dtype of a column of variable-length items of `kind`, stored
+    natively (never pickled; docs/format/strings.md), as h5py's ``vlen_dtype``.
+
+    Parameters
+    ----------
+    kind : {str, bytes}
+        ``str``: NumPy's ``StringDType()`` (text, stored as UTF-8).
+        ``bytes``: object declared as bytes (``dtype('O')`` with metadata
+        ``{'vlen': bytes}``, the dtype ``h5py.vlen_dtype(bytes)`` returns),
+        each row a ``bytes`` of any length.
+
+    Returns
+    -------
+    numpy.dtype
+
+    Raises
+    ------
+    TypeError
+        For another `kind`, or ``str`` on NumPy 1 (which has no StringDType).
+
+    Examples
+    --------
+    >>> import bcolzx
+    >>> c = bcolzx.carray([b"", b"\\x00\\xff", b"abc"], dtype=bcolzx.vlen_dtype(bytes))
+    >>> c[1]
+    b'\\x00\\xff'
+    """
+    from bcolzx._format import strings
+
+    if kind is bytes:
+        return strings.BYTES_DTYPE
+    if kind is str:
+        return strings.string_dtype()
+    raise TypeError(f"vlen_dtype takes str or bytes, not {kind!r}")
 
 
 def zeros(shape, dtype=float, **kwargs) -> _carray:

@@ -318,6 +318,10 @@ class _Reducer:
         return arr[()] if arr.ndim == 0 else arr
 
 
+#: dtype kinds the chunked reductions handle (not strings, bytes or objects).
+_REDUCIBLE = "biufcmM"
+
+
 def reduce_column(column: Any, name: str, *, axis: Any = None, dtype: Any = None,
                   ddof: Any = 0, where: Any = None, table: Columns | None = None,
                   column_name: str = selection.SELF, scope: Mapping[str, Any] | None = None,
@@ -361,6 +365,10 @@ def reduce_column(column: Any, name: str, *, axis: Any = None, dtype: Any = None
     except KeyError:
         raise ValueError(f"unknown reduction {name!r}; known: {', '.join(OPS)}") from None
     engine = column.engine
+    if engine.dtype.kind not in _REDUCIBLE:
+        raise TypeError(f"{name}() of a {engine.dtype} column: bcolzx reduces numeric, "
+                        f"boolean and datetime columns chunk by chunk; for strings read "
+                        f"them first (np.{name.removeprefix('nan')}(c[:]))")
     red = _Reducer(op, engine.dtype, tuple(engine.rowshape), axis, dtype, ddof)
     if where is None:
         if op.name in _ZONED and engine.rowshape == () and red.axes == (0,):

@@ -228,6 +228,17 @@ def _chunk_stats(column: Any) -> np.ndarray | None:
     return None if engine is None else engine.chunk_stats()
 
 
+def _span(stats: np.ndarray, a: int, b: int) -> tuple:
+    """The bounds of chunks ``a .. b-1`` together (strings: bytes, None for none)."""
+    if stats.dtype["min"] == np.dtype(object):  # strings (bcolzx._format.zonemap)
+        los = [v for v in stats["min"][a:b].tolist() if v is not None]
+        his = [v for v in stats["max"][a:b].tolist() if v is not None]
+        return (min(los) if los else None, max(his) if his else None,
+                bool(stats["nan"][a:b].any()))
+    return (np.fmin.reduce(stats["min"][a:b]), np.fmax.reduce(stats["max"][a:b]),
+            bool(stats["nan"][a:b].any()))
+
+
 def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[str, Any]
                  ) -> Callable[[int, int], bool] | None:
     """A ``skip_block`` for :func:`~bcolzx._query.blocks.evaluate_blocks`, from
@@ -260,8 +271,7 @@ def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[
     maybe = np.ones(nchunks, dtype=bool)
 
     def can_match(a: int, b: int) -> bool:
-        bounds = {name: (np.fmin.reduce(st["min"][a:b]), np.fmax.reduce(st["max"][a:b]),
-                         bool(st["nan"][a:b].any())) for name, st in stats.items()}
+        bounds = {name: _span(st, a, b) for name, st in stats.items()}
         return may_match(expr, bounds, scalars)
 
     def narrow(a: int, b: int) -> None:

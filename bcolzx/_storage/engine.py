@@ -123,7 +123,7 @@ class ChunkedArray(ChunkReader):
         self._owner = next(_owners)
         weakref.finalize(self, DECODED.forget, self._owner)
         self._zones = ZoneMap(store, self.dtype, store.native and self.rowshape == ()
-                              and self.dtype.kind in zonemap.KINDS, empty=length == 0)
+                              and zonemap.has_zonemap(self.dtype), empty=length == 0)
         self._zones.partial = self.nfull if self.nleft else None
         # The commit this array was read at, and the rows past it that are
         # safe against a crash of the process (the append journal).

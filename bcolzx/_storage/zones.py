@@ -5,7 +5,10 @@ are loaded from ``meta/zonemap`` on first use, widened (never narrowed) as
 chunks are stored, and written before each commit (docs/format/README.md
 §2b), so that after a crash at any instant they still bound what the commit
 describes.  Only 1-D datasets of the bcolzx format whose dtype has an order
-(bool, integers, floats, datetimes, timedeltas) have one.
+(bool, integers, floats, datetimes, timedeltas, and NumPy's StringDType)
+have one.  The bounds of strings are byte strings, prefix-bounded
+(:func:`bcolzx._format.strings.bounds`), None for a chunk whose rows are all
+missing.
 
 Each chunk's bounds also carry an *exact* flag: the bounds are values the
 chunk holds, so reductions (``carray.max()``) answer from them without
@@ -14,30 +17,32 @@ as the committed state has it too (a crash can leave that state): a chunk
 stored for the first time is exact; a full chunk rewritten stays exact only
 if its bounds did not change; the partial last chunk (whose flag readers
 never use, :meth:`ZoneMap.exact`) is exact when its widened bounds are its
-new rows' bounds.
+new rows' bounds.  (The prefix bounds of strings are never exact.)
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from bcolzx._format import zonemap
+from bcolzx._format import strings, zonemap
 from bcolzx._format.zonemap import bounds_of
 
 __all__ = ["ZoneMap", "bounds", "same_bounds", "widen"]
 
 
 def widen(old, new, pick):
-    """The wider of two bounds; a NaN bound (no non-NaN values) gives way."""
-    if old != old:
+    """The wider of two bounds; a NaN (or, for strings, None) bound, no values, gives way."""
+    if old is None or old != old:
         return new
-    if new != new:
+    if new is None or new != new:
         return old
     return pick(old, new)
 
 
 def bounds(rows: np.ndarray) -> tuple:
     """Zone-map bounds ``(min, max, has_nan)`` of a non-empty run of rows."""
+    if strings.is_string(rows.dtype):
+        return strings.bounds(rows)
     lo, hi = rows.min(), rows.max()
     if lo != lo or hi != hi:  # NaN or NaT somewhere (min and max propagate them)
         return bounds_of(rows)
@@ -75,8 +80,10 @@ class ZoneMap:
         # is made from it at the first change; readers get copies of the array).
         self._list: list | None = [] if applies and empty else None
         self._array: np.ndarray | None = None
-        #: Per chunk of :attr:`bounds`: whether they are values the chunk holds.
+        #: Per chunk of :attr:`bounds`: whether they are values the chunk holds
+        #: (never for strings, whose bounds are prefixes).
         self.exact: list[bool] = []
+        self._can_be_exact = not strings.is_string(self._dtype)
         #: The chunk stored with fewer than ``chunklen`` rows (the last), if any.
         self.partial: int | None = None
         self._chunklen = store.storage.chunklen
@@ -122,7 +129,8 @@ class ZoneMap:
         else:
             self._list, self._array = None, stats
             self._array.flags.writeable = False
-            self.exact = [False] * len(stats) if exact is None else exact.tolist()
+            self.exact = [False] * len(stats) if exact is None or not self._can_be_exact \
+                else exact.tolist()
 
     def note(self, chunk: int, rows: np.ndarray, stored_chunks: int,
              computed: tuple | None = None) -> None:
@@ -138,12 +146,12 @@ class ZoneMap:
             olo, ohi, onan = old
             zones[chunk] = wide = (widen(olo, lo, min), widen(ohi, hi, max), onan or nan)
             if chunk == self.partial:  # its flag is used only once it is full
-                self.exact[chunk] = same_bounds(wide, new)
+                self.exact[chunk] = self._can_be_exact and same_bounds(wide, new)
             else:  # exact for the committed rows and the new ones alike
                 self.exact[chunk] = self.exact[chunk] and same_bounds(old, new)
         elif chunk == len(zones):
             zones.append(new)
-            self.exact.append(True)
+            self.exact.append(self._can_be_exact)
         else:  # pragma: no cover - chunks are stored in order
             self.bounds = None
         if len(rows) < self._chunklen:
@@ -168,7 +176,7 @@ class ZoneMap:
         if self.bounds is None or not len(rows) or chunk >= len(self.bounds):
             return
         self.bounds[chunk] = bounds(rows)
-        self.exact[chunk] = True
+        self.exact[chunk] = self._can_be_exact
         self.dirty = True
 
     def exact_flags(self, nfull: int, stored_chunks: int) -> np.ndarray | None:
