@@ -109,6 +109,10 @@ class SuperchunkFile:
         self._dirty = False       # index changed since the last commit
         self._unsynced = False    # data written since the last fsync
         self._wb = (0, 0)         # bytes written whose write-back is not started yet
+        #: Slots a damaged index could not prove ({slot: reason}), see :meth:`salvage`.
+        self.lost: dict[int, str] = {}
+        #: How a damaged index was rebuilt ("" for an intact file).
+        self.salvaged = ""
 
     # -- opening ---------------------------------------------------------------
 
@@ -214,6 +218,45 @@ class SuperchunkFile:
         raise CorruptDataError(f"no valid index copy of generation {generation}, the one "
                                "meta/sizes records (" + "; ".join(problems) + ")", path=path)
 
+    @classmethod
+    def salvage(cls, path: str, number: int, geometry: Geometry, generation: int,
+                needed: int, last_size: int) -> "SuperchunkFile":
+        """Open a file whose committed index copy (or header) is damaged.
+
+        The index is rebuilt from what can be proved (:mod:`bcolzx._format.salvage`,
+        docs/format/superchunk.md §6); the chunks of the slots in ``lost``
+        raise :class:`CorruptDataError` when read, the others read normally.
+        Call it only when :meth:`load` failed and no writer explains it.  A
+        file with lost slots refuses every write (repair it first).
+
+        Raises
+        ------
+        CorruptDataError, TruncatedDataError
+            If nothing can be proved (a file of another dataset or number,
+            one cut inside its indexes, no copy of the named generation).
+        """
+        from bcolzx._format.salvage import salvage
+
+        got = salvage(path, number, geometry, generation, needed, last_size)
+        sc = cls(path, number, geometry, got.index, got.copy)
+        sc.lost = dict(got.lost)
+        for slot in range(needed):
+            if slot not in sc.lost and got.index.kind(slot) == "empty":
+                sc.lost[slot] = "its entry is empty"
+        sc.salvaged = got.how or "damaged"
+        return sc
+
+    def _refuse_if_lost(self) -> None:
+        if self.lost:
+            raise CorruptDataError(
+                f"the index of this file is damaged and chunks {self.lost_chunks()} cannot be "
+                "proved: it is read-only until `bcolzx repair` rebuilds the dataset",
+                path=self.path)
+
+    def lost_chunks(self) -> list[int]:
+        """Global numbers of the chunks a damaged index could not prove."""
+        return [self.global_number(s) for s in sorted(self.lost)]
+
     # -- reading ---------------------------------------------------------------
 
     def global_number(self, slot: int) -> int:
@@ -283,6 +326,10 @@ class SuperchunkFile:
             elif kind == "data":
                 off, nb = idx.entry(slot)
                 wanted.append((off, nb, pos, slot))
+            elif slot in self.lost:
+                raise CorruptDataError(f"chunk lost: the file's index is damaged and "
+                                       f"{self.lost[slot]} ({self.salvaged})", path=self.path,
+                                       chunk=self.global_number(slot))
             else:
                 raise CorruptDataError("chunk slot is empty", path=self.path,
                                        chunk=self.global_number(slot))
@@ -341,6 +388,7 @@ class SuperchunkFile:
         OSError
             If the file system refuses.
         """
+        self._refuse_if_lost()
         idx, g = self.index, self.geometry
         csize = g.checksum_size
         fd = None
@@ -414,6 +462,7 @@ class SuperchunkFile:
         """
         if not self._dirty:
             return
+        self._refuse_if_lost()
         idx = self.index
         target = 1 - self._current
         fd = os.open(self.path, os.O_WRONLY)
@@ -460,6 +509,7 @@ class SuperchunkFile:
         """
         if self._dirty:
             raise ValueError("commit before compacting")
+        self._refuse_if_lost()
         g, idx = self.geometry, self.index
         csize = g.checksum_size
         old_size = os.path.getsize(self.path)
