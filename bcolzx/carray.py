@@ -193,7 +193,7 @@ class carray:
             raise ValueError(f"expectedlen must be an int >= 0, not {expectedlen!r}")
         if chunklen is None:
             chunklen = layout.vlen_chunklen(_pickled_size(data)) if objects and not _v1 else \
-                layout.default_chunklen(rowbytes, expectedlen or len(data) or None)
+                layout.default_chunklen(rowbytes, int(expectedlen or len(data)) or None)
         elif not isinstance(chunklen, (int, np.integer)) or chunklen < 1:
             raise ValueError(f"chunklen must be a positive int, not {chunklen!r}")
         elif not objects and chunklen * rowbytes >= layout.MAX_CHUNK_BYTES:  # before any write
@@ -212,7 +212,7 @@ class carray:
                           vlen="pickle" if objects else None)
         if self._rootdir is None:
             store = MemoryStore(storage, rowshape)
-            self._attrs = _attrs.attrs(None)
+            self._attrs: _attrs.attrs | None = _attrs.attrs(None)
         else:
             if os.path.exists(self._rootdir) and mode == "a":
                 raise FileExistsError(
@@ -244,7 +244,11 @@ class carray:
         self._cparams = _cparams(clevel=st.cparams.clevel, shuffle=st.cparams.shuffle,
                                  cname=st.cparams.cname, quantize=st.cparams.quantize,
                                  blocksize=st.blocksize, bytedelta=st.bytedelta)
-        self._attrs = _attrs.attrs(rootdir, mode, _seal=seal_of(store))
+        if mode == "r":  # read on first use: most readers never look
+            self._attrs = None
+            self._attrs_of = (rootdir, seal_of(store))
+        else:  # a missing legacy __attrs__ is written at opening, as legacy does
+            self._attrs = _attrs.attrs(rootdir, mode, _seal=seal_of(store))
 
     # -- conversions -------------------------------------------------------------
 
@@ -381,6 +385,9 @@ class carray:
     @property
     def attrs(self) -> _attrs.attrs:
         """User attributes (persisted in ``__attrs__`` on disk)."""
+        if self._attrs is None:
+            rootdir, seal = self._attrs_of
+            self._attrs = _attrs.attrs(rootdir, "r", _seal=seal)
         return self._attrs
 
     @property
@@ -741,7 +748,7 @@ class carray:
         new._engine = self._engine.view()
         new._rootdir, new._mode = None, "a"
         new._attrs = _attrs.attrs(None)
-        for name, value in self._attrs.getall().items():
+        for name, value in self.attrs.getall().items():
             new._attrs[name] = value
         return new
 
@@ -930,7 +937,7 @@ class carray:
             first, rest = key[0], key[1:]
             if isinstance(first, (int, np.integer)):
                 return np.asarray(self[first])[rest] if rest else self[first]
-            return self[first][(slice(None), *rest)]
+            return self[first][(slice(None),) + tuple(rest)]
         if isinstance(key, str):
             return self._take_rows(np.flatnonzero(self._condition(key, 3)))
         if isinstance(key, (carray, list, np.ndarray)):
@@ -1006,7 +1013,7 @@ class carray:
                 return
             pos = self._positions(first if not isinstance(first, slice) else first)
             block = self._take(pos)
-            block[(slice(None), *rest)] = value
+            block[(slice(None),) + tuple(rest)] = value
             self._write_positions(pos, block)
             return
         if isinstance(key, str):
@@ -1272,10 +1279,11 @@ def _summary(head: np.ndarray, tail: np.ndarray) -> str:
     return f"{h} ... {t}"
 
 
-def _human(n: int) -> str:
+def _human(nbytes: int) -> str:
+    n = float(nbytes)
     for unit in ("bytes", "KB", "MB", "GB", "TB"):
         if n < 1024 or unit == "TB":
-            return f"{n}" if unit == "bytes" else f"{n:.2f} {unit}"
+            return f"{nbytes}" if unit == "bytes" else f"{n:.2f} {unit}"
         n /= 1024
     return str(n)
 

@@ -134,7 +134,7 @@ def fill(shape, dflt=None, dtype=float, **kwargs) -> _carray:
     if dtype.names and not rowshape:
         return _fill_ctable(n, dflt, dtype, kwargs)
     ca = _carray(_np.empty((0, *rowshape), dtype), dflt=dflt, **kwargs)
-    ca._engine.resize(n, ca._fill_value())
+    ca.engine.resize(n, ca._fill_value())
     if ca.rootdir is not None:
         ca.flush()
     return ca
@@ -240,7 +240,7 @@ def arange(start=None, stop=None, step=None, dtype=None, **kwargs) -> _carray:
     for i in range(0, n, blen):
         steps = i + _np.arange(min(blen, n - i), dtype=_np.int64 if ints else _np.float64)
         block = (start + steps * step).astype(dtype)
-        ca._engine.append(ca._rows(block) if ca._objects else block)
+        ca.engine.append(ca._rows(block) if ca._objects else block)
     if ca.rootdir is not None:
         ca.flush()
     return ca
@@ -291,7 +291,7 @@ def fromiter(iterable, dtype, count, **kwargs) -> _carray:
             return _fromiter_ctable(iterable, dtype, count, kwargs)
         ca = _carray(_np.empty(0, dtype), **kwargs)
         for block in _iter_blocks(iterable, dtype, count, ca.chunklen):
-            ca._engine.append(ca._rows(block))
+            ca.engine.append(ca._rows(block))
         if ca.rootdir is not None:
             ca.flush()
         return ca

@@ -21,7 +21,7 @@ import operator
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from bcolzx import _threads
 from bcolzx._query.expr import Expression, compile_expression
 from bcolzx.errors import UndefinedNameError
 
-__all__ = ["BLOCK_BYTES", "evaluate", "evaluate_blocks"]
+__all__ = ["BLOCK_BYTES", "Operands", "evaluate", "evaluate_blocks", "operands"]
 
 #: Bytes of the widest column read per block when no ``blen`` is given and the
 #: columns have no ``chunklen``.
@@ -93,6 +93,43 @@ def _default_nthreads() -> int:
 def _rows(start: int, stop: int | None, length: int) -> tuple[int, int]:
     begin, end, _ = slice(start, stop).indices(length)
     return begin, max(begin, end)
+
+
+class Operands(NamedTuple):
+    """What evaluating an expression block by block needs to know first."""
+
+    #: The compiled expression.
+    expr: Expression
+    #: The names of the columns it reads, in its order.
+    names: list[str]
+    #: Its scalars, as arrays.
+    values: dict[str, np.ndarray]
+    #: The columns' common length (None when there are no columns).
+    length: int | None
+    #: Rows per block: the given `blen`, checked, or the columns' default
+    #: (0 when the expression reads no column).
+    blen: int
+
+
+def operands(expr: Expression | str, columns: Mapping[str, Any],
+             scalars: Mapping[str, Any] | None = None, blen: int | None = None) -> Operands:
+    """Compile `expr` if needed, split its names into columns and scalars, and
+    settle the block length: the checks every block-wise evaluator (this
+    module's, and Dask's in :mod:`bcolzx.interop.dask`) makes before reading.
+
+    Raises
+    ------
+    ExpressionError, ValueError, TypeError
+        As :func:`evaluate_blocks`.
+    """
+    expr = _as_expression(expr)
+    names, values = _split_names(expr, columns, {} if scalars is None else scalars)
+    used = [columns[n] for n in names]
+    length = _length(dict(zip(names, used)))
+    if not names:
+        return Operands(expr, names, values, length, 0)
+    blen = _check_positive("blen", blen if blen is not None else _default_blen(used))
+    return Operands(expr, names, values, length, blen)
 
 
 def evaluate_blocks(

@@ -31,15 +31,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from bcolzx._format.zonemap import KINDS as _ORDERED
-from bcolzx._format.zonemap import bounds_of
 from bcolzx._query import kinds
 from bcolzx._query.expr import Expression
 from bcolzx._query.tree import Binary, Call, Compare, Const, Logical, Name, Node, Unary
 from bcolzx.errors import ExpressionError
 
-# bounds_of is defined with the zone map's format; re-exported here until
-# bcolzx._storage.zones imports it from there.
-__all__ = ["bounds_of", "may_match"]
+__all__ = ["may_match"]
 
 # _ORDERED: the dtype kinds whose min/max mean something (those with a zone map).
 _ARITHMETIC = "iuf"

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import abc
+from typing import TYPE_CHECKING
 
 from bcolzx._format.meta import Sizes, Storage
 from bcolzx._format.superchunk import Special
+
+if TYPE_CHECKING:
+    from bcolzx._storage.lock import WriterLock
 
 __all__ = ["ChunkStore", "Special"]
 
@@ -42,7 +46,7 @@ class ChunkStore(abc.ABC):
     rootdir: str | None = None
     #: The dataset's :class:`~bcolzx._storage.lock.WriterLock` when opened by a
     #: would-be writer (mode 'a' or 'w' on disk); None for readers and in memory.
-    lock = None
+    lock: WriterLock | None = None
 
     @abc.abstractmethod
     def get(self, first: int, stop: int) -> list:

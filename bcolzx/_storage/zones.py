@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from bcolzx._format import zonemap
-from bcolzx._query.zonemap import bounds_of
+from bcolzx._format.zonemap import bounds_of
 
 __all__ = ["ZoneMap", "bounds", "widen"]
 

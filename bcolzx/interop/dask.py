@@ -712,16 +712,11 @@ def evaluate_blocks(expr, columns: Mapping[str, Any], scalars: Mapping[str, Any]
     dask = _import("dask", "vm='dask'")
     from bcolzx._query import blocks as _blocks
 
-    expr = _blocks._as_expression(expr)
+    expr, names, values, n, blen = _blocks.operands(expr, columns, scalars, blen)
     vm = local_vm() if vm is None else vm
-    names, values = _blocks._split_names(expr, columns, scalars or {})
     if not names:
         yield 0, expr.evaluate(values, vm)
         return
-    used = [columns[n] for n in names]
-    n = _blocks._length(dict(zip(names, used)))
-    blen = _blocks._check_positive("blen", blen if blen is not None
-                                   else _blocks._default_blen(used))
     ranges = [(a, min(a + blen, n)) for a in range(0, n, blen)]
     operands = {name: _operand_blocks(columns[name], ranges) for name in names}
     todo = [i for i, (a, b) in enumerate(ranges) if skip_block is None or not skip_block(a, b)]
@@ -752,9 +747,7 @@ def evaluate(expr, columns: Mapping[str, Any], scalars: Mapping[str, Any] | None
     """
     from bcolzx._query import blocks as _blocks
 
-    expr = _blocks._as_expression(expr)
-    names, _ = _blocks._split_names(expr, columns, scalars or {})
-    n = _blocks._length({name: columns[name] for name in names})
+    expr, names, _, n, _ = _blocks.operands(expr, columns, scalars, blen)
     if not n:  # no rows (or no columns): nothing to spread over tasks
         return _blocks.evaluate(expr, columns, scalars, blen=blen, vm=vm or local_vm())
     out = None

@@ -3,9 +3,7 @@
 import numpy as np
 import pytest
 
-from bcolzx._format import zonemap as _format_zonemap
 from bcolzx._format.zonemap import bounds_of
-from bcolzx._query import zonemap as _query_zonemap
 
 ALL_NAN = np.array([np.nan, np.nan])
 
@@ -20,8 +18,3 @@ def test_bounds_of():
         bounds_of(np.array([]))
     with pytest.raises(TypeError):
         bounds_of(np.array(["x"]))
-
-
-def test_query_zonemap_still_exports_bounds_of():
-    # bcolzx._storage.zones imports it from there until it imports _format's.
-    assert _query_zonemap.bounds_of is _format_zonemap.bounds_of

@@ -7,6 +7,7 @@ import pytest
 
 import bcolzx
 from bcolzx import _threads
+from bcolzx._query import blocks
 from bcolzx._query.blocks import evaluate, evaluate_blocks
 from bcolzx._query.expr import Expression, compile_expression
 from bcolzx.errors import ExpressionError
@@ -238,3 +239,16 @@ def test_blocks_can_come_with_the_columns_they_read(columns, nthreads):
         np.testing.assert_array_equal(read["b"], columns["b"][start:start + 300])
         np.testing.assert_array_equal(mask, (read["a"] > 10) & (read["b"] < 0.5))
     assert sorted(cols["a"].reads) == [(0, 300), (300, 600), (600, 900), (900, 1000)]
+
+
+def test_operands_settles_names_length_and_blen_before_any_read():
+    a, b = np.arange(10), np.arange(10.0)
+    ops = blocks.operands("a + b * k", {"a": a, "b": b, "unused": np.arange(3)}, {"k": 2})
+    assert ops.names == ["a", "b"] and ops.length == 10 and list(ops.values) == ["k"]
+    assert ops.blen > 0 and ops.expr.text == "a + b * k"
+    assert blocks.operands("a", {"a": a}, blen=3).blen == 3
+    assert blocks.operands("k + 1", {"a": a}, {"k": 1}).blen == 0  # no column read
+    with pytest.raises(ValueError):
+        blocks.operands("a + b", {"a": a, "b": np.arange(4)})
+    with pytest.raises(TypeError):
+        blocks.operands("a", {"a": a}, blen=True)
