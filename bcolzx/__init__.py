@@ -63,6 +63,7 @@ from bcolzx.toplevel import (
     walk,
     zeros,
 )
+from bcolzx.repair import repair
 from bcolzx.verify import verify
 
 if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time, __getattr__
@@ -147,6 +148,7 @@ __all__ = [
     "walk",
     "convert",
     "compact",
+    "repair",
     "verify",
     "from_dask",
     "to_bcolzx",
