@@ -298,11 +298,26 @@ def repair(rootdir, dst=None, *, dry_run: bool = False, lost: str = "fill",
 
 
 def _repair_locked(src, dst, dry_run, lost, keep_damaged, progress, allow_pickle):
+    report = RepairReport(src)
+    try:
+        shadow = _shadow(src, report.problems)
+    except (CorruptDataError, OSError, ValueError):
+        shadow = None  # opening the dataset says what is wrong
+    try:
+        return _repair_from(report, shadow or src, dst, dry_run, lost, keep_damaged, progress,
+                            allow_pickle)
+    finally:
+        if shadow is not None:
+            shutil.rmtree(shadow, ignore_errors=True)
+
+
+def _repair_from(report, source, dst, dry_run, lost, keep_damaged, progress, allow_pickle):
+    """:func:`repair`, reading `source` (the dataset, or its shadow with rebuilt sizes)."""
     from bcolzx.convert import _install_new, _swap_in
     from bcolzx.toplevel import open as _open
 
-    report = RepairReport(src)
-    dataset = _open(src, mode="r", allow_pickle=allow_pickle)
+    src = report.rootdir
+    dataset = _open(source, mode="r", allow_pickle=allow_pickle)
     if isinstance(dataset, _carray):
         columns = {"": dataset}
     else:
@@ -364,3 +379,110 @@ def _repair_locked(src, dst, dry_run, lost, keep_damaged, progress, allow_pickle
         else:
             shutil.rmtree(old, ignore_errors=True)
     return report
+
+
+# -- metadata the data proves ----------------------------------------------------------
+
+
+def _sizes_from_data(cdir: str, storage) -> tuple[object, str]:
+    """A ``meta/sizes`` for the carray `cdir` rebuilt from its superchunk files.
+
+    Each file is read through its valid index copy of the highest generation
+    (as a tool without metadata does, docs/format/superchunk.md §3); the
+    dataset ends at the first file that is missing, unreadable or not full.
+    The row shape comes from the chunk size in the first header.
+
+    Returns
+    -------
+    (Sizes, str)
+        The sizes, and a sentence for the report.
+
+    Raises
+    ------
+    CorruptDataError
+        If not even the first superchunk file can be read.
+    """
+    from bcolzx._ext import index as _index
+    from bcolzx._format.meta import Sizes
+    from bcolzx._format.superchunk import Geometry, SuperchunkFile
+
+    itemsize = storage.dtype.itemsize
+    first = layout.data_path(cdir, 0)
+    if not os.path.exists(first):
+        return Sizes((0,), 0, 0), "meta/sizes was rebuilt: no superchunk file, no rows"
+    with open(first, "rb") as f:
+        head = _index.decode_header(f.read(_index.HEADER_SIZE), first)
+    rowbytes, rest = divmod(head["chunk_size"], storage.chunklen)
+    items, rest2 = (1, 0) if storage.vlen else divmod(rowbytes, itemsize)
+    if rest or rest2 or not items:
+        raise CorruptDataError("meta/sizes is damaged and the chunk size of the first "
+                               "superchunk file does not fit meta/storage", path=first)
+    rowshape = () if items == 1 else (items,)
+    geometry = Geometry(storage.chunks_per_superchunk, head["chunk_size"],
+                        1 if storage.vlen else itemsize, layout.CHECKSUMS[storage.checksum])
+    gens, chunks, last, cbytes, number, why = [], 0, 0, 0, 0, "no further superchunk file"
+    while os.path.exists(layout.data_path(cdir, number)):
+        try:
+            sc = SuperchunkFile.load(layout.data_path(cdir, number), number, geometry)
+        except CorruptDataError as exc:
+            why = f"superchunk file {number} cannot be read ({exc})"
+            break
+        idx = sc.index
+        if not idx.nchunks:
+            break
+        gens.append(idx.generation)
+        chunks = number * geometry.nslots + idx.nchunks
+        last = idx.last_chunk_size
+        cbytes += sum(sc.stored_nbytes(s) for s in range(idx.nchunks))
+        number += 1
+        if idx.nchunks < geometry.nslots:
+            why = "the last superchunk file is not full"
+            break
+    length = (chunks - 1) * storage.chunklen + last // rowbytes if chunks else 0
+    note = (f"meta/sizes is damaged: {length} rows of shape {rowshape} were rebuilt from the "
+            f"superchunk files' latest valid indexes ({why}); rows of a commit a crash cut "
+            "short may be among them" + (", and a row shape of more than one dimension is "
+                                         "flattened" if items > 1 else ""))
+    return Sizes((length, *rowshape), length * rowbytes, cbytes, tuple(gens)), note
+
+
+def _shadow(src: str, problems: list) -> str | None:
+    """A hidden copy of `src` (hard links; nothing is written to the source) whose damaged
+    ``meta/sizes`` are rebuilt from the data, or None when there is nothing to rebuild."""
+    from bcolzx._format.jsonfile import read_json
+    from bcolzx._format.meta import read_sizes, write_sizes
+
+    rootdirs = os.path.join(src, layout.ROOTDIRS_FILE)
+    if os.path.isfile(rootdirs):
+        cdirs = [os.path.join(src, n)
+                 for n in layout.column_names(read_json(rootdirs), rootdirs)]
+    else:
+        cdirs = [src]
+    rebuilt = {}
+    for cdir in cdirs:
+        try:
+            read_sizes(cdir)
+            continue
+        except (CorruptDataError, OSError):
+            pass
+        storage = read_storage(cdir)  # raises when meta/storage is damaged too: reported
+        rebuilt[cdir] = (storage, *_sizes_from_data(cdir, storage))
+    if not rebuilt:
+        return None
+    parent, base = os.path.split(os.path.realpath(src))
+    shadow = _reserve(parent, base + ".shadow")
+    for root, _dirs, files in os.walk(src):
+        rel = os.path.relpath(root, src)
+        os.makedirs(os.path.join(shadow, rel), exist_ok=True)
+        for name in files:
+            if name == layout.LOCK_FILE:
+                continue
+            try:
+                os.link(os.path.join(root, name), os.path.join(shadow, rel, name))
+            except OSError:
+                shutil.copy2(os.path.join(root, name), os.path.join(shadow, rel, name))
+    for cdir, (storage, sizes, note) in rebuilt.items():
+        where = os.path.join(shadow, os.path.relpath(cdir, src))
+        write_sizes(where, sizes, storage)  # a new file renamed over the link
+        problems.append(f"{cdir}: {note}")
+    return shadow

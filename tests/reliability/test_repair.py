@@ -185,3 +185,25 @@ def test_the_command_line(tmp_path):
     assert main(["repair", src, "-q", "--discard-damaged"]) == 1
     assert sorted(os.listdir(tmp_path)) == ["ds", "out"]
     assert main(["verify", src]) == 0
+
+
+@pytest.mark.parametrize("kind", ["carray", "ctable"])
+def test_a_damaged_meta_sizes_is_rebuilt_from_the_superchunk_files(kind, tmp_path):
+    src = str(tmp_path / "ds")
+    RECIPES[kind](src)
+    want = bcolzx.open(src, mode="r")[:]
+    sizes = os.path.join(src, "meta", "sizes") if kind == "carray" else \
+        os.path.join(src, "f", "meta", "sizes")
+    C._xor(sizes, 12, 0x01)
+    with pytest.raises(bcolzx.CorruptDataError):
+        bcolzx.open(src, mode="r")[:]
+    report = bcolzx.repair(src, str(tmp_path / "out"))
+    assert report.lost == {} and any("meta/sizes is damaged" in p for p in report.problems)
+    got = bcolzx.open(str(tmp_path / "out"), mode="r")[:]
+    if kind == "carray":
+        np.testing.assert_array_equal(got, want)
+    else:
+        for name in want.dtype.names:
+            np.testing.assert_array_equal(got[name], want[name])
+    assert bcolzx.verify(str(tmp_path / "out")).ok
+    assert not [n for n in os.listdir(tmp_path) if "shadow" in n]
