@@ -50,6 +50,7 @@ from bcolzx.errors import (
     UnsupportedFormatError,
 )
 from bcolzx.params import cparams, filters
+from bcolzx.repair import repair
 from bcolzx.toplevel import (
     arange,
     blosc_compressor_list,
@@ -63,7 +64,6 @@ from bcolzx.toplevel import (
     walk,
     zeros,
 )
-from bcolzx.repair import repair
 from bcolzx.verify import verify
 
 if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time, __getattr__

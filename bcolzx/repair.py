@@ -37,7 +37,7 @@ import numpy as np
 
 from bcolzx._format import layout
 from bcolzx._format.jsonfile import fsync_dir, write_json
-from bcolzx._format.meta import read_storage, write_storage
+from bcolzx._format.meta import Sizes, read_storage, write_storage
 from bcolzx._storage import writer
 from bcolzx.carray import carray as _carray
 from bcolzx.defaults import defaults
@@ -212,13 +212,10 @@ def _record(report: RepairReport, lost_mode: str) -> dict:
 
 
 def _reserve(parent: str, base: str) -> str:
-    while True:
-        path = os.path.join(parent, f".{base}.bcolzx-repair-{secrets.token_hex(6)}")
-        try:
-            os.mkdir(path)
-            return path
-        except FileExistsError:  # pragma: no cover - 48 random bits
-            continue
+    """A new empty hidden directory ``parent/.base.bcolzx-repair-XXXX``."""
+    from bcolzx.convert import _reserve as reserve
+
+    return reserve(parent, base, ".bcolzx-repair-")
 
 
 def repair(rootdir, dst=None, *, dry_run: bool = False, lost: str = "fill",
@@ -313,7 +310,7 @@ def _repair_locked(src, dst, dry_run, lost, keep_damaged, progress, allow_pickle
 
 def _repair_from(report, source, dst, dry_run, lost, keep_damaged, progress, allow_pickle):
     """:func:`repair`, reading `source` (the dataset, or its shadow with rebuilt sizes)."""
-    from bcolzx.convert import _install_new, _swap_in
+    from bcolzx.convert import _install
     from bcolzx.toplevel import open as _open
 
     src = report.rootdir
@@ -360,11 +357,7 @@ def _repair_from(report, source, dst, dry_run, lost, keep_damaged, progress, all
         check = verify(tmp)
         if not check.ok:  # pragma: no cover - a bug: the copy was written from verified reads
             raise CorruptDataError(f"the repaired copy does not verify: {check}", path=tmp)
-        if dst is None:
-            old = _swap_in(tmp, target)
-        else:
-            _install_new(tmp, target)
-            old = None
+        old = _install(tmp, target, in_place=dst is None)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -384,7 +377,7 @@ def _repair_from(report, source, dst, dry_run, lost, keep_damaged, progress, all
 # -- metadata the data proves ----------------------------------------------------------
 
 
-def _sizes_from_data(cdir: str, storage) -> tuple[object, str]:
+def _sizes_from_data(cdir: str, storage) -> tuple[Sizes, str]:
     """A ``meta/sizes`` for the carray `cdir` rebuilt from its superchunk files.
 
     Each file is read through its valid index copy of the highest generation
@@ -403,7 +396,6 @@ def _sizes_from_data(cdir: str, storage) -> tuple[object, str]:
         If not even the first superchunk file can be read.
     """
     from bcolzx._ext import index as _index
-    from bcolzx._format.meta import Sizes
     from bcolzx._format.superchunk import Geometry, SuperchunkFile
 
     itemsize = storage.dtype.itemsize
@@ -458,7 +450,7 @@ def _shadow(src: str, problems: list) -> str | None:
                  for n in layout.column_names(read_json(rootdirs), rootdirs)]
     else:
         cdirs = [src]
-    rebuilt = {}
+    rebuilt: dict[str, tuple] = {}
     for cdir in cdirs:
         try:
             read_sizes(cdir)

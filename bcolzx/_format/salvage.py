@@ -148,12 +148,15 @@ def _place(idx, slot: int, entry: tuple[int, int], g, size: int) -> str | None:
             kind = off & 0xFF
             if off & ~_index.SPECIAL_FLAG & ~0xFF:
                 return "its special entry has reserved bits set"
-            value = nb.to_bytes(8, "little")[:g.header_typesize] \
-                if kind == _index.KIND_VALUE and 1 <= g.header_typesize <= 8 else None
-            if kind == _index.KIND_VALUE and value is None:
-                return "its special entry does not fit the item size"
-            if kind == _index.KIND_VALUE and int.from_bytes(value, "little") != nb:
-                return "its special value does not fit the item size"
+            value = None
+            if kind == _index.KIND_VALUE:
+                if not 1 <= g.header_typesize <= 8:
+                    return "its special entry does not fit the item size"
+                value = nb.to_bytes(8, "little")[:g.header_typesize]
+                if int.from_bytes(value, "little") != nb:
+                    return "its special value does not fit the item size"
+            elif nb:
+                return "its special entry has a non-zero nbytes"
             idx.set_special(slot, kind, value, g.header_typesize)
             return None
         if off + nb + g.checksum_size > size:
@@ -212,23 +215,16 @@ def salvage(path: str, number: int, geometry, generation: int, needed: int,
     TruncatedDataError
         If the file is missing or ends inside its index copies.
     """
-    from bcolzx.errors import TruncatedDataError  # noqa: PLC0415 - keep the import list short
+    from bcolzx._format.superchunk import read_head
 
     g = geometry
     isize = _index.index_size(g.nslots)
+    size, head = read_head(path, g)
+    header_note = _check_header(head[:_index.HEADER_SIZE], number, g, path)
+    copies = [head[_index.HEADER_SIZE + c * isize:_index.HEADER_SIZE + (c + 1) * isize]
+              for c in (0, 1)]
+    fd = os.open(path, os.O_RDONLY)
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        raise TruncatedDataError("superchunk file is missing", path=path) from None
-    try:
-        size = os.fstat(fd).st_size
-        head = os.pread(fd, _index.HEADER_SIZE + 2 * isize, 0)
-        if len(head) < _index.HEADER_SIZE + 2 * isize:
-            raise TruncatedDataError(f"superchunk file has {size} bytes, fewer than its header "
-                                     f"and indexes ({_index.data_start(g.nslots)})", path=path)
-        header_note = _check_header(head[:_index.HEADER_SIZE], number, g, path)
-        copies = [head[_index.HEADER_SIZE + c * isize:_index.HEADER_SIZE + (c + 1) * isize]
-                  for c in (0, 1)]
         return _salvage(fd, copies, number, g, generation, needed, last_size, size, path,
                         header_note)
     finally:
@@ -241,17 +237,15 @@ def _check_header(raw: bytes, number: int, g, path: str) -> str | None:
     An intact header that names another file or geometry raises: that is a
     wrong file, not damage, and nothing in it belongs to this dataset.
     """
+    from bcolzx._format.superchunk import header_mismatch
+
     try:
         head = _index.decode_header(raw, path)
     except BcolzxError as exc:
         return f"its header is damaged ({exc}); the geometry of meta/storage is used"
-    expected = {"superchunk_number": number, "nslots": g.nslots, "chunk_size": g.chunk_size,
-                "checksum_type": g.checksum_type, "typesize": g.header_typesize}
-    wrong = {k: (head[k], v) for k, v in expected.items() if head[k] != v}
+    wrong = header_mismatch(head, number, g)
     if wrong:
-        raise CorruptDataError("superchunk header does not match the dataset's metadata: " +
-                               ", ".join(f"{k} is {a}, expected {b}"
-                                         for k, (a, b) in wrong.items()), path=path)
+        raise CorruptDataError(wrong, path=path)
     return None
 
 
@@ -316,10 +310,8 @@ def _salvage(fd, copies, number, g, generation, needed, last_size, size, path,
             fixes.append((pos, _lenient(bytes(fixed), g, size, needed)))
     if fixes:
         for slot in range(needed):
-            seen = {c.entry(slot) if c is not None and slot < c.nslots else None
-                    for _, c in fixes}
-            seen_kinds = {c.kind(slot) for _, c in fixes if c is not None}
-            if len(seen) == 1 and None not in seen and seen_kinds != {"empty"}:
+            seen = {c.entry(slot) for _, c in fixes}
+            if len(seen) == 1:  # an empty entry is refused by _place
                 why = _place(idx, slot, seen.pop(), g, size)
                 if why is not None:
                     lost[slot] = why

@@ -91,6 +91,42 @@ def _pread_exact(fd: int, n: int, offset: int, path: str) -> bytes:
     return data
 
 
+def read_head(path: str, geometry: Geometry) -> tuple[int, bytes]:
+    """(size of the superchunk file `path`, its header and both index copies).
+
+    Raises
+    ------
+    TruncatedDataError
+        If the file is missing or shorter than its header and indexes.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise TruncatedDataError("superchunk file is missing", path=path) from None
+    try:
+        size = os.fstat(fd).st_size
+        start = _index.data_start(geometry.nslots)
+        if size < start:
+            raise TruncatedDataError(f"superchunk file has {size} bytes, fewer than its header "
+                                     f"and indexes ({start})", path=path)
+        return size, _pread_exact(fd, start, 0, path)
+    finally:
+        os.close(fd)
+
+
+def header_mismatch(head: dict, number: int, geometry: Geometry) -> str | None:
+    """Why a decoded header is not that of superchunk `number` of a dataset of
+    `geometry` (a file renamed, swapped or of another dataset), or None."""
+    g = geometry
+    expected = {"superchunk_number": number, "nslots": g.nslots, "chunk_size": g.chunk_size,
+                "checksum_type": g.checksum_type, "typesize": g.header_typesize}
+    wrong = {k: (head[k], v) for k, v in expected.items() if head[k] != v}
+    if not wrong:
+        return None
+    return "superchunk header does not match the dataset's metadata: " + ", ".join(
+        f"{k} is {got}, expected {want}" for k, (got, want) in wrong.items())
+
+
 class SuperchunkFile:
     """A superchunk file: its geometry, its current index, its write state.
 
@@ -173,29 +209,11 @@ class SuperchunkFile:
         """
         g = geometry
         isize = _index.index_size(g.nslots)
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            raise TruncatedDataError("superchunk file is missing", path=path) from None
-        try:
-            size = os.fstat(fd).st_size
-            if size < _index.data_start(g.nslots):
-                raise TruncatedDataError(
-                    f"superchunk file has {size} bytes, fewer than its header and indexes "
-                    f"({_index.data_start(g.nslots)})", path=path)
-            head = _index.decode_header(_pread_exact(fd, _index.HEADER_SIZE, 0, path), path)
-            expected = {"superchunk_number": number, "nslots": g.nslots,
-                        "chunk_size": g.chunk_size, "checksum_type": g.checksum_type,
-                        "typesize": g.header_typesize}
-            wrong = {k: (head[k], v) for k, v in expected.items() if head[k] != v}
-            if wrong:
-                raise CorruptDataError(
-                    "superchunk header does not match the dataset's metadata: " + ", ".join(
-                        f"{k} is {got}, expected {want}" for k, (got, want) in wrong.items()),
-                    path=path)
-            copies = _pread_exact(fd, 2 * isize, _index.HEADER_SIZE, path)
-        finally:
-            os.close(fd)
+        size, raw = read_head(path, g)
+        wrong = header_mismatch(_index.decode_header(raw[:_index.HEADER_SIZE], path), number, g)
+        if wrong:
+            raise CorruptDataError(wrong, path=path)
+        copies = raw[_index.HEADER_SIZE:]
         if generation is None:
             idx = _index.select(copies[:isize], copies[isize:], g.nslots, size,
                                 g.checksum_size, g.header_typesize, path=path,

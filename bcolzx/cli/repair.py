@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 
 from bcolzx.cli.common import EXIT_DAMAGED, EXIT_OK, add_quiet, print_json
-from bcolzx.cli.describe import describe
 from bcolzx.cli.progress import bar
-from bcolzx.errors import BcolzxError
+from bcolzx.cli.verify import _nbytes
 
 __all__ = ["register", "run"]
 
@@ -43,13 +42,6 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the report as a JSON object")
     add_quiet(p)
     p.set_defaults(run=run, subparser=p)
-
-
-def _nbytes(path: str) -> int | None:
-    try:
-        return describe(path)["nbytes"]
-    except (BcolzxError, OSError, ValueError):
-        return None
 
 
 def run(args: argparse.Namespace) -> int:
