@@ -148,7 +148,8 @@ def file_roles(rootdir: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Mutation:
-    """One way of damaging a dataset: ``kind`` is flip, truncate, delete or swap."""
+    """One way of damaging a dataset: ``kind`` is flip, zero (`mask` bytes from
+    `offset`), truncate, delete or swap."""
 
     kind: str
     path: str
@@ -160,6 +161,8 @@ class Mutation:
     def __str__(self) -> str:
         if self.kind == "flip":
             return f"flip {self.path}[{self.offset}] ^ {self.mask:#04x} ({self.region})"
+        if self.kind == "zero":
+            return f"zero {self.path}[{self.offset}:{self.offset + self.mask}] ({self.region})"
         if self.kind == "truncate":
             return f"truncate {self.path} to {self.offset} ({self.region})"
         if self.kind == "swap":
@@ -190,6 +193,11 @@ class applied:
         m = self.m
         if m.kind == "flip":
             _xor(m.path, m.offset, m.mask)
+        elif m.kind == "zero":  # `mask` bytes from `offset` set to zero
+            self._save(m.path)
+            with open(m.path, "r+b") as f:
+                f.seek(m.offset)
+                f.write(bytes(m.mask))
         elif m.kind == "truncate":
             self._save(m.path)
             os.truncate(m.path, m.offset)
@@ -429,7 +437,14 @@ def chunk_reads(rootdir: str) -> dict[tuple[str, int], object]:
     for cdir in _carray_dirs(rootdir):
         c = bcolzx.carray(rootdir=cdir, mode="r")
         step = c.chunklen
+        try:  # the common case, in one read: everything is readable
+            whole = np.array(c[:])
+        except CorruptDataError:
+            whole = None
         for n, start in enumerate(range(0, len(c), step)):
+            if whole is not None:
+                out[(cdir, n)] = whole[start:start + step]
+                continue
             try:
                 out[(cdir, n)] = np.array(c[start:start + step])
             except CorruptDataError:
