@@ -20,7 +20,9 @@ normally.  What counts as proof, in order:
    entry of the damaged copy is kept only if its chunk, read where it points,
    passes its checksum over ``le64(global chunk number) || bytes`` and no
    valid entry of the other copy points at another chunk that passes it too
-   (an older version of the same chunk: ambiguous, so lost).  A special entry
+   (an older version of the same chunk: ambiguous, so lost) -- unless the
+   other copy is one generation older and the entry points past that copy's
+   data, where only chunks written since can be.  A special entry
    carries no checksum: it is kept only when the other copy, valid, holds the
    very same entry.
 3. **The metadata.**  ``nchunks`` and the last chunk's size are not taken
@@ -325,6 +327,10 @@ def _salvage(fd, copies, number, g, generation, needed, last_size, size, path,
     # Several damaged bytes: each entry is checked against its chunk.
     other_raw = raws[1 - which]
     other_ok = _crc_ok(other_buf, g.nslots)
+    # The other copy one generation older: whatever the committed copy changed
+    # was written after that copy's data (a writer writes after all live data).
+    older_end = _extent(other_raw[1], g) if other_ok and other_raw[0] + 1 == generation \
+        else None
     for slot in range(needed):
         entry = entries[slot]
         other = other_raw[1][slot] if other_ok else None
@@ -337,7 +343,8 @@ def _salvage(fd, copies, number, g, generation, needed, last_size, size, path,
         elif not _chunk_verifies(fd, g, number, slot, entry, size):
             lost[slot] = "its entry does not point at a chunk that passes its checksum"
             continue
-        elif other is not None and other != entry and \
+        elif other is not None and other != entry and (
+                older_end is None or entry[0] < older_end) and \
                 _chunk_verifies(fd, g, number, slot, other, size):
             lost[slot] = "the two index copies point at two versions of the chunk"
             continue
@@ -347,6 +354,15 @@ def _salvage(fd, copies, number, g, generation, needed, last_size, size, path,
     return Salvaged(_finish(idx, needed, last_size), which,
                     prefix + f"index copy {letter} is damaged in several bytes; its entries "
                     "were checked against their chunks' checksums", lost)
+
+
+def _extent(entries: list[tuple[int, int]], g) -> int:
+    """Where the data of a (crc-proved) copy's entries ends."""
+    end = _index.data_start(g.nslots)
+    for off, nb in entries:
+        if off != _index.EMPTY and not off & _index.SPECIAL_FLAG:
+            end = max(end, off + nb + g.checksum_size)
+    return end
 
 
 def _lenient(buf: bytes, g, size: int, needed: int):

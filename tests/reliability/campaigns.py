@@ -128,7 +128,8 @@ def salvage_campaign(workdir: str, masks: int = 8, ctable_flips: int = 2000,
                     for a, b in ranges:
                         rows[a:b] = False
                 same = got == pristine if kind == "carray" else np.all(
-                    [got[n] == pristine[n] for n in pristine.dtype.names], axis=0)
+                    [(got[n] == pristine[n]).reshape(len(got), -1).all(axis=1)
+                     for n in pristine.dtype.names], axis=0)
                 if kind == "carray":
                     same |= np.isnan(got) & np.isnan(pristine)
                 repaired["runs"] += 1
