@@ -243,7 +243,7 @@ def _check_header(raw: bytes, number: int, g, path: str) -> str | None:
 
     try:
         head = _index.decode_header(raw, path)
-    except BcolzxError as exc:
+    except CorruptDataError as exc:  # an intact header of a newer format is not damage
         return f"its header is damaged ({exc}); the geometry of meta/storage is used"
     wrong = header_mismatch(head, number, g)
     if wrong:
