@@ -159,6 +159,34 @@ def _scan(col, length: int, progress=None) -> tuple[list, list]:
     return blocks, _merge(lost)
 
 
+def _damage_repair_fixes(col, where: str, problems: list) -> None:
+    """Report the damage that costs no row and that the repaired copy does not carry
+    over: a damaged zone map (rebuilt from the data), superchunk headers and
+    committed index copies read through what they still prove."""
+    from bcolzx._format.meta import read_sizes
+    from bcolzx._format.spare import committed_copy_problem
+
+    stats = getattr(col.engine, "chunk_stats", None)
+    if stats is not None:
+        try:
+            stats()
+        except CorruptDataError as exc:
+            problems.append(f"{where}: the zone map is damaged ({exc}); the repaired copy's "
+                            "is rebuilt from the data")
+    store = col.engine.store
+    if not store.native:
+        return
+    try:
+        generations = read_sizes(store.rootdir).generations
+    except (CorruptDataError, OSError):
+        return  # rebuilt, and reported, by _shadow
+    for number, generation in enumerate(generations):
+        damage = committed_copy_problem(layout.data_path(store.rootdir, number), number,
+                                        store.geometry, generation)
+        if damage is not None:
+            problems.append(f"{layout.data_path(where, number)}: {damage}")
+
+
 def _attrs_of(obj, where: str, problems: list) -> dict:
     try:
         return dict(obj.attrs.getall())
@@ -321,6 +349,8 @@ def _repair_from(report, source, dst, dry_run, lost, keep_damaged, progress, all
         report.kind = "ctable"
         columns = {n: dataset.cols[n] for n in dataset.names}
     report.rows = len(dataset)
+    for name, col in columns.items():
+        _damage_repair_fixes(col, os.path.join(src, name) if name else src, report.problems)
     scans = {}
     for name, col in columns.items():
         blocks, gone = _scan(col, report.rows, progress)

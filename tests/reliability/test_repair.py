@@ -207,3 +207,23 @@ def test_a_damaged_meta_sizes_is_rebuilt_from_the_superchunk_files(kind, tmp_pat
             np.testing.assert_array_equal(got[name], want[name])
     assert bcolzx.verify(str(tmp_path / "out")).ok
     assert not [n for n in os.listdir(tmp_path) if "shadow" in n]
+
+
+def test_damage_that_costs_no_row_is_reported_and_left_behind(tmp_path):
+    """A damaged zone map is rebuilt, an index corrected through its crc is written
+    afresh: no row is lost, and the report says what was damaged."""
+    src = str(tmp_path / "ds")
+    RECIPES["carray"](src)
+    want = _values(src)
+    C._xor(os.path.join(src, "meta", "zonemap"), 30, 0x04)
+    regions = C.superchunk_regions(src)
+    first = sorted(regions)[0]
+    (a, _), = [(a, b) for r, a, b in regions[first] if r == "index"]
+    C._xor(first, a + 20, 0x10)
+    report = bcolzx.repair(src, str(tmp_path / "out"))
+    assert report.lost == {}
+    assert any("zone map is damaged" in p for p in report.problems), report.problems
+    assert any(p.startswith(first) and "index copy is damaged" in p
+               for p in report.problems), report.problems
+    assert bcolzx.verify(str(tmp_path / "out")).ok
+    np.testing.assert_array_equal(_values(str(tmp_path / "out")), want)
