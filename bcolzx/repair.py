@@ -69,8 +69,10 @@ class RepairReport:
         ``{column: [(start, stop), ...]}`` the rows that could not be read
         (the column is ``""`` for a carray); empty when nothing was lost.
     problems : list of str
-        What else was wrong and could not be carried over (attributes that
-        could not be read).
+        What else was wrong: damage that cost no row (a zone map, rebuilt; a
+        superchunk header or index copy read through what it proves; a
+        ``meta/sizes`` rebuilt from the data) and attributes that could not
+        be read (the repaired copy has none).
     written : str or None
         Where the repaired dataset is (None with ``dry_run``).
     rows_written : int
