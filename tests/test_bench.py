@@ -141,6 +141,17 @@ def test_installed_anchors_run(tmp_path):
     assert not errors
     ran = {r["system"] for r in out["results"]}
     assert ran == set(installed)
+    # The report says what each of them keeps decompressed between calls.
+    text = text_report(out)
+    assert all(f"  {s}: " in text for s in installed), text
+
+
+def test_reports_say_what_each_system_caches(doc):
+    for report in (text_report(doc), markdown_report(doc)):
+        assert "Kept decompressed between calls" in report or \
+            "kept decompressed between calls" in report
+        assert "bcolzx: chunks read twice, 64 MiB for the process" in report
+        assert "numpy: everything" in report and "npy: nothing of its own" in report
 
 
 def test_peak_memory_in_a_child(tmp_path):

@@ -344,6 +344,31 @@ def size_notes(doc: dict, n: int) -> list[str]:
     return notes
 
 
+#: What each system keeps decompressed between calls, with its default
+#: settings (as measured: each system runs as a user gets it).
+CACHES = {
+    "bcolzx": "chunks read twice, {bcolzx} for the process (bcolzx.defaults."
+              "chunk_cache_bytes), by reads of at most a quarter of it",
+    "bcolz": "the last decompressed block of each carray (single items, iteration)",
+    "h5py": "HDF5's chunk cache: 8 MiB of chunks per open dataset (HDF5 2.0's default)",
+    "tables": "HDF5's chunk cache: 16 MiB per open dataset (PyTables' CHUNK_CACHE_SIZE)",
+    "schunk": "nothing decompressed (the frame's chunk offsets only)",
+    "b2nd": "nothing decompressed (the frame's chunk offsets only)",
+    "zarr": "nothing (every read fetches and decodes its chunks)",
+    "zarr-shard": "nothing (every read fetches the shard index and decodes its chunks)",
+    "numpy": "everything (the array is in memory)",
+    "npy": "nothing of its own (the OS page cache keeps the file)",
+    "pandas": "everything (the frame is in memory)",
+}
+
+
+def cache_notes(doc: dict) -> list[str]:
+    """``'system: what it caches'`` for each system of the run."""
+    budget = doc["machine"].get("bcolzx_chunk_cache_bytes")
+    mib = f"{budget / 2**20:g} MiB" if budget is not None else "64 MiB by default"
+    return [f"{s}: {CACHES[s].format(bcolzx=mib)}" for s in systems_in(doc) if s in CACHES]
+
+
 # ----------------------------------------------------------------- reports
 
 
@@ -374,6 +399,9 @@ def text_report(doc: dict, absolute: bool = False) -> str:
     out.append(textwrap.fill("cells: bcolzx's own figure and its spread, then for each anchor: "
                              "anchor time / bcolzx time (above 1: bcolzx is faster); "
                              + STABILITY_TEXT, 100))
+    out.append("kept decompressed between calls (repeated reads, slices and items copy from "
+               "these):")
+    out.extend("  " + line for line in cache_notes(doc))
     for n in sizes:
         for v in variants:
             out.append("")
@@ -454,6 +482,9 @@ def markdown_report(doc: dict) -> str:
         out.append(f"\nSettings, {VARIANT_DOC[v]}:\n")
         for key, text in doc["settings"].get(v, {}).items():
             out.append(f"- `{key}` ({doc['versions'].get(key, '')}): {text}")
+    out.append("\nKept decompressed between calls (repeated reads, slices and items copy "
+               "from these):\n")
+    out.extend(f"- {line}" for line in cache_notes(doc))
     for n in sizes:
         for v in variants:
             out.append(f"\n### {n:,} items, {VARIANT_DOC[v]}\n")
