@@ -35,7 +35,9 @@ class ChunkCache:
         self._limit = limit
         self._entries: OrderedDict = OrderedDict()
         self._bytes = 0
-        self._lock = threading.Lock()
+        # Re-entrant: an engine's finalizer (drop_owner) can run from a garbage
+        # collection triggered while this thread holds the lock.
+        self._lock = threading.RLock()
 
     @property
     def limit(self) -> int:
@@ -109,7 +111,9 @@ class DecodedCache:
         self._seen: OrderedDict = OrderedDict()
         self._epochs: dict[int, int] = {}
         self._bytes = 0
-        self._lock = threading.Lock()
+        # Re-entrant: an engine's finalizer (drop_owner) can run from a garbage
+        # collection triggered while this thread holds the lock.
+        self._lock = threading.RLock()
 
     @property
     def limit(self) -> int:
@@ -185,10 +189,14 @@ class DecodedCache:
                 self._epochs.pop(owner, None)
             else:
                 self._epochs[owner] = self._epochs.get(owner, 0) + 1
-            for key in [k for k in self._entries if k[0] == owner]:
-                self._bytes -= self._entries.pop(key).nbytes
-            for key in [k for k in self._seen if k[0] == owner]:
-                del self._seen[key]
+            for key in list(self._entries):  # a copy: a nested call may change the dict
+                if key[0] == owner:
+                    old = self._entries.pop(key, None)
+                    if old is not None:
+                        self._bytes -= old.nbytes
+            for key in list(self._seen):
+                if key[0] == owner:
+                    self._seen.pop(key, None)
 
     def clear(self) -> None:
         """Forget everything (the limit changed to 0, or a test asks)."""
