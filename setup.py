@@ -59,6 +59,12 @@ extensions = [
         ["bcolzx/_ext/index.pyx"],
         extra_compile_args=CFLAGS,
     ),
+    # Groupby: keys factorized, aggregates accumulated, with the GIL released.
+    Extension(
+        "bcolzx._ext.groupby",
+        ["bcolzx/_ext/groupby.pyx"],
+        extra_compile_args=CFLAGS,
+    ),
 ]
 
 setup(

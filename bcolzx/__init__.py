@@ -47,6 +47,7 @@ from bcolzx.errors import (
     PickleNotAllowedError,
     ReadOnlyError,
     TruncatedDataError,
+    UnsafeFileError,
     UnsupportedFormatError,
 )
 from bcolzx.params import cparams, filters
@@ -109,18 +110,19 @@ _INTEROP_NAMES = ("from_dask", "to_bcolzx", "fromhdf5", "from_b2frame", "from_za
 
 
 def __getattr__(name: str) -> _typing.Any:  # PEP 562: optional formats load on first use
-    if name in _INTEROP_NAMES or name == "interop":
+    if name in _INTEROP_NAMES or name in ("interop", "duckdb"):
         import importlib
 
         interop = importlib.import_module("bcolzx.interop")
-        value = interop if name == "interop" else interop.exported(name)
+        value = interop if name == "interop" else (
+            interop.load("duckdb") if name == "duckdb" else interop.exported(name))
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_INTEROP_NAMES, "interop"})
+    return sorted({*globals(), *_INTEROP_NAMES, "interop", "duckdb"})
 
 
 __all__ = [
@@ -174,5 +176,6 @@ __all__ = [
     "PickleNotAllowedError",
     "ReadOnlyError",
     "TruncatedDataError",
+    "UnsafeFileError",
     "UnsupportedFormatError",
 ]

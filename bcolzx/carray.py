@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from bcolzx import attrs as _attrs
+from bcolzx._analytics.methods import Reductions
 from bcolzx._format import layout, pickles
 from bcolzx._format.meta import CParams, Storage, check_item_kind, dflt_to_json
 from bcolzx._storage import DirectoryStore, MemoryStore, engine_for, writer
@@ -85,7 +86,7 @@ def _as_cparams(value) -> _cparams:
     raise TypeError(f"cparams must be a bcolzx.cparams or a dict, not {type(value).__name__}")
 
 
-class carray:
+class carray(Reductions):
     """A compressed and chunked array, in memory or on disk (bcolz 1.2 ``carray``).
 
     Parameters
@@ -600,6 +601,46 @@ class carray:
         if nitems < 0:
             raise ValueError(f"nitems must be >= 0, not {nitems}")
         self._engine.resize(nitems, self._fill_value(nitems > len(self)))
+
+    def delete(self, indices) -> int:
+        """Delete the rows at `indices`, durably, as one commit.
+
+        Only the chunks from the first deleted row on are rewritten (see
+        :meth:`bcolzx._storage.ChunkedArray.delete`): a crash at any instant
+        leaves the old rows or the new ones.
+
+        Parameters
+        ----------
+        indices : int, array of ints or boolean mask
+            The rows (negative from the end; repeats count once).
+
+        Returns
+        -------
+        int
+            Rows deleted.
+
+        Raises
+        ------
+        ReadOnlyError
+            In mode 'r'.
+        IndexError
+            For an index out of range.
+        ValueError
+            For a legacy bcolz (v1) dataset, which cannot delete atomically.
+
+        Examples
+        --------
+        >>> import numpy as np, bcolzx
+        >>> c = bcolzx.carray(np.arange(8))
+        >>> c.delete([0, -1]), c[:]
+        (2, array([1, 2, 3, 4, 5, 6]))
+        """
+        from bcolzx._analytics.delete import positions_of
+
+        self._check_writable()
+        pos = positions_of(len(self), indices)
+        self._engine.delete(pos)
+        return len(pos)
 
     def flush(self) -> None:
         """Make appended and changed data durable (on disk; no-op in memory).
@@ -1196,28 +1237,50 @@ class carray:
                     yielded += 1
         return self._iterating(indices())
 
-    def sum(self, dtype=None):
-        """Sum of all elements, as a NumPy scalar (ints widen as NumPy's sum does).
+    def sum(self, dtype=None, axis=None, *, where=None, user_dict=None, vm=None):
+        """Sum of the items (``numpy.sum``: integers widen to the platform
+        integer), as a NumPy scalar (an array for an `axis` that leaves some).
+
+        Parameters
+        ----------
+        dtype : numpy.dtype, optional
+            The accumulator and result dtype (legacy bcolz's first argument).
+        axis : None, int or tuple of ints
+            As NumPy.
+        where : str or boolean array/carray, optional
+            Only the rows where this holds (a condition's names are looked
+            up in `user_dict`, then the caller's variables).
 
         Raises
         ------
         TypeError
             If the dtype cannot be summed.
+
+        Examples
+        --------
+        >>> import numpy as np, bcolzx
+        >>> c = bcolzx.carray(np.arange(10, dtype=np.int8))
+        >>> c.sum(), c.sum(where="c % 2 == 1")
+        (np.int64(45), np.int64(25))
         """
         if self._objects:  # Python's +, as NumPy sums object arrays
+            if axis is not None or where is not None:
+                raise TypeError("sum of an object carray takes neither axis nor where")
             total = None
             for block in iterblocks(self):
                 if len(block):
                     part = np.sum(block, dtype=dtype)
                     total = part if total is None else total + part
             return 0 if total is None else total
-        acc_dtype = np.dtype(dtype) if dtype is not None else \
-            np.sum(np.zeros(1, self.dtype)).dtype
+        return self._reduce("sum", axis=axis, dtype=dtype, where=where, user_dict=user_dict,
+                            vm=vm)
+
+    def _check_reducible(self) -> None:
+        """Reductions compute on fixed-size values: not on pickles."""
+        if self._objects:
+            raise TypeError("reductions other than sum() need values of a fixed-size dtype, "
+                            "not Python objects (reduce c[:] with NumPy)")
         self._sync_threads()
-        total = acc_dtype.type(0)
-        for part in self._engine.map_chunks(lambda rows: np.sum(rows, dtype=acc_dtype)):
-            total = total + part
-        return acc_dtype.type(total)
 
     def __array__(self, dtype=None, copy=None):
         out = self[:]

@@ -30,6 +30,7 @@ import numpy as np
 
 from bcolzx import _table, _threads
 from bcolzx import attrs as _attrs
+from bcolzx._analytics import delete as _deletion
 from bcolzx._format import jsonfile, layout
 from bcolzx._format.seal import Seal, new_uid
 from bcolzx._query import planner
@@ -494,7 +495,9 @@ class ctable:  # noqa: N801 - legacy name
             raise FileNotFoundError(f"no ctable at {rootdir} (no {layout.ROOTDIRS_FILE})")
         meta, self._seal = jsonfile.read_json_sealed(path)
         names = layout.column_names(meta, path)
-        if self._mode == "r":
+        # A recorded deletion leaves columns at two lengths (bcolzx._analytics.delete).
+        deleting = os.path.exists(os.path.join(rootdir, _deletion.INTENT))
+        if self._mode == "r" and not deleting:
             lengths = _lengths_without_opening(rootdir, names)
             if lengths is not None:  # each column opened (and checked in full) when used
                 kwargs = {"lock_timeout": self._lock_timeout, "allow_pickle": self._allow_pickle}
@@ -507,7 +510,9 @@ class ctable:  # noqa: N801 - legacy name
             lambda: {name: carray(rootdir=self._coldir(name), mode=self._mode,
                                   lock_timeout=self._lock_timeout,
                                   allow_pickle=self._allow_pickle) for name in names},
-            rootdir, wait=not (self._lock is not None and self._lock.held))
+            rootdir, wait=not deleting and not (self._lock is not None and self._lock.held))
+        if deleting:
+            opened = _deletion.resolve(rootdir, opened, self._lock, self._mode != "r")
         _table.even_columns(opened, self._mode)  # a crash between two columns' commits
         self._cols = cols(list(opened), list(opened.values()), table=self)
         self._attrs = _attrs.attrs(self._rootdir, self._mode, _seal=self._seal)
@@ -1189,6 +1194,192 @@ class ctable:  # noqa: N801 - legacy name
             kwargs.pop("user_dict", None)
         expr, columns, scalars = planner.operands(expression, self._cols, scope)
         return evaluate(expr, columns, scalars, new_carray=carray, length=len(self), **kwargs)
+
+    # -- analytics -----------------------------------------------------------------
+
+    def reduce(self, column: str, how: str = "sum", where=None, *, user_dict=None, vm=None,
+               **kwargs):
+        """Reduce one column (``how``: ``'sum'``, ``'min'``, ``'var'``, ... as the
+        carray methods of that name) over the rows where `where` holds.
+
+        Parameters
+        ----------
+        column : str
+            The column.
+        how : str
+            The reduction (see :data:`bcolzx._analytics.reduce.OPS`).
+        where : str or boolean array/carray, optional
+            A condition on the columns (zone maps skip the chunks that
+            cannot match; a column both tested and reduced is read once).
+        user_dict : dict, optional
+            Values of names in `where` that are not columns.
+        vm : str, optional
+            The condition's virtual machine.
+        **kwargs
+            ``axis``, ``dtype``, ``ddof`` as NumPy.
+
+        Returns
+        -------
+        NumPy scalar or array
+
+        Raises
+        ------
+        KeyError
+            For an unknown column.
+        ValueError, TypeError
+            As the carray method (an unknown `how`, an empty selection for
+            ``min``...).
+
+        Examples
+        --------
+        >>> import numpy as np, bcolzx
+        >>> ct = bcolzx.ctable([np.arange(6), np.arange(6) * 1.5], names=["i", "x"])
+        >>> ct.reduce("x", "mean", where="i >= 3")
+        np.float64(6.0)
+        """
+        from bcolzx._analytics.reduce import reduce_column
+
+        col = self._cols[column]
+        col._check_reducible()
+        scope = caller_scope(user_dict) if isinstance(where, str) else {}
+        return reduce_column(col, how, where=where, table=self._cols, column_name=column,
+                             scope=scope, vm=vm, **kwargs)
+
+    @_table.table_guarded
+    def delete(self, indices=None, where=None, *, user_dict=None, vm=None) -> int:
+        """Delete rows, by index or by condition, durably and as one change.
+
+        Only the chunks from the first deleted row on are rewritten.  On
+        disk the deletion is recorded before any column changes, so a crash
+        at any instant leaves the old table or the new one (whoever opens
+        the table next finishes it; see :mod:`bcolzx._analytics.delete`).
+
+        Parameters
+        ----------
+        indices : int, array of ints or boolean mask, optional
+            The rows (negative from the end; repeats count once).
+        where : str or boolean array/carray, optional
+            A condition on the columns instead.
+        user_dict : dict, optional
+            Values of names in `where` that are not columns.
+        vm : str, optional
+            The condition's virtual machine.
+
+        Returns
+        -------
+        int
+            Rows deleted.
+
+        Raises
+        ------
+        ReadOnlyError
+            In mode 'r'.
+        ValueError
+            If neither or both of `indices` and `where` are given.
+        IndexError
+            For an index out of range.
+
+        Examples
+        --------
+        >>> import numpy as np, bcolzx
+        >>> ct = bcolzx.ctable([np.arange(6), np.arange(6) * 10], names=["i", "x"])
+        >>> ct.delete(where="x >= 30"), ct.delete([0])
+        (3, 1)
+        >>> ct["i"][:]
+        array([1, 2])
+        """
+        self._check_writable()
+        scope = caller_scope(user_dict) if isinstance(where, str) else {}
+        pos = _deletion.positions_of(len(self), indices, where, self._cols, scope, vm)
+        _deletion.delete_rows(self, pos)
+        return len(pos)
+
+    def groupby(self, keys, aggregations, where=None, *, dropna: bool = True, ddof: int = 1,
+                out_flavor: str = "ctable", user_dict=None, vm=None, **kwargs):
+        """Aggregate the rows per group of key values, out of core (as pandas'
+        ``df.groupby(keys).agg(...)``).
+
+        Keys are factorized chunk by chunk and partial aggregates merged, on
+        the shared pool of threads: memory grows with the number of groups,
+        not with the rows.
+
+        Parameters
+        ----------
+        keys : str or list of str
+            Key columns: integers, bools, fixed-width strings, datetimes or
+            timedeltas.
+        aggregations : dict or list
+            ``{name: (column, func)}``, or ``[(column, func), (column, func,
+            name), ...]`` (default name ``column_func``), with `func` one of
+            ``sum``, ``mean``, ``count``, ``min``, ``max``, ``std``, ``var``,
+            ``first``, ``last``, ``nunique``.  NaN values are skipped (as
+            pandas); ``count`` counts the values that are not NaN/NaT.
+        where : str or boolean array/carray, optional
+            Only the rows where this holds.
+        dropna : bool
+            Drop the rows whose key is NaT (pandas' default); False keeps
+            them as a group.
+        ddof : int
+            Delta degrees of freedom of ``std`` and ``var`` (pandas: 1).
+        out_flavor : {'ctable', 'dataframe'}
+            A ctable with the keys then the aggregates as columns, or a
+            pandas DataFrame indexed by the keys.
+        user_dict : dict, optional
+            Values of names in `where` that are not columns.
+        vm : str, optional
+            The condition's virtual machine.
+        **kwargs
+            For the result ctable (``rootdir``, ``mode``, ``cparams``...).
+
+        Returns
+        -------
+        ctable or pandas.DataFrame
+            One row per group, sorted by the keys.
+
+        Raises
+        ------
+        KeyError
+            For an unknown column.
+        TypeError
+            For a key or value column of a dtype the operation does not take.
+        ValueError
+            For malformed aggregations or a bad `out_flavor`.
+
+        Examples
+        --------
+        >>> import numpy as np, bcolzx
+        >>> ct = bcolzx.ctable([np.array([1, 2, 1, 2, 1]), np.arange(5.0)], names=["k", "x"])
+        >>> g = ct.groupby("k", {"total": ("x", "sum"), "n": ("x", "count")})
+        >>> g["k"][:], g["total"][:], g["n"][:]
+        (array([1, 2]), array([6., 4.]), array([3, 2]))
+        """
+        from bcolzx._analytics import groupby as _groupby
+
+        if out_flavor not in ("ctable", "dataframe"):
+            raise ValueError(f"out_flavor must be 'ctable' or 'dataframe', not {out_flavor!r}")
+        keys = [keys] if isinstance(keys, str) else list(keys)
+        if not keys or len(set(keys)) != len(keys):
+            raise ValueError(f"keys must be one or more distinct column names, not {keys!r}")
+        for key in keys:
+            self._cols[key]  # noqa: B018 - KeyError for an unknown name
+        specs = _groupby.parse_aggregations(aggregations, self._cols, keys)
+        scope = caller_scope(user_dict) if isinstance(where, str) else {}
+        self._sync_threads()
+        key_values, results = _groupby.groupby(
+            self._cols, keys, specs, where=where, scope=scope, vm=vm, dropna=dropna,
+            ddof=int(ddof), nthreads=defaults.nthreads)
+        names = [s.name for s in specs]
+        if out_flavor == "dataframe":
+            import pandas as pd
+
+            index = pd.MultiIndex.from_arrays(key_values, names=keys) if len(keys) > 1 \
+                else pd.Index(key_values[0], name=keys[0])
+            return pd.DataFrame(dict(zip(names, results)), index=index)
+        return ctable([*key_values, *results], names=[*keys, *names], **kwargs)
+
+    def _sync_threads(self) -> None:
+        for col in self._cols.values():
+            col._sync_threads()
 
     # -- interop -------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from bcolzx._ext import codec as _codec
+from bcolzx._format import files as _files
 from bcolzx._format import layout
 from bcolzx._format import seal as _seal
 from bcolzx._format.jsonfile import read_json_sealed, write_json
@@ -376,15 +377,31 @@ class Sizes:
     cbytes: int
     #: The index generation of each superchunk file this state was committed with.
     generations: tuple[int, ...] = ()
+    #: Truncations the dataset went through (§1): a reader whose commit has
+    #: another epoch knows that rows it counts may have been removed.
+    epoch: int = 0
+    #: Rows the latest truncation kept (with `epoch` > 0).
+    cut: int = 0
 
     def to_json(self) -> dict:
         out = {"shape": list(self.shape), "nbytes": self.nbytes, "cbytes": self.cbytes}
         if self.generations:
             out["generations"] = list(self.generations)
+        if self.epoch:
+            out["epoch"] = self.epoch
+            out["cut"] = self.cut
         return out
 
     @classmethod
     def from_json(cls, obj: dict, path: str | None = None) -> "Sizes":
+        """Decode ``meta/sizes``, every number checked for what it can be.
+
+        Raises
+        ------
+        CorruptDataError
+            For a missing key, a value of the wrong type, or a negative
+            count (shape, bytes, epoch, cut) or a generation below 1.
+        """
         try:
             shape = tuple(_int(x) for x in obj["shape"])
             if not shape or any(x < 0 for x in shape):
@@ -392,7 +409,13 @@ class Sizes:
             gens = tuple(_int(g) for g in obj.get("generations", ()))
             if any(g < 1 for g in gens):
                 raise ValueError(f"bad generations {gens}")
-            return cls(shape, _int(obj.get("nbytes", 0)), _int(obj.get("cbytes", 0)), gens)
+            nbytes, cbytes = _int(obj.get("nbytes", 0)), _int(obj.get("cbytes", 0))
+            epoch, cut = _int(obj.get("epoch", 0)), _int(obj.get("cut", 0))
+            for name, value in (("nbytes", nbytes), ("cbytes", cbytes), ("epoch", epoch),
+                                ("cut", cut)):
+                if value < 0:
+                    raise ValueError(f"negative {name} {value}")
+            return cls(shape, nbytes, cbytes, gens, epoch, cut)
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptDataError(f"invalid sizes metadata: {exc}", path=path) from None
 
@@ -450,8 +473,7 @@ def _newer_version(path: str, exc: CorruptDataError) -> None:
     """Raise UnsupportedFormatError if the file at `path`, whose seal `exc` refused,
     says it is of a newer format version: a newer bcolzx may seal differently."""
     try:
-        with open(path, "rb") as f:
-            obj = json.loads(f.read())
+        obj = json.loads(_files.read_regular(path)[0])
         newer = obj.get("format") == layout.FORMAT_NAME and \
             int(obj.get("format_version")) > layout.FORMAT_VERSION
     except (OSError, ValueError, TypeError, AttributeError, RecursionError):
@@ -467,7 +489,10 @@ def read_sizes(rootdir: str, storage: Storage | None = None) -> Sizes:
     """Read and validate ``meta/sizes`` (its seal included, §2c).
 
     With the dataset's `storage`, also check that the file is sealed when
-    ``meta/storage`` is and belongs to the same dataset.
+    ``meta/storage`` is and belongs to the same dataset, and that
+    ``meta/storage`` is sealed when this file is: a bcolzx writer seals both
+    or (before seals) neither, so a seal missing from ``meta/storage`` alone
+    was taken off, and what it guarded (the dtype) cannot be trusted (§2c).
 
     Raises
     ------
@@ -480,6 +505,11 @@ def read_sizes(rootdir: str, storage: Storage | None = None) -> Sizes:
     obj, seal = read_json_sealed(path)
     if storage is not None:
         _seal.check_member(seal, _seal.Seal(storage.sealed, storage.uid), "meta/sizes", path)
+        if seal.sealed and not storage.sealed:
+            raise CorruptDataError(
+                f"meta/storage has no {_seal.CRC_KEY} checksum although meta/sizes has one: "
+                "its seal was removed, and what it describes (the dtype) cannot be trusted",
+                path=layout.meta_path(rootdir, layout.STORAGE_FILE))
     return Sizes.from_json(obj, path)
 
 

@@ -225,7 +225,9 @@ def salvage(path: str, number: int, geometry, generation: int, needed: int,
     header_note = _check_header(head[:_index.HEADER_SIZE], number, g, path)
     copies = [head[_index.HEADER_SIZE + c * isize:_index.HEADER_SIZE + (c + 1) * isize]
               for c in (0, 1)]
-    fd = os.open(path, os.O_RDONLY)
+    from bcolzx._format import files as _files
+
+    fd = os.open(path, _files.READ_FLAGS)
     try:
         return _salvage(fd, copies, number, g, generation, needed, last_size, size, path,
                         header_note)

@@ -9,7 +9,10 @@ damaged zone map is detected instead of silently skipping matching chunks.
 
 Bounds only ever *widen* while a chunk number exists (a rewritten chunk's
 bounds are the union of old and new), so a zone map written before a crash
-still bounds whatever data the committed metadata describes.
+still bounds whatever data the committed metadata describes.  An optional
+``exact`` flag per chunk says that its bounds are values the chunk holds
+(not only bounds of them), so that a full chunk's min and max are read from
+the file alone (:func:`load`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from bcolzx._format import seal as _seal
 from bcolzx._format.meta import dtype_from_json, dtype_to_json
 from bcolzx.errors import CorruptDataError
 
-__all__ = ["KINDS", "bounds_of", "read", "stats_dtype", "write"]
+__all__ = ["KINDS", "bounds_of", "load", "read", "stats_dtype", "write"]
 
 #: dtype kinds that get a zone map.
 KINDS = "biufMm"
@@ -90,9 +93,13 @@ def _path(rootdir: str) -> str:
     return layout.meta_path(rootdir, layout.ZONEMAP_FILE)
 
 
-def write(rootdir: str, stats: np.ndarray, *, durable: bool = True, storage=None) -> None:
+def write(rootdir: str, stats: np.ndarray, *, durable: bool = True, storage=None,
+          exact: np.ndarray | None = None) -> None:
     """Write the zone map of `rootdir` atomically, sealed as the dataset's
     `storage` (a :class:`~bcolzx._format.meta.Storage`) says (§2c).
+
+    `exact`, when given, is one bool per chunk: its bounds are values the
+    chunk holds (§2b, ``exact``).
 
     Raises
     ------
@@ -104,7 +111,7 @@ def write(rootdir: str, stats: np.ndarray, *, durable: bool = True, storage=None
     crc = 0
     for part in parts:
         crc = checksum.crc32c(part, crc)
-    jsonfile.write_json(_path(rootdir), {
+    obj = {
         "version": VERSION,
         "dtype": dtype_to_json(stats.dtype["min"]),
         "nchunks": len(stats),
@@ -112,12 +119,34 @@ def write(rootdir: str, stats: np.ndarray, *, durable: bool = True, storage=None
         "max": base64.b64encode(parts[1]).decode("ascii"),
         "nan": base64.b64encode(parts[2]).decode("ascii"),
         "crc32c": crc,
-    }, durable=durable, seal=storage is None or storage.sealed,
-        uid=storage.uid if storage is not None else None)
+    }
+    if exact is not None:
+        flags = np.ascontiguousarray(exact, dtype=np.bool_).tobytes()
+        if len(flags) != len(stats):
+            raise ValueError(f"{len(flags)} exact flags for {len(stats)} chunks")
+        obj["exact"] = base64.b64encode(flags).decode("ascii")
+        obj["exact_crc32c"] = checksum.crc32c(flags, crc)
+    jsonfile.write_json(_path(rootdir), obj, durable=durable,
+                        seal=storage is None or storage.sealed,
+                        uid=storage.uid if storage is not None else None)
 
 
 def read(rootdir: str, dtype: np.dtype, storage=None) -> np.ndarray | None:
     """The zone map of `rootdir` for values of `dtype`; None when there is none.
+
+    Raises
+    ------
+    CorruptDataError
+        If the file is damaged or does not match `dtype`.
+    """
+    return load(rootdir, dtype, storage)[0]
+
+
+def load(rootdir: str, dtype: np.dtype, storage=None
+         ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The zone map of `rootdir` for values of `dtype` and its exact flags:
+    ``(stats, exact)``, each None when absent (``exact``: written by an
+    older version, or a file without flags).
 
     With the dataset's `storage`, the file must be sealed when ``meta/storage``
     is, and belong to the same dataset (§2c).
@@ -129,7 +158,7 @@ def read(rootdir: str, dtype: np.dtype, storage=None) -> np.ndarray | None:
     """
     path = _path(rootdir)
     if not os.path.exists(path):
-        return None
+        return None, None
     obj, found = jsonfile.read_json_sealed(path)
     if storage is not None:
         _seal.check_member(found, _seal.Seal(storage.sealed, storage.uid), "meta/zonemap", path)
@@ -151,6 +180,14 @@ def read(rootdir: str, dtype: np.dtype, storage=None) -> np.ndarray | None:
         out = np.empty(n, want)
         for f, part in zip(("min", "max", "nan"), parts):
             out[f] = np.frombuffer(part, dtype=want[f], count=n)
+        exact = None
+        if "exact" in obj:
+            flags = base64.b64decode(obj["exact"], validate=True)
+            if checksum.crc32c(flags, crc) != obj["exact_crc32c"]:
+                raise ValueError("crc32c mismatch of the exact flags")
+            if len(flags) != n or flags.strip(b"\x00\x01"):
+                raise ValueError(f"bad exact flags ({len(flags)} bytes for {n} chunks)")
+            exact = np.frombuffer(flags, dtype=np.bool_).copy()
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CorruptDataError(f"invalid zone map: {exc}", path=path) from None
-    return out
+    return out, exact

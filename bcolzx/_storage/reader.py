@@ -19,7 +19,7 @@ from bcolzx._ext.special import fill_special
 from bcolzx._storage.base import Special
 from bcolzx._storage.chunkcache import DECODED
 from bcolzx._storage.zones import bounds
-from bcolzx.errors import CorruptDataError, UnsupportedFormatError
+from bcolzx.errors import CorruptDataError, UnsafeFileError, UnsupportedFormatError
 
 __all__ = ["ChunkReader"]
 
@@ -38,7 +38,15 @@ class ChunkReader:
     ``_zones`` (:class:`~bcolzx._storage.zones.ZoneMap`), ``_items_per_row``
     and ``_owner`` (its key in the decompressed-chunk cache,
     :data:`~bcolzx._storage.chunkcache.DECODED`).
+
+    :attr:`decoded_bytes` counts the uncompressed bytes of the stored rows
+    that reads decompressed so far (the stored leftover once, when first
+    used; rows held in memory or copied from the decompressed-chunk cache
+    are not counted): what a query or a scan cost in decompression.
     """
+
+    #: Uncompressed bytes of stored rows decoded by this reader (see above).
+    decoded_bytes: int = 0
 
     def _entry(self, chunk: int):
         """The verified stored entry of `chunk`, through the cache of compressed chunks."""
@@ -88,6 +96,20 @@ class ChunkReader:
         """
         self.settle()
         return self._zones.stats(self.nfull, self._stored_chunks())
+
+    def exact_chunks(self) -> np.ndarray | None:
+        """Per full chunk, whether its zone-map bounds (:meth:`chunk_stats`) are
+        values it holds (then its min and max need no read); None without a
+        zone map.  Chunks rewritten with other bounds, and zone maps written
+        by older versions, are not exact.
+
+        Raises
+        ------
+        CorruptDataError
+            If the stored zone map is damaged.
+        """
+        self.settle()
+        return self._zones.exact_flags(self.nfull, self._stored_chunks())
 
 
     def _decode_into(self, entry, out: np.ndarray, chunk: int, stored_rows: int) -> None:
@@ -185,6 +207,9 @@ class ChunkReader:
             epoch = DECODED.epoch(self._owner)
             hot = {c: rows for c in range(c0, c1)
                    if (rows := DECODED.get(self._owner, c)) is not None}
+            self.decoded_bytes += self.rowbytes * sum(
+                min(stop, (c + 1) * cl) - max(start, c * cl) for c in range(c0, c1)
+                if c not in hot)
             admit = DECODED.admits((stop - start) * self.rowbytes)
             # One chunk (small reads): through the chunk cache; more: one read per file.
             entries = [None] * (c1 - c0) if len(hot) == c1 - c0 else \
@@ -275,32 +300,64 @@ class ChunkReader:
         admit = DECODED.admits(self.nfull * self.chunk_bytes)
         epoch = DECODED.epoch(self._owner)
 
-        def one(job):
+        def one(job):  # (fn's result, whether the chunk was decompressed)
             c, entry = job
             cached = DECODED.get(self._owner, c)
             if cached is not None:
-                return fn(cached)
+                return fn(cached), False
             rows = _threads.buffer(self.chunk_bytes).view(self.dtype).reshape(shape)
-            if isinstance(entry, Special):
-                fill_special(rows, entry.kind, self.itemsize, entry.value)
-                return fn(rows)
-            self._check_full(entry, c)
-            try:
-                _threads.decompressor().decompress(entry, rows)
-            except CorruptDataError as exc:
-                raise self._located(exc, c) from None
-            if admit and DECODED.hot(self._owner, c):
+            self.decode_chunk(entry, c, rows)
+            if admit and not isinstance(entry, Special) and DECODED.hot(self._owner, c):
                 DECODED.put(self._owner, c, rows, epoch)
-            return fn(rows)
+            return fn(rows), True
 
         results = []
         for c0 in range(0, self.nfull, batch):
             c1 = min(self.nfull, c0 + batch)
-            results.extend(_threads.map_ordered(one, zip(range(c0, c1), self.store.get(c0, c1)),
-                                                self.nthreads))
+            for result, decoded in _threads.map_ordered(
+                    one, zip(range(c0, c1), self.store.get(c0, c1)), self.nthreads):
+                results.append(result)
+                self.decoded_bytes += self.chunk_bytes if decoded else 0
         if self.nleft:
             results.append(fn(self._leftover[:self.nleft]))
         return results
+
+    def entries(self, c0: int, c1: int) -> list:
+        """The stored entries of full chunks ``c0 .. c1-1``, verified (checksums),
+        for :meth:`decode_chunk`: read on the calling thread (stores are
+        read from one thread), decoded on others.  Counted in
+        :attr:`decoded_bytes`.
+
+        Raises
+        ------
+        IndexError
+            If the chunks are not full chunks of the array.
+        CorruptDataError, ChecksumError
+            If a chunk is damaged.
+        """
+        if not 0 <= c0 <= c1 <= self.nfull:
+            raise IndexError(f"chunks {c0}..{c1} outside the full chunks 0..{self.nfull}")
+        self.decoded_bytes += (c1 - c0) * self.chunk_bytes
+        return self.store.get(c0, c1)
+
+    def decode_chunk(self, entry, chunk: int, out: np.ndarray) -> None:
+        """Decode `entry` (from :meth:`entries`), full chunk number `chunk`, into
+        `out` (``chunklen`` rows), with the calling thread's single-threaded
+        decompressor: safe on any thread of the pool.
+
+        Raises
+        ------
+        CorruptDataError
+            If the chunk does not decode to a full chunk (naming it).
+        """
+        if isinstance(entry, Special):
+            fill_special(out, entry.kind, self.itemsize, entry.value)
+            return
+        self._check_full(entry, chunk)
+        try:
+            _threads.decompressor().decompress(entry, out)
+        except CorruptDataError as exc:
+            raise self._located(exc, chunk) from None
 
     def read_row(self, i: int) -> np.ndarray:
         """Row `i` (a 0-d or ``rowshape`` array), decompressing only its block.
@@ -324,7 +381,9 @@ class ChunkReader:
         entry = self._entry(c)
         if not isinstance(entry, Special) and DECODED.admits(self.chunk_bytes) and \
                 DECODED.hot(self._owner, c):
+            self.decoded_bytes += self.chunk_bytes
             return self._decode_hot(entry, c, epoch)[r].copy()
+        self.decoded_bytes += self.rowbytes
         out = np.empty((1, *self.rowshape), dtype=self.dtype)
         if isinstance(entry, Special) or self.itemsize > 255:
             self._decode_part(entry, out, c, r)
@@ -345,11 +404,11 @@ class ChunkReader:
 
         Returns
         -------
-        list of CorruptDataError or UnsupportedFormatError
+        list of CorruptDataError, UnsupportedFormatError or UnsafeFileError
             The problems found, each naming its file and chunk; empty when
             the data is sound (a damaged chunk header may name a codec that
-            does not exist: UnsupportedFormatError).  Damage never raises
-            from here.
+            does not exist: UnsupportedFormatError; a FIFO or a device in
+            place of a file: UnsafeFileError).  Damage never raises from here.
         """
         problems: list[CorruptDataError] = []
         stats = None
@@ -359,7 +418,24 @@ class ChunkReader:
             problems.append(exc)
         buf = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
         stored = self.nfull + (1 if self.nleft and self._leftover_stored else 0)
-        for c in range(stored):
+        # A store with a file per chunk (legacy v1) says how many its files can
+        # hold at most: a length forged to 2**62 rows is one problem, not a
+        # loop over every chunk it claims.
+        present = getattr(self.store, "present_chunks", None)
+        if present is not None and present() < stored:
+            limit = present()
+            problems.append(CorruptDataError(
+                f"the metadata counts {stored} stored chunks, but the files of the highest "
+                f"numbers hold at most {limit}: chunks {limit} to {stored - 1} are missing",
+                path=self.store.rootdir))
+            stored = limit
+        # Chunks per file: the other chunks of a file that failed as a whole
+        # (missing, no valid index) are not tried one by one.
+        geometry = getattr(self.store, "geometry", None)
+        per_file = geometry.nslots if geometry is not None else 1
+        c = -1
+        while c + 1 < stored:
+            c += 1
             rows = self.chunklen if c < self.nfull else self.nleft
             try:
                 entry = self.store.get_one(c)
@@ -378,13 +454,18 @@ class ChunkReader:
                         raise CorruptDataError(
                             f"zone map bounds ({zlo}, {zhi}, nan={znan}) do not cover the "
                             f"chunk's values ({lo}, {hi}, nan={nan})", **self._where(c))
-            except (CorruptDataError, UnsupportedFormatError) as exc:
+            except (CorruptDataError, UnsupportedFormatError, UnsafeFileError) as exc:
                 # A damaged chunk header can name a codec that does not exist.
                 # A problem of a whole file (missing, bad index) is reported once.
                 whole_file = getattr(exc, "chunk", None) is None
                 if not (whole_file and any(type(p) is type(exc) and str(p) == str(exc)
                                            for p in problems)):
                     problems.append(exc)
+                if whole_file and per_file > 1:
+                    last = min(stored, (c // per_file + 1) * per_file) - 1
+                    rows += sum(self.chunklen if k < self.nfull else self.nleft
+                                for k in range(c + 1, last + 1)) if last > c else 0
+                    c = last
             if progress is not None:
                 progress(rows * self.rowbytes)
         return problems

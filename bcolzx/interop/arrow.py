@@ -96,7 +96,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
     from bcolzx.ctable import ctable
 
-__all__ = ["to_arrow", "to_reader", "to_parquet", "from_arrow", "from_parquet"]
+__all__ = ["to_arrow", "to_reader", "to_dataset", "to_parquet", "from_arrow", "from_parquet"]
 
 #: Field metadata: the column's NumPy dtype.
 FIELD_DTYPE = b"bcolzx.dtype"
@@ -295,6 +295,64 @@ def to_reader(ct: ctable, columns: Sequence[str] | str | None = None,
     schema, names, outs = _plan_out(pa, ct, columns)
     return pa.RecordBatchReader.from_batches(schema,
                                              _batches(pa, ct, schema, names, outs, batch_rows))
+
+
+def to_dataset(data, columns: Sequence[str] | str | None = None):
+    """A ctable (or a carray, as a table of one column) as a :class:`pyarrow.dataset.Dataset`
+    that query engines scan without a copy into memory.
+
+    DuckDB (``con.register(name, ds)``, or :func:`bcolzx.interop.duckdb.register`)
+    and Polars (``polars.scan_pyarrow_dataset(ds)``) call its ``scanner`` /
+    ``to_batches`` with the columns a query needs and its filter: only those
+    columns are read, block by block, and the blocks whose zone maps rule
+    the filter out are not read at all (see
+    :mod:`bcolzx.interop._arrow_dataset`).  ``ds.decoded_bytes`` counts the
+    bytes its scans decompressed.
+
+    Parameters
+    ----------
+    data : ctable or carray
+    columns : sequence of str or str, optional
+        The columns offered (default all).
+
+    Returns
+    -------
+    pyarrow.dataset.Dataset
+        Made here without reading a row; every scan reads anew.
+
+    Raises
+    ------
+    TypeError
+        If `data` is neither a ctable nor a carray, or a column's dtype has
+        no Arrow type.
+    KeyError
+        If a name in `columns` is not a column.
+    ImportError
+        Without pyarrow.
+
+    Examples
+    --------
+    >>> import numpy as np, bcolzx
+    >>> from bcolzx.interop.arrow import to_dataset
+    >>> ct = bcolzx.ctable([np.arange(10), np.arange(10) * 0.5], names=["i", "x"])
+    >>> import pyarrow.dataset as ds
+    >>> to_dataset(ct).to_table(columns=["x"], filter=ds.field("i") > 7).to_pydict()
+    {'x': [4.0, 4.5]}
+    """
+    from bcolzx.carray import carray
+    from bcolzx.ctable import ctable as _ctable
+    from bcolzx.interop._arrow_dataset import dataset_class
+
+    pa = _import_pyarrow()
+    ds = import_optional("pyarrow.dataset", "arrow", "scanning a ctable as a dataset")
+    pc = import_optional("pyarrow.compute", "arrow", "scanning a ctable as a dataset")
+    if isinstance(data, carray):
+        data = _ctable([data], names=[columns if isinstance(columns, str) else "values"])
+        columns = None
+    if not isinstance(data, _ctable):
+        raise TypeError(f"a dataset is made of a ctable or a carray, not {type(data).__name__}")
+    schema, names, outs = _plan_out(pa, data, columns)
+    return dataset_class(pa, ds, pc)._make(data, schema, names, outs)
 
 
 def to_arrow(ct: ctable, columns: Sequence[str] | str | None = None,
