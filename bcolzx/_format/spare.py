@@ -19,7 +19,7 @@ import os
 
 from bcolzx._ext import index as _index
 from bcolzx._format import files as _files
-from bcolzx.errors import CorruptDataError
+from bcolzx.errors import BcolzxError, CorruptDataError
 
 __all__ = ["spare_copy_note", "committed_copy_problem"]
 
@@ -84,7 +84,7 @@ def committed_copy_problem(path: str, number: int, geometry, generation: int) ->
         return None
     try:
         SuperchunkFile.load(path, number, geometry, generation)
-    except CorruptDataError as exc:
+    except BcolzxError as exc:  # damage, or a file that is not ours to read (a FIFO)
         return (f"the header or the committed index copy is damaged ({exc}); reads use what "
                 "the file still proves; `bcolzx repair` rebuilds the dataset")
     return None
