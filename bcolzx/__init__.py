@@ -52,6 +52,7 @@ from bcolzx.errors import (
     UnsupportedFormatError,
 )
 from bcolzx.params import cparams, filters
+from bcolzx.repair import repair
 from bcolzx.toplevel import (
     arange,
     blosc_compressor_list,
@@ -152,6 +153,7 @@ __all__ = [
     "vlen_dtype",
     "convert",
     "compact",
+    "repair",
     "verify",
     "from_dask",
     "to_bcolzx",

@@ -179,6 +179,16 @@ def _swap_in(tmp: str, target: str) -> str:
     return backup
 
 
+def _install(tmp: str, target: str, *, in_place: bool) -> str | None:
+    """Put the complete dataset `tmp` at `target`: traded with the dataset there
+    (`in_place`; returns where that one is now, :func:`_swap_in`) or renamed to a
+    `target` that must not exist (returns None, :func:`_install_new`)."""
+    if in_place:
+        return _swap_in(tmp, target)
+    _install_new(tmp, target)
+    return None
+
+
 # -- planning ------------------------------------------------------------------------
 
 
@@ -512,10 +522,11 @@ def _verify(kind: str, dataset, columns: list[_Column], tmp: str, progress=None)
 # -- the public function ---------------------------------------------------------------
 
 
-def _reserve(parent: str, base: str) -> str:
-    """Create and return a new empty hidden directory ``parent/.base.bcolzx-convert-XXXX``."""
+def _reserve(parent: str, base: str, tag: str = _TMP_TAG) -> str:
+    """Create and return a new empty hidden directory ``parent/.base.bcolzx-convert-XXXX``
+    (another `tag` for another tool's temporary directories)."""
     while True:
-        path = os.path.join(parent, f".{base}{_TMP_TAG}{secrets.token_hex(6)}")
+        path = os.path.join(parent, f".{base}{tag}{secrets.token_hex(6)}")
         try:
             os.mkdir(path)
             return path
@@ -710,11 +721,7 @@ def _convert_locked(src_given: str, dst, verify, cparams, chunklen, progress,
         _build(kind, dataset, columns, tmp, progress)
         if verify:
             _verify(kind, dataset, columns, tmp, progress)
-        if dst is None:
-            old = _swap_in(tmp, target)
-        else:
-            _install_new(tmp, target)
-            old = None
+        old = _install(tmp, target, in_place=dst is None)
     except BaseException:
         _remove(tmp)
         raise

@@ -434,6 +434,9 @@ class DirectoryStore(ChunkStore):
         dead = 0
         for number in range(ceil(self.nchunks / self.geometry.nslots)):
             sc = self._file(number)
+            if sc.lost:  # where the lost chunks lie is not known
+                raise CorruptDataError(f"dead space unknown: chunks {sc.lost_chunks()} are "
+                                       f"lost ({sc.salvaged})", path=sc.path)
             dead += os.path.getsize(sc.path) - sc.live_extent()
         return dead
 
