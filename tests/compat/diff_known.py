@@ -227,6 +227,13 @@ def _(op, leg, bz):
         and raised(leg["result"], "NotImplementedError") and _follows_numpy(bz)
 
 
+@_k("ndim-expression-setitem", "migration.md §2 carray __setitem__: an expression key on an "
+    "N-D carray must give one boolean per row (legacy: nothing when no item matched)")
+def _(op, leg, bz):
+    return op.kind == "carray.setitem" and {"expr", "ndim"} <= op.tags and ok(leg["result"]) \
+        and raised(bz["result"], "IndexError")
+
+
 @_k("fromiter-count", "migration.md §2 fromiter: reads at most `count` items (legacy read the "
     "whole iterable)")
 def _(op, leg, bz):
@@ -718,6 +725,9 @@ WITNESSES: dict[str, list] = {
     "unsupported-key": [_C10, W("c0[1.5]", "carray.getitem")],
     "where-ndim": ["c0 = bcolz.zeros((4, 2))",
                    W("list(c0.where(np.ones(4, bool)))", "carray.where", "ndim")],
+    "ndim-expression-setitem": ["c0 = bcolz.ones((4, 2), dtype='S3')",
+                                W("c0[\"c0 == b'ab'\"] = b'zz'", "carray.setitem", "expr",
+                                  "ndim")],
     "fromiter-count": [W("c0 = bcolz.fromiter(iter(range(9)), dtype='i8', count=5)",
                          "new.carray.fromiter", "fromiter", "fromiter_long", "count=5")],
     "arange-steps": [W("c0 = bcolz.arange(10, 0, -2)", "new.carray.arange",
