@@ -22,6 +22,7 @@ from bcolzx._storage import DirectoryStore, MemoryStore, engine_for, writer
 from bcolzx._storage.encoding import quantize
 from bcolzx._storage.legacy import LegacyStore
 from bcolzx._storage.lock import WriterLock
+from bcolzx._storage.objects import Objects, resolve
 from bcolzx._storage.opening import open_store, seal_of
 from bcolzx.defaults import defaults
 from bcolzx.errors import ReadOnlyError
@@ -103,7 +104,10 @@ class carray:
     chunklen : int, optional
         Rows per chunk.
     rootdir : str, optional
-        Directory to persist to; None keeps the data in memory.
+        Directory to persist to; None keeps the data in memory.  A URL
+        (``s3://bucket/key``, ``gs://...``, ``https://...``, any fsspec URL)
+        puts it on object storage: see docs/remote.md (a ``file://`` URL is
+        the local directory).
     safe : bool
         Check and convert the dtype of data appended (legacy; always on here,
         kept for compatibility).
@@ -124,6 +128,12 @@ class carray:
         (its length, dtype and attributes read, and it can be trimmed), but
         its values cannot be read or written.  Object carrays are
         one-dimensional: a list of lists gives one list per row.
+    storage_options : dict, optional
+        With a URL `rootdir`: options of its fsspec filesystem (endpoint,
+        credentials, timeouts), e.g. ``{"endpoint_url": "http://127.0.0.1:9000"}``
+        for s3fs.
+    filesystem : fsspec.AbstractFileSystem, optional
+        The filesystem `rootdir` (then a path in it) is on.
 
     Raises
     ------
@@ -145,25 +155,33 @@ class carray:
         When opening a `rootdir` that does not exist in mode 'r'.
     ReadOnlyError
         When writing data in mode 'r'.
+    AppendOnlyError
+        (a ReadOnlyError) On object storage, for a rewrite of stored rows or a
+        truncation.
+    RemoteError
+        (an ``OSError``) On object storage, when the store fails a request.
     """
 
     def __init__(self, array=None, cparams=None, dtype=None, dflt=None, expectedlen=None,
                  chunklen=None, rootdir=None, safe=True, mode="a", *, lock_timeout=None,
-                 allow_pickle=None, _v1=False):
+                 allow_pickle=None, storage_options=None, filesystem=None, _v1=False,
+                 _fetched=None):
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
         self._mode = mode
         self._allow_pickle = defaults.resolve_allow_pickle(allow_pickle)
         self._lock_timeout = defaults.resolve_lock_timeout(lock_timeout)
         self._safe = bool(safe)
-        self._rootdir = os.fspath(rootdir) if rootdir is not None else None
+        where = resolve(rootdir, storage_options, filesystem) if rootdir is not None else None
+        self._remote = where if isinstance(where, Objects) else None
+        self._rootdir = where.url if isinstance(where, Objects) else where
         if self._rootdir is not None and array is None and mode != "w":
-            self._open(self._rootdir, mode)
+            self._open(self._rootdir, mode, _fetched)
             return
         if mode == "w" and array is None and dtype is None and self._rootdir is not None \
-                and os.path.isfile(layout.meta_path(self._rootdir, layout.STORAGE_FILE)):
+                and self._exists():
             # Legacy: mode 'w' over an existing carray empties it, keeping its kind.
-            old = carray(rootdir=self._rootdir, mode="r")
+            old = carray(rootdir=self._remote or self._rootdir, mode="r")
             array = np.empty((0, *old.shape[1:]), dtype=old.dtype)
             cparams = old.cparams if cparams is None else cparams
             dflt = old.dflt if dflt is None else dflt
@@ -213,6 +231,8 @@ class carray:
         if self._rootdir is None:
             store = MemoryStore(storage, rowshape)
             self._attrs = _attrs.attrs(None)
+        elif self._remote is not None:
+            store = self._create_remote(storage, rowshape, mode, _v1)
         else:
             if os.path.exists(self._rootdir) and mode == "a":
                 raise FileExistsError(
@@ -230,21 +250,68 @@ class carray:
             cp = _cparams(clevel=cp.clevel, shuffle=cp.shuffle, cname=cp.cname,
                           quantize=cp.quantize, blocksize=cp.blocksize, bytedelta="off")
         self._cparams = cp
-        if len(data):
-            self.append(data)
-        if self._rootdir is not None:
-            self.flush()
+        try:
+            if len(data):
+                self.append(data)
+            if self._rootdir is not None:
+                self.flush()
+        except BaseException:
+            if self._remote is not None and store.unpublished:
+                self._discard_remote()  # nothing was published: leave nothing behind
+            raise
 
-    def _open(self, rootdir: str, mode: str) -> None:
-        store = open_store(rootdir, readonly=(mode == "r"))  # meta/storage read once
-        if mode != "r":  # taken at the first change (_storage/writer.py)
-            store.lock = WriterLock(rootdir, self._lock_timeout)
+    def _exists(self) -> bool:
+        """Whether a carray is stored at this carray's rootdir (one small read)."""
+        if self._remote is not None:
+            from bcolzx._storage import remote
+
+            return self._remote.exists(remote.STORAGE)
+        return os.path.isfile(layout.meta_path(self._rootdir, layout.STORAGE_FILE))
+
+    def _create_remote(self, storage: Storage, rowshape: tuple, mode: str, v1: bool):
+        """The store of a new dataset on object storage, published by its first flush."""
+        from bcolzx._storage import remote
+        from bcolzx._format.seal import Seal
+
+        if v1:
+            raise ValueError("legacy bcolz (v1) datasets are not written to object storage")
+        kind, _ = remote.probe_published(self._remote)
+        if kind is not None and mode == "a":
+            raise FileExistsError(f"{self._rootdir} holds a {kind}; open it with "
+                                  "bcolzx.open() or use mode='w' to replace it")
+        if mode == "w":  # objects left by a replaced or failed write go first
+            self._remote.remove_all()
+        store = remote.ObjectStore.create(self._remote, storage, rowshape)
+        self._attrs = _attrs.attrs(None, mode, _new=True, _seal=Seal(storage.sealed,
+                                                                      storage.uid),
+                                   _io=remote.AttrsIO(self._remote, None, store))
+        return store
+
+    def _discard_remote(self) -> None:
+        """Remove what a failed creation uploaded (best effort: the store may be down)."""
+        try:
+            self._remote.remove_all()
+        except Exception:  # noqa: BLE001 - unpublished objects are invisible to readers anyway
+            pass
+
+    def _open(self, rootdir: str, mode: str, fetched: dict | None = None) -> None:
+        if self._remote is not None:
+            from bcolzx._storage import remote
+
+            store = remote.open_store(self._remote, readonly=(mode == "r"), fetched=fetched)
+            io = remote.AttrsIO(self._remote, store._fetched.get(remote.ATTRS),
+                                store if isinstance(store, remote.ObjectStore) else None)
+        else:
+            store = open_store(rootdir, readonly=(mode == "r"))  # meta/storage read once
+            if mode != "r":  # taken at the first change (_storage/writer.py)
+                store.lock = WriterLock(rootdir, self._lock_timeout)
+            io = None
         st = store.storage
         self._engine = engine_for(store, nthreads=defaults.nthreads)
         self._cparams = _cparams(clevel=st.cparams.clevel, shuffle=st.cparams.shuffle,
                                  cname=st.cparams.cname, quantize=st.cparams.quantize,
                                  blocksize=st.blocksize, bytedelta=st.bytedelta)
-        self._attrs = _attrs.attrs(rootdir, mode, _seal=seal_of(store))
+        self._attrs = _attrs.attrs(None if io else rootdir, mode, _seal=seal_of(store), _io=io)
 
     # -- conversions -------------------------------------------------------------
 
@@ -528,6 +595,13 @@ class carray:
         if self._mode == "r":
             raise ReadOnlyError(f"{self._rootdir} is opened in mode 'r'")
 
+    def _check_rewritable(self, what: str) -> None:
+        """Refuse `what` (a rewrite, a truncation) on a store that takes appends only."""
+        if self._engine.store.append_only:
+            from bcolzx._storage.remote import append_only
+
+            raise append_only(what, self._rootdir)
+
     def append(self, array) -> None:
         """Append rows at the end.
 
@@ -574,6 +648,8 @@ class carray:
             return
         if nitems > len(self):
             raise ValueError(f"cannot trim {nitems} rows from {len(self)} (at most {len(self)})")
+        if nitems:
+            self._check_rewritable("trim")
         self._engine.resize(len(self) - nitems)  # shrinking pickles nothing
 
     def resize(self, nitems: int) -> None:
@@ -592,6 +668,8 @@ class carray:
         nitems = int(nitems)
         if nitems < 0:
             raise ValueError(f"nitems must be >= 0, not {nitems}")
+        if nitems < len(self):
+            self._check_rewritable("shorten")
         self._engine.resize(nitems, self._fill_value(nitems > len(self)))
 
     def flush(self) -> None:
@@ -635,6 +713,12 @@ class carray:
             If another writer holds the dataset (nothing is deleted).
         """
         self._check_writable()
+        if self._remote is not None:
+            try:
+                self._remote.remove_all()
+            finally:
+                self._engine.close(flush=False)
+            return
         if self._rootdir is not None:
             lock = self._engine.store.lock
             if lock is not None:
@@ -983,6 +1067,7 @@ class carray:
 
     def __setitem__(self, key, value) -> None:
         self._check_writable()
+        self._check_rewritable("rewrite rows of")
         eng = self._engine
         if self._objects:
             self._require_pickle("storing the values")
@@ -1223,9 +1308,10 @@ class carray:
         # read-only (a worker process never becomes a second writer).
         if self._rootdir is not None:
             self.flush()
+            where = self._remote or self._rootdir  # object storage: its filesystem travels
             if self._allow_pickle is not None:  # the switch travels with the copy
-                return (_reopen, (self._rootdir, "r", self._allow_pickle))
-            return (_reopen, (self._rootdir, "r"))
+                return (_reopen, (where, "r", self._allow_pickle))
+            return (_reopen, (where, "r"))
         if self._objects:
             # The values travel unpickled by the receiver's own pickle.loads: its consent.
             return (_rebuild, (self[:], self._cparams.to_dict(), self.chunklen, self.dflt[()],

@@ -201,6 +201,8 @@ class Storage:
     uid: str | None = field(default_factory=_seal.new_uid, compare=False)
     #: Whether the dataset's JSON files are sealed (§2c): always for new datasets.
     sealed: bool = field(default=True, compare=False)
+    #: Whether superchunks may continue in part objects (§5): format version 3.
+    parted: bool = field(default=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
@@ -244,8 +246,8 @@ class Storage:
             "expectedlen": self.expectedlen,
             "dflt": dflt_to_json(self.dflt),
             "format": layout.FORMAT_NAME,
-            "format_version": layout.VLEN_FORMAT_VERSION if self.vlen else
-            layout.FIXED_FORMAT_VERSION,
+            "format_version": layout.PARTS_FORMAT_VERSION if self.parted else
+            layout.VLEN_FORMAT_VERSION if self.vlen else layout.FIXED_FORMAT_VERSION,
             "chunks_per_superchunk": self.chunks_per_superchunk,
             "checksum": self.checksum,
             "blocksize": self.blocksize,
@@ -301,6 +303,7 @@ class Storage:
                 blocksize=_int(obj.get("blocksize", 0)),
                 bytedelta=obj.get("bytedelta", "off"),
                 vlen=vlen,
+                parted=version >= layout.PARTS_FORMAT_VERSION,
             )
         except (TypeError, ValueError) as exc:
             raise CorruptDataError(f"invalid storage metadata: {exc}", path=path) from None
@@ -376,11 +379,16 @@ class Sizes:
     cbytes: int
     #: The index generation of each superchunk file this state was committed with.
     generations: tuple[int, ...] = ()
+    #: Part objects continuing superchunks (§5): ``(superchunk, first slot,
+    #: generation)``, in order of superchunk, then of writing.
+    parts: tuple[tuple[int, int, int], ...] = ()
 
     def to_json(self) -> dict:
         out = {"shape": list(self.shape), "nbytes": self.nbytes, "cbytes": self.cbytes}
         if self.generations:
             out["generations"] = list(self.generations)
+        if self.parts:
+            out["parts"] = [list(p) for p in self.parts]
         return out
 
     @classmethod
@@ -392,9 +400,23 @@ class Sizes:
             gens = tuple(_int(g) for g in obj.get("generations", ()))
             if any(g < 1 for g in gens):
                 raise ValueError(f"bad generations {gens}")
-            return cls(shape, _int(obj.get("nbytes", 0)), _int(obj.get("cbytes", 0)), gens)
+            parts = tuple(_part(p, len(gens)) for p in obj.get("parts", ()))
+            if list(parts) != sorted(parts, key=lambda p: p[0]):
+                raise ValueError("parts are not in superchunk order")
+            return cls(shape, _int(obj.get("nbytes", 0)), _int(obj.get("cbytes", 0)), gens,
+                       parts)
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptDataError(f"invalid sizes metadata: {exc}", path=path) from None
+
+
+def _part(obj: Any, nfiles: int) -> tuple[int, int, int]:
+    """One ``meta/sizes["parts"]`` entry: ``[superchunk, first slot, generation]``."""
+    if not isinstance(obj, list) or len(obj) != 3:
+        raise ValueError(f"bad part {obj!r}")
+    number, first, gen = (_int(x) for x in obj)
+    if not 0 <= number < nfiles or first < 0 or gen < 1:
+        raise ValueError(f"bad part {obj!r} (superchunks 0..{nfiles - 1})")
+    return number, first, gen
 
 
 def read_storage_json(rootdir: str) -> tuple[dict, "_seal.Seal"]:
@@ -478,6 +500,18 @@ def read_sizes(rootdir: str, storage: Storage | None = None) -> Sizes:
     """
     path = layout.meta_path(rootdir, layout.SIZES_FILE)
     obj, seal = read_json_sealed(path)
+    return sizes_from_sealed(obj, seal, storage, path)
+
+
+def sizes_from_sealed(obj: dict, seal, storage: Storage | None, path: str | None) -> Sizes:
+    """The :class:`Sizes` of a ``meta/sizes`` object read with its `seal` (§2c),
+    checked against the dataset's `storage` when given.
+
+    Raises
+    ------
+    CorruptDataError
+        As :func:`read_sizes`.
+    """
     if storage is not None:
         _seal.check_member(seal, _seal.Seal(storage.sealed, storage.uid), "meta/sizes", path)
     return Sizes.from_json(obj, path)

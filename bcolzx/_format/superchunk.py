@@ -91,6 +91,66 @@ def _pread_exact(fd: int, n: int, offset: int, path: str) -> bytes:
     return data
 
 
+def check_header(head, number: int, geometry: Geometry, path: str | None) -> None:
+    """Check the 32-byte header of superchunk `number` against the dataset's `geometry`.
+
+    Raises
+    ------
+    CorruptDataError
+        If the header is damaged or does not match.
+    UnsupportedFormatError
+        If it is of a newer format version.
+    """
+    head = _index.decode_header(head, path)
+    g = geometry
+    expected = {"superchunk_number": number, "nslots": g.nslots, "chunk_size": g.chunk_size,
+                "checksum_type": g.checksum_type, "typesize": g.header_typesize}
+    wrong = {k: (head[k], v) for k, v in expected.items() if head[k] != v}
+    if wrong:
+        raise CorruptDataError(
+            "superchunk header does not match the dataset's metadata: " + ", ".join(
+                f"{k} is {got}, expected {want}" for k, (got, want) in wrong.items()),
+            path=path)
+
+
+def select_copy(copies, geometry: Geometry, size: int, generation: int | None,
+                path: str | None) -> tuple[_index.Index, int]:
+    """The committed index of a superchunk file from its two copies (`copies`, the
+    bytes after the header) and which copy it is (0: A, 1: B).
+
+    `generation` is the one ``meta/sizes`` records: the copy with it is the
+    committed one, whatever the other holds.  Without it, the valid copy with
+    the higher generation.  `size` is the file's size (entries must lie inside).
+
+    Raises
+    ------
+    CorruptDataError
+        If no copy is valid, or none has `generation`.
+    """
+    g = geometry
+    isize = _index.index_size(g.nslots)
+    if generation is None:
+        idx = _index.select(copies[:isize], copies[isize:], g.nslots, size, g.checksum_size,
+                            g.header_typesize, path=path, chunk_size=g.chunk_size)
+        if idx.copy is None:  # both copies never written: a crash inside create()
+            raise CorruptDataError("superchunk file was never initialised", path=path)
+        return idx, idx.copy
+    problems = []
+    for which in (0, 1):
+        buf = copies[which * isize:(which + 1) * isize]
+        try:
+            idx = _index.Index.decode(buf, g.nslots, size, g.checksum_size, g.header_typesize,
+                                      path=path, chunk_size=g.chunk_size)
+        except CorruptDataError as exc:
+            problems.append(f"copy {'AB'[which]}: {exc}")
+            continue
+        if idx.generation == generation:
+            return idx, which
+        problems.append(f"copy {'AB'[which]} has generation {idx.generation}")
+    raise CorruptDataError(f"no valid index copy of generation {generation}, the one "
+                           "meta/sizes records (" + "; ".join(problems) + ")", path=path)
+
+
 class SuperchunkFile:
     """A superchunk file: its geometry, its current index, its write state.
 
@@ -179,40 +239,12 @@ class SuperchunkFile:
                 raise TruncatedDataError(
                     f"superchunk file has {size} bytes, fewer than its header and indexes "
                     f"({_index.data_start(g.nslots)})", path=path)
-            head = _index.decode_header(_pread_exact(fd, _index.HEADER_SIZE, 0, path), path)
-            expected = {"superchunk_number": number, "nslots": g.nslots,
-                        "chunk_size": g.chunk_size, "checksum_type": g.checksum_type,
-                        "typesize": g.header_typesize}
-            wrong = {k: (head[k], v) for k, v in expected.items() if head[k] != v}
-            if wrong:
-                raise CorruptDataError(
-                    "superchunk header does not match the dataset's metadata: " + ", ".join(
-                        f"{k} is {got}, expected {want}" for k, (got, want) in wrong.items()),
-                    path=path)
+            check_header(_pread_exact(fd, _index.HEADER_SIZE, 0, path), number, g, path)
             copies = _pread_exact(fd, 2 * isize, _index.HEADER_SIZE, path)
         finally:
             os.close(fd)
-        if generation is None:
-            idx = _index.select(copies[:isize], copies[isize:], g.nslots, size,
-                                g.checksum_size, g.header_typesize, path=path,
-                                chunk_size=g.chunk_size)
-            if idx.copy is None:  # both copies never written: a crash inside create()
-                raise CorruptDataError("superchunk file was never initialised", path=path)
-            return cls(path, number, g, idx, idx.copy)
-        problems = []
-        for which in (0, 1):
-            buf = copies[which * isize:(which + 1) * isize]
-            try:
-                idx = _index.Index.decode(buf, g.nslots, size, g.checksum_size,
-                                          g.header_typesize, path=path, chunk_size=g.chunk_size)
-            except CorruptDataError as exc:
-                problems.append(f"copy {'AB'[which]}: {exc}")
-                continue
-            if idx.generation == generation:
-                return cls(path, number, g, idx, which)
-            problems.append(f"copy {'AB'[which]} has generation {idx.generation}")
-        raise CorruptDataError(f"no valid index copy of generation {generation}, the one "
-                               "meta/sizes records (" + "; ".join(problems) + ")", path=path)
+        idx, which = select_copy(copies, g, size, generation, path)
+        return cls(path, number, g, idx, which)
 
     # -- reading ---------------------------------------------------------------
 

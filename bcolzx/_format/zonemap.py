@@ -99,12 +99,19 @@ def write(rootdir: str, stats: np.ndarray, *, durable: bool = True, storage=None
     OSError
         If the file system refuses.
     """
+    jsonfile.write_json(_path(rootdir), to_json(stats), durable=durable,
+                        seal=storage is None or storage.sealed,
+                        uid=storage.uid if storage is not None else None)
+
+
+def to_json(stats: np.ndarray) -> dict:
+    """The JSON object of ``meta/zonemap`` holding `stats` (unsealed)."""
     parts = [np.ascontiguousarray(stats[f]).astype(stats.dtype[f]).tobytes()
              for f in ("min", "max", "nan")]
     crc = 0
     for part in parts:
         crc = checksum.crc32c(part, crc)
-    jsonfile.write_json(_path(rootdir), {
+    return {
         "version": VERSION,
         "dtype": dtype_to_json(stats.dtype["min"]),
         "nchunks": len(stats),
@@ -112,8 +119,7 @@ def write(rootdir: str, stats: np.ndarray, *, durable: bool = True, storage=None
         "max": base64.b64encode(parts[1]).decode("ascii"),
         "nan": base64.b64encode(parts[2]).decode("ascii"),
         "crc32c": crc,
-    }, durable=durable, seal=storage is None or storage.sealed,
-        uid=storage.uid if storage is not None else None)
+    }
 
 
 def read(rootdir: str, dtype: np.dtype, storage=None) -> np.ndarray | None:
@@ -131,6 +137,19 @@ def read(rootdir: str, dtype: np.dtype, storage=None) -> np.ndarray | None:
     if not os.path.exists(path):
         return None
     obj, found = jsonfile.read_json_sealed(path)
+    return from_json(obj, found, dtype, storage, path)
+
+
+def from_json(obj: dict, found, dtype: np.dtype, storage=None,
+              path: str | None = None) -> np.ndarray:
+    """The zone map in the ``meta/zonemap`` object `obj`, read with its seal `found`
+    (see :func:`read`; `path` names the file in messages).
+
+    Raises
+    ------
+    CorruptDataError
+        As :func:`read`.
+    """
     if storage is not None:
         _seal.check_member(found, _seal.Seal(storage.sealed, storage.uid), "meta/zonemap", path)
     want = stats_dtype(dtype)

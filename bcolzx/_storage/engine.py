@@ -634,7 +634,7 @@ class ChunkedArray(ChunkReader):
             With `journal`, if another writer holds the dataset.
         """
         if self.store.readonly or self._closed or \
-                not (self._dirty or self._journal_pending(journal)):
+                not (self._dirty or self.store.unpublished or self._journal_pending(journal)):
             return
         if not self._dirty:  # journal rows replayed at opening: take the lock to commit them
             self._check_writable()
