@@ -165,7 +165,7 @@ class carray:
     def __init__(self, array=None, cparams=None, dtype=None, dflt=None, expectedlen=None,
                  chunklen=None, rootdir=None, safe=True, mode="a", *, lock_timeout=None,
                  allow_pickle=None, storage_options=None, filesystem=None, _v1=False,
-                 _fetched=None):
+                 _fetched=None, _publish=True):
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
         self._mode = mode
@@ -253,7 +253,9 @@ class carray:
         try:
             if len(data):
                 self.append(data)
-            if self._rootdir is not None:
+            # On object storage a caller that fills the dataset next (fromiter, copy)
+            # publishes it with its own flush: readers never see it empty meanwhile.
+            if self._rootdir is not None and (_publish or len(data)):
                 self.flush()
         except BaseException:
             if self._remote is not None and store.unpublished:
@@ -792,7 +794,7 @@ class carray:
         kwargs.setdefault("expectedlen", len(self))
         if self._objects:
             kwargs.setdefault("allow_pickle", self._allow_pickle)
-        out = carray(np.empty((0, *self.shape[1:]), self.dtype), **kwargs)
+        out = carray(np.empty((0, *self.shape[1:]), self.dtype), _publish=False, **kwargs)
         if self._objects:  # the pickles themselves (any protocol reads back)
             blen = max(out.chunklen, 1024)
             for lo in range(0, len(self), blen):
