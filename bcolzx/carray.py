@@ -230,7 +230,7 @@ class carray:
                           vlen="pickle" if objects else None)
         if self._rootdir is None:
             store = MemoryStore(storage, rowshape)
-            self._attrs = _attrs.attrs(None)
+            self._attrs: _attrs.attrs | None = _attrs.attrs(None)
         elif self._remote is not None:
             store = self._create_remote(storage, rowshape, mode, _v1)
         else:
@@ -313,7 +313,13 @@ class carray:
         self._cparams = _cparams(clevel=st.cparams.clevel, shuffle=st.cparams.shuffle,
                                  cname=st.cparams.cname, quantize=st.cparams.quantize,
                                  blocksize=st.blocksize, bytedelta=st.bytedelta)
-        self._attrs = _attrs.attrs(None if io else rootdir, mode, _seal=seal_of(store), _io=io)
+        if io is not None:  # object storage: __attrs__ came with the batch that opened it
+            self._attrs = _attrs.attrs(None, mode, _seal=seal_of(store), _io=io)
+        elif mode == "r":  # read on first use: most readers never look
+            self._attrs = None
+            self._attrs_of = (rootdir, seal_of(store))
+        else:  # a missing legacy __attrs__ is written at opening, as legacy does
+            self._attrs = _attrs.attrs(rootdir, mode, _seal=seal_of(store))
 
     # -- conversions -------------------------------------------------------------
 
@@ -450,6 +456,9 @@ class carray:
     @property
     def attrs(self) -> _attrs.attrs:
         """User attributes (persisted in ``__attrs__`` on disk)."""
+        if self._attrs is None:
+            rootdir, seal = self._attrs_of
+            self._attrs = _attrs.attrs(rootdir, "r", _seal=seal)
         return self._attrs
 
     @property
@@ -827,7 +836,7 @@ class carray:
         new._engine = self._engine.view()
         new._rootdir, new._mode = None, "a"
         new._attrs = _attrs.attrs(None)
-        for name, value in self._attrs.getall().items():
+        for name, value in self.attrs.getall().items():
             new._attrs[name] = value
         return new
 

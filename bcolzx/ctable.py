@@ -40,7 +40,7 @@ from bcolzx._storage.lock import WriterLock
 from bcolzx._storage.objects import Objects, resolve
 from bcolzx.carray import _is_sequence, as_objects, carray
 from bcolzx.defaults import defaults
-from bcolzx.errors import DatasetNotFoundError, ReadOnlyError
+from bcolzx.errors import ConcurrentModificationError, DatasetNotFoundError, ReadOnlyError
 from bcolzx.params import cparams as _cparams
 
 __all__ = ["ctable", "cols"]
@@ -60,10 +60,24 @@ class cols:  # noqa: N801 - legacy name
     columns' directories).
     """
 
-    def __init__(self, names: Sequence[str] = (), columns: Sequence[carray] = (),
+    def __init__(self, names: Sequence[str] = (), columns: Sequence = (),
                  table: "ctable | None" = None):
-        self._cols: dict[str, carray] = dict(zip(names, columns))
+        # A column of a table opened in mode 'r' may be an _Unopened until
+        # it is first used (_column opens it).
+        self._cols: dict[str, Any] = dict(zip(names, columns))
         self._table = None if table is None else weakref.ref(table)
+
+    def _column(self, name: str) -> carray:
+        col = self._cols[name]
+        if isinstance(col, _Unopened):
+            col = self._cols[name] = col.open()
+        return col
+
+    def _length(self) -> int:
+        """The rows of the first column (0 without columns), opening none."""
+        for col in self._cols.values():
+            return col.length if isinstance(col, _Unopened) else len(col)
+        return 0
 
     def _owner(self) -> "ctable | None":
         return None if self._table is None else self._table()
@@ -114,7 +128,7 @@ class cols:  # noqa: N801 - legacy name
 
     def __getitem__(self, name: str) -> carray:
         try:
-            return self._cols[name]
+            return self._column(name)
         except KeyError:
             raise KeyError(f"no column {name!r}; columns are {self.names}") from None
 
@@ -123,7 +137,7 @@ class cols:  # noqa: N801 - legacy name
         written in place, on disk too)."""
         if name not in self._cols:
             raise KeyError(f"no column {name!r}; use ctable.addcol to add one")
-        old = self._cols[name]
+        old = self._column(name)
         values = column[:] if isinstance(column, carray) else column
         try:
             values = np.asarray(values, dtype=old.dtype)
@@ -160,7 +174,9 @@ class cols:  # noqa: N801 - legacy name
         """
         if name not in self._cols:
             raise KeyError(f"no column {name!r}; columns are {self.names}")
-        return self._cols.pop(name)
+        col = self._column(name)
+        del self._cols[name]
+        return col
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._cols)
@@ -172,14 +188,71 @@ class cols:  # noqa: N801 - legacy name
         return name in self._cols
 
     def values(self):
+        for name in self._cols:
+            self._column(name)
         return self._cols.values()
 
     def items(self):
+        self.values()
         return self._cols.items()
 
     def __repr__(self) -> str:
-        lines = [f"{name} : {col.dtype} ({len(col)},)" for name, col in self._cols.items()]
+        lines = [f"{name} : {col.dtype} ({len(col)},)" for name, col in self.items()]
         return "\n".join(lines)
+
+
+class _Unopened:
+    """A column of a table opened in mode 'r', not opened yet: its directory
+    and the length the table was opened with (its sealed ``meta/sizes``)."""
+
+    __slots__ = ("path", "length", "kwargs")
+
+    def __init__(self, path: str, length: int, kwargs: dict):
+        self.path, self.length, self.kwargs = path, length, kwargs
+
+    def open(self) -> carray:
+        """The column, as the table saw it when it was opened.
+
+        Raises
+        ------
+        ConcurrentModificationError
+            If a writer removed rows since.
+        CorruptDataError
+            If the column is damaged (its metadata is checked in full now).
+        """
+        col = carray(rootdir=self.path, mode="r", **self.kwargs)
+        if len(col) < self.length:
+            raise ConcurrentModificationError(
+                f"{self.path} lost rows since its table was opened ({len(col)} rows, the "
+                f"table {self.length}); open the table again")
+        col.engine.clip(self.length)  # rows committed since stay invisible
+        return col
+
+
+def _lengths_without_opening(rootdir: str, names: list[str]) -> dict[str, int] | None:
+    """Each column's committed length from its sealed ``meta/sizes`` alone, when
+    that is the whole story: every column in the bcolzx format (sealed), no
+    append journal, all the same length.  None otherwise (open them all)."""
+    lengths = {}
+    for name in names:
+        path = os.path.join(rootdir, name)
+        try:
+            if os.stat(layout.meta_path(path, layout.JOURNAL_FILE)).st_size:
+                return None
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return None
+        try:
+            sizes, seal = jsonfile.read_json_sealed(layout.meta_path(path, layout.SIZES_FILE))
+        except (OSError, ValueError):
+            return None  # reported as it should be by opening the column
+        shape = sizes.get("shape") if isinstance(sizes, dict) else None
+        if not (seal.sealed and isinstance(shape, list) and shape
+                and type(shape[0]) is int and shape[0] >= 0):
+            return None
+        lengths[name] = shape[0]
+    return lengths if len(set(lengths.values())) <= 1 else None
 
 
 def _remove_made(rootdir: str, existed: bool) -> None:
@@ -319,6 +392,7 @@ class ctable:  # noqa: N801 - legacy name
                                             timeout=self._lock_timeout)
             _table.bind_table(self)
         try:
+            self._attrs: _attrs.attrs | None
             if self._remote is not None:
                 from bcolzx._storage.remote import AttrsIO
 
@@ -490,6 +564,14 @@ class ctable:  # noqa: N801 - legacy name
             raise FileNotFoundError(f"no ctable at {rootdir} (no {layout.ROOTDIRS_FILE})")
         meta, self._seal = jsonfile.read_json_sealed(path)
         names = layout.column_names(meta, path)
+        if self._mode == "r":
+            lengths = _lengths_without_opening(rootdir, names)
+            if lengths is not None:  # each column opened (and checked in full) when used
+                kwargs = {"lock_timeout": self._lock_timeout, "allow_pickle": self._allow_pickle}
+                self._cols = cols(names, [_Unopened(os.path.join(rootdir, n), lengths[n], kwargs)
+                                          for n in names], table=self)
+                self._attrs = None
+                return
         # A writer commits the columns one by one: open them until they agree.
         opened = snapshot.agreeing_columns(
             lambda: {name: carray(rootdir=self._coldir(name), mode=self._mode,
@@ -533,9 +615,7 @@ class ctable:  # noqa: N801 - legacy name
         return len(self)
 
     def __len__(self) -> int:
-        for col in self._cols.values():
-            return len(col)
-        return 0
+        return self._cols._length()
 
     @property
     def shape(self) -> tuple[int]:
@@ -583,6 +663,8 @@ class ctable:  # noqa: N801 - legacy name
     @property
     def attrs(self) -> _attrs.attrs:
         """User attributes (see :class:`bcolzx.attrs.attrs`)."""
+        if self._attrs is None:  # a table opened in mode 'r' reads them on first use
+            self._attrs = _attrs.attrs(self._rootdir, "r", _seal=self._seal)
         return self._attrs
 
     # -- writing -----------------------------------------------------------------
@@ -894,8 +976,8 @@ class ctable:  # noqa: N801 - legacy name
         # Passing parameters makes the constructor copy carray columns.
         out = ctable([self._cols[n] for n in self.names], names=self.names,
                      **{"expectedlen": len(self), "allow_pickle": self._allow_pickle, **kwargs})
-        for key, value in self._attrs.getall().items():
-            out._attrs[key] = value
+        for key, value in self.attrs.getall().items():
+            out.attrs[key] = value
         return out
 
     # -- reading -----------------------------------------------------------------

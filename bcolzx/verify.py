@@ -107,6 +107,10 @@ def _verify_carray(path: str, report: Report, progress=None) -> int | None:
     except (BcolzxError, OSError, ValueError) as exc:
         report.problems.append(_problem(exc, path))
         return None
+    try:  # read on first use by a carray opened in mode 'r': checked here
+        c.attrs  # noqa: B018
+    except (BcolzxError, OSError, ValueError) as exc:
+        report.problems.append(_problem(exc, path))
     eng = c.engine
     if report.format == "unknown":
         report.format = "bcolzx" if eng.store.native else "legacy-v1"

@@ -98,16 +98,17 @@ class ChunkedArray(ChunkReader):
         self._enc: Encoder | None = None
         self.nthreads = 0
         self.set_nthreads(nthreads)
-        self._leftover = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
         self.nfull, self.nleft = divmod(length, self.chunklen)
-        self._leftover_stored = False
+        # The leftover's buffer is made, and its stored rows decoded, on first
+        # use (:attr:`_leftover`): opening reads no chunk.
+        self._left_buf: np.ndarray | None = None
+        self._left_to_load = bool(self.nleft)
+        self._leftover_stored = bool(self.nleft)
         self._dirty = False
         self._closed = False
         self._cache = ChunkCache()
         self._zones = ZoneMap(store, self.dtype, store.native and self.rowshape == ()
                               and self.dtype.kind in zonemap.KINDS, empty=length == 0)
-        if self.nleft:
-            self._load_leftover()
         # The commit this array was read at, and the rows past it that are
         # safe against a crash of the process (the append journal).
         self._durable_len, self._durable_nfull = length, self.nfull
@@ -257,6 +258,26 @@ class ChunkedArray(ChunkReader):
         self._left_cbytes = None
 
     @property
+    def _leftover(self) -> np.ndarray:
+        """The buffer of the rows past the full chunks (``nleft`` of them), one
+        chunk long; the stored ones are decoded at the first use."""
+        buf = self._left_buf
+        if buf is None:
+            with self._settle_lock:
+                buf = self._left_buf
+                if buf is None:
+                    buf = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
+                    if self._left_to_load:
+                        self._load_leftover(buf[: self.nleft])
+                        self._left_to_load = False
+                    self._left_buf = buf
+        return buf
+
+    @_leftover.setter
+    def _leftover(self, buf: np.ndarray) -> None:
+        self._left_buf = buf
+
+    @property
     def leftover(self) -> np.ndarray:
         """The leftover rows (not in a full chunk), a view of the live buffer:
         valid until the next change of the array."""
@@ -386,9 +407,9 @@ class ChunkedArray(ChunkReader):
         self._leftover_stored = False
         self._journaled = len(self)
 
-    def _load_leftover(self) -> None:
+    def _load_leftover(self, out: np.ndarray) -> None:
+        """Decode the stored last chunk's first ``len(out)`` rows into `out`."""
         (entry,) = self.store.get(self.nfull, self.nfull + 1)
-        out = self._leftover[: self.nleft]
         if isinstance(entry, Special):
             fill_special(out, entry.kind, self.itemsize, entry.value)
         else:
@@ -397,7 +418,6 @@ class ChunkedArray(ChunkReader):
             nbytes = self._decoded_size(entry, self.nfull, self.nleft * self.rowbytes,
                                         self.chunk_bytes)
             self._decode_into(entry, out, self.nfull, nbytes // self.rowbytes)
-        self._leftover_stored = True
 
     # -- writing ---------------------------------------------------------------
 
@@ -409,6 +429,8 @@ class ChunkedArray(ChunkReader):
         lock = self._store.lock
         if lock is not None and not lock.acquired:
             writer.take(self)  # the first change: lock, then re-read the dataset
+        if self._left_to_load:  # decoded before anything changes the counts
+            self._leftover  # noqa: B018
 
     @writer.guarded
     def append(self, rows: np.ndarray) -> None:
@@ -723,9 +745,9 @@ class ChunkedArray(ChunkReader):
             self.nleft = length - self.nfull * self.chunklen
             return
         self.nfull, self.nleft = divmod(length, self.chunklen)
-        self._leftover_stored = False
-        if self.nleft:  # the chunk holds more rows than kept: its prefix is the leftover
-            self._load_leftover()
+        # The chunk holds more rows than kept: its prefix is the leftover, decoded on first use.
+        self._left_buf, self._left_to_load = None, bool(self.nleft)
+        self._leftover_stored = bool(self.nleft)
 
     def close(self, flush: bool = True) -> None:
         """Flush (unless told not to) and release the store; the array is then closed.

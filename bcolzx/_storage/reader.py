@@ -333,7 +333,11 @@ class ChunkReader:
                             f"chunk's values ({lo}, {hi}, nan={nan})", **self._where(c))
             except (CorruptDataError, UnsupportedFormatError) as exc:
                 # A damaged chunk header can name a codec that does not exist.
-                problems.append(exc)
+                # A problem of a whole file (missing, bad index) is reported once.
+                whole_file = getattr(exc, "chunk", None) is None
+                if not (whole_file and any(type(p) is type(exc) and str(p) == str(exc)
+                                           for p in problems)):
+                    problems.append(exc)
             if progress is not None:
                 progress(rows * self.rowbytes)
         return problems

@@ -186,17 +186,16 @@ class VlenArray(ChunkedArray):
         with self._decoded_lock:
             self._decoded = None
 
-    def _load_leftover(self) -> None:
+    def _load_leftover(self, out: np.ndarray) -> None:
         (entry,) = self.store.get(self.nfull, self.nfull + 1)
         # A crash after an index write but before meta/sizes can leave this
         # chunk holding more items than the metadata counts: keep the first.
         buf, offsets = self._decode(entry, self.nfull, None)
-        if len(offsets) - 1 < self.nleft:
+        if len(offsets) - 1 < len(out):
             raise CorruptDataError(f"last chunk holds {len(offsets) - 1} items, expected at "
-                                   f"least {self.nleft}", **self._where(self.nfull))
-        for r in range(self.nleft):
-            self._leftover[r] = bytes(buf[offsets[r]:offsets[r + 1]])
-        self._leftover_stored = True
+                                   f"least {len(out)}", **self._where(self.nfull))
+        for r in range(len(out)):
+            out[r] = bytes(buf[offsets[r]:offsets[r + 1]])
 
     # -- sizes -------------------------------------------------------------------
 

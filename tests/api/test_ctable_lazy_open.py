@@ -1,0 +1,91 @@
+"""A ctable opened in mode 'r' opens each column when it is first used."""
+
+import importlib
+import os
+
+import numpy as np
+import pytest
+
+import bcolzx
+from bcolzx.errors import ConcurrentModificationError, CorruptDataError
+
+ctable_module = importlib.import_module("bcolzx.ctable")  # the module, not the class
+
+
+@pytest.fixture
+def path(tmp_path):
+    p = str(tmp_path / "t")
+    bcolzx.ctable([np.arange(5000), np.arange(5000) * 0.5, np.arange(5000) % 7],
+                  names=["a", "b", "c"], rootdir=p, mode="w", chunklen=512).flush()
+    return p
+
+
+def _unopened(t):
+    return [n for n, c in t.cols._cols.items() if isinstance(c, ctable_module._Unopened)]
+
+
+def test_opening_reads_no_column_until_one_is_used(path):
+    t = bcolzx.open(path, mode="r")
+    assert _unopened(t) == ["a", "b", "c"]
+    assert len(t) == 5000 and t.names == ["a", "b", "c"] and "b" in t.cols
+    assert _unopened(t) == ["a", "b", "c"]
+    assert t["a"][7] == 7
+    assert _unopened(t) == ["b", "c"]
+    np.testing.assert_array_equal(t[10]["b"], 5.0)  # a row reads every column
+    assert _unopened(t) == []
+    assert t.attrs.getall() == {}
+
+
+def test_damage_in_one_column_costs_only_that_column(path):
+    storage = os.path.join(path, "b", "meta", "storage")
+    with open(storage, "r+b") as f:
+        f.seek(10)
+        byte = f.read(1)
+        f.seek(10)
+        f.write(bytes([byte[0] ^ 0x01]))
+    t = bcolzx.open(path, mode="r")
+    np.testing.assert_array_equal(t["a"][:], np.arange(5000))
+    with pytest.raises(CorruptDataError):
+        t["b"]
+    with pytest.raises(CorruptDataError):
+        t[:]
+    assert not bcolzx.verify(path).ok
+
+
+def test_a_reader_sees_the_table_as_it_was_opened(path):
+    reader = bcolzx.open(path, mode="r")
+    writer = bcolzx.open(path, mode="a")
+    writer.append([np.arange(5000, 5100), np.zeros(100), np.zeros(100, dtype=int)])
+    writer.flush()
+    assert len(reader) == 5000
+    np.testing.assert_array_equal(reader["b"][:], np.arange(5000) * 0.5)
+    assert len(reader["c"]) == 5000
+    writer.close()
+    assert len(bcolzx.open(path, mode="r")) == 5100
+
+
+def test_rows_removed_under_a_reader_are_not_invented(path):
+    reader = bcolzx.open(path, mode="r")
+    writer = bcolzx.open(path, mode="a")
+    writer.trim(1000)
+    writer.flush()
+    writer.close()
+    with pytest.raises(ConcurrentModificationError):
+        reader["a"]
+
+
+def test_columns_of_different_lengths_are_opened_at_once_and_evened(path):
+    col = bcolzx.open(os.path.join(path, "c"), mode="a")  # a crash between two commits
+    col.append(np.arange(10))
+    col.flush()
+    col.close()
+    t = bcolzx.open(path, mode="r")
+    assert _unopened(t) == [] and len(t) == 5000 and len(t["c"]) == 5000
+
+
+def test_a_journal_makes_the_columns_open_at_once(path):
+    t = bcolzx.open(path, mode="a")
+    t.append((1, 2.0, 3))  # one row, journaled (auto_flush)
+    t2 = bcolzx.open(path, mode="r")
+    assert _unopened(t2) == [] and len(t2) == 5001
+    assert tuple(t2[-1]) == (1, 2.0, 3)
