@@ -268,31 +268,35 @@ class carray:
             from bcolzx._storage import remote
 
             return self._remote.exists(remote.STORAGE)
-        return os.path.isfile(layout.meta_path(self._rootdir, layout.STORAGE_FILE))
+        return self._rootdir is not None and \
+            os.path.isfile(layout.meta_path(self._rootdir, layout.STORAGE_FILE))
 
     def _create_remote(self, storage: Storage, rowshape: tuple, mode: str, v1: bool):
         """The store of a new dataset on object storage, published by its first flush."""
-        from bcolzx._storage import remote
         from bcolzx._format.seal import Seal
+        from bcolzx._storage import remote
 
+        objects = self._remote
+        assert objects is not None
         if v1:
             raise ValueError("legacy bcolz (v1) datasets are not written to object storage")
-        kind, _ = remote.probe_published(self._remote)
+        kind, _ = remote.probe_published(objects)
         if kind is not None and mode == "a":
             raise FileExistsError(f"{self._rootdir} holds a {kind}; open it with "
                                   "bcolzx.open() or use mode='w' to replace it")
         if mode == "w":  # objects left by a replaced or failed write go first
-            self._remote.remove_all()
-        store = remote.ObjectStore.create(self._remote, storage, rowshape)
+            objects.remove_all()
+        store = remote.ObjectStore.create(objects, storage, rowshape)
         self._attrs = _attrs.attrs(None, mode, _new=True, _seal=Seal(storage.sealed,
                                                                       storage.uid),
-                                   _io=remote.AttrsIO(self._remote, None, store))
+                                   _io=remote.AttrsIO(objects, None, store))
         return store
 
     def _discard_remote(self) -> None:
         """Remove what a failed creation uploaded (best effort: the store may be down)."""
         try:
-            self._remote.remove_all()
+            if self._remote is not None:
+                self._remote.remove_all()
         except Exception:  # noqa: BLE001 - unpublished objects are invisible to readers anyway
             pass
 
@@ -301,7 +305,7 @@ class carray:
             from bcolzx._storage import remote
 
             store = remote.open_store(self._remote, readonly=(mode == "r"), fetched=fetched)
-            io = remote.AttrsIO(self._remote, store._fetched.get(remote.ATTRS),
+            io = remote.AttrsIO(self._remote, store._fetched.get(remote.ATTRS),  # type: ignore[attr-defined]
                                 store if isinstance(store, remote.ObjectStore) else None)
         else:
             store = open_store(rootdir, readonly=(mode == "r"))  # meta/storage read once
@@ -969,6 +973,9 @@ class carray:
         cl = self.chunklen
         order = np.argsort(idx, kind="stable")
         sidx = idx[order]
+        if self._engine.store.gathers:  # object storage: the chunks requested together
+            out[order] = self._engine.take_sorted(sidx)
+            return out
         chunks = sidx // cl
         bounds = np.flatnonzero(np.diff(chunks)) + 1
         for group in np.split(np.arange(len(sidx)), bounds):

@@ -463,12 +463,14 @@ class ctable:  # noqa: N801 - legacy name
         """Check where a new table on object storage goes (emptied in mode 'w')."""
         from bcolzx._storage import remote
 
-        kind, _ = remote.probe_published(self._remote)
+        objects = self._remote
+        assert objects is not None
+        kind, _ = remote.probe_published(objects)
         if kind is not None and mode == "a":
             raise FileExistsError(f"{self._rootdir} holds a {kind}; open it with "
                                   "bcolzx.open() or use mode='w' to replace it")
         if mode == "w":
-            self._remote.remove_all()
+            objects.remove_all()
 
     def _coldir(self, name: str):
         if self._remote is not None:
@@ -530,6 +532,7 @@ class ctable:  # noqa: N801 - legacy name
         from bcolzx._storage import remote
 
         objects = self._remote
+        assert objects is not None
         if fetched is None or fetched.get(remote.ROOTDIRS) is None:
             keys = [remote.ROOTDIRS, remote.ATTRS]
             fetched = dict(zip(keys, objects.fetch(keys)))

@@ -25,12 +25,12 @@ from bcolzx._query.expr import compile_expression as _compile
 from bcolzx._query.scope import caller_scope as _caller_scope
 from bcolzx._query.scope import resolve_names as _resolve
 from bcolzx._query.scope import split_operands as _split
-from bcolzx.carray import carray as _carray
-from bcolzx.carray import iterblocks
-from bcolzx.ctable import ctable as _ctable
 from bcolzx._storage.objects import Objects as _Objects
 from bcolzx._storage.objects import is_url as _is_url
 from bcolzx._storage.objects import resolve as _where
+from bcolzx.carray import carray as _carray
+from bcolzx.carray import iterblocks
+from bcolzx.ctable import ctable as _ctable
 from bcolzx.errors import DatasetNotFoundError as _DatasetNotFoundError
 from bcolzx.errors import PickleNotAllowedError as _PickleNotAllowedError
 from bcolzx.errors import UnsupportedFormatError as _UnsupportedFormatError

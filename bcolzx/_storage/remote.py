@@ -74,7 +74,7 @@ _INSTEAD = ("copy it to a local directory (bcolzx.open(url).copy(rootdir=path)),
             "there, and write the result back (copy(rootdir=new_url))")
 
 
-def append_only(what: str, url: str) -> AppendOnlyError:
+def append_only(what: str, url: str | None) -> AppendOnlyError:
     """The error for `what` (a rewrite, a truncation...) of the dataset at `url`."""
     return AppendOnlyError(f"cannot {what} {url}: {_IMMUTABLE}; to change it, {_INSTEAD}")
 
@@ -291,8 +291,13 @@ class ObjectStore(ChunkStore):
         self._staged[key] = data
 
     def reopen(self) -> "ObjectStore":
-        """A store over the dataset as its last commit left it (reads its files again)."""
-        return open_store(self.objects, self._readonly)
+        """A store over the dataset as its last commit left it (reads its files again;
+        a dataset not yet published starts empty again)."""
+        if self.unpublished:
+            fresh = ObjectStore.create(self.objects, self.storage, self.rowshape)
+            fresh._staged.update(self._staged)
+            return fresh
+        return open_store(self.objects, self._readonly)  # type: ignore[return-value]
 
     # -- reading ---------------------------------------------------------------
 
@@ -342,7 +347,7 @@ class ObjectStore(ChunkStore):
             wanted.setdefault(piece.key, (piece, number, []))[2].append((slot, pos))
         whole = self._load_heads(wanted)
         runs = []
-        for key, (piece, number, slots) in wanted.items():
+        for key, (_, number, slots) in wanted.items():
             runs += self._entries(key, number, slots, out, whole.get(key))
         blobs = self.objects.fetch_ranges([(key, a, b) for key, a, b, _ in runs])
         for (key, a, _, members), blob in zip(runs, blobs):
@@ -485,7 +490,7 @@ class ObjectStore(ChunkStore):
         self._check_writable()
         k = self.geometry.nslots
         last_stored = self._stored - 1
-        for i, entry, size in items:  # refused before anything changes
+        for i, _, _ in items:  # refused before anything changes
             if i < last_stored or (i == last_stored and self._last_stored_full()):
                 raise append_only(f"rewrite chunk {i} of", self.rootdir)
         for i, entry, size in items:
