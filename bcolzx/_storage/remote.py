@@ -286,6 +286,11 @@ class ObjectStore(ChunkStore):
     def readonly(self) -> bool:
         return self._readonly
 
+    @property
+    def sizes(self) -> Sizes:
+        """The ``meta/sizes`` of the last commit (generations and parts included)."""
+        return self._sizes
+
     def stage(self, key: str, data: bytes) -> None:
         """Upload the small file `key` with the next commit (before ``meta/sizes``)."""
         self._staged[key] = data
