@@ -57,3 +57,36 @@ def test_to_bcolzx_one_object_per_task_read_back_elsewhere(client, s3, url, so):
     code = (f"import bcolzx, numpy as np; r = bcolzx.open({url!r}, storage_options={so!r}); "
             f"np.testing.assert_array_equal(r[:], np.arange({SC * 4 + 1000}, dtype='f8') * 1.5)")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=os.getcwd())
+
+
+def test_to_bcolzx_dataframe_becomes_a_ctable(client, url, so):
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    frame = pd.DataFrame({"a": np.arange(20_000), "b": np.arange(20_000) * 0.5})
+    bcolzx.from_dask(dd.from_pandas(frame, npartitions=3), url, storage_options=so,
+                     chunklen=CL)
+    t = bcolzx.open(url, storage_options=so, mode="r")
+    assert isinstance(t, bcolzx.ctable) and t.names == ["a", "b"]
+    np.testing.assert_array_equal(t["b"][:], frame.b.to_numpy())
+
+
+def _fail_on_third_block(block, block_info=None):
+    if block_info[0]["chunk-location"][0] == 2:
+        raise RuntimeError("task failed")
+    return block
+
+
+def test_failed_task_publishes_nothing(client, s3, url, so):
+    da = pytest.importorskip("dask.array")
+    x = da.arange(SC * 4, chunks=SC, dtype="f8").map_blocks(_fail_on_third_block,
+                                                           dtype="f8")
+    with pytest.raises(RuntimeError, match="task failed"):
+        bcolzx.from_dask(x, url, storage_options=so, chunklen=CL)
+    with pytest.raises(bcolzx.errors.DatasetNotFoundError):
+        bcolzx.open(url, storage_options=so)
+    # Tasks still running when the failure is raised may upload their object after the
+    # clean-up: no meta/ names it, and the next write in mode 'w' deletes it.
+    assert not [p for p in s3.filesystem().find(url[len("s3://"):]) if "/meta/" in p]
+    x = da.arange(SC * 2, chunks=SC, dtype="f8")
+    bcolzx.from_dask(x, url, storage_options=so, chunklen=CL, mode="w")
+    np.testing.assert_array_equal(bcolzx.open(url, storage_options=so)[:], np.arange(SC * 2.))
