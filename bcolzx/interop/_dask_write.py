@@ -399,7 +399,6 @@ def from_dask(x, rootdir, mode: str = "a", *, chunklen: int | None = None, cpara
     >>> len(ca), int(ca.sum())
     (1000, 499500)
     """
-    dask = import_optional("dask", "dask", "from_dask")
     if mode == "r":
         raise ReadOnlyError("from_dask writes a new dataset: mode 'r' is not allowed")
     if mode not in ("a", "w"):
@@ -423,13 +422,7 @@ def from_dask(x, rootdir, mode: str = "a", *, chunklen: int | None = None, cpara
     try:
         if frame:
             os.makedirs(tmpdir)
-            names, plans = _plan_frame(x, tmpdir, options, write_index)
-        else:
-            plans = [(None, *_plan(x, tmpdir, options))]
-        tasks = [task for _, _, _, group in plans for task in group]
-        written = iter(dask.compute(*tasks, scheduler=scheduler) if tasks else ())
-        for _, target, length, group in plans:
-            bulk.commit(target, length, [next(written) for _ in group])
+        names = _write_all(x, tmpdir, frame, options, write_index, scheduler)
         if frame:
             jsonfile.write_json(os.path.join(tmpdir, layout.ROOTDIRS_FILE), {"names": names})
         _move_into_place(tmpdir, rootdir, mode)
@@ -442,6 +435,23 @@ def from_dask(x, rootdir, mode: str = "a", *, chunklen: int | None = None, cpara
     from bcolzx.toplevel import open as _open
 
     return _open(rootdir, mode="a")
+
+
+def _write_all(x, where, frame: bool, options: dict, write_index: bool | None,
+               scheduler) -> list[str] | None:
+    """Run the tasks that write `x` at `where` (a hidden directory, or objects), then
+    commit each dataset; a dataframe's column names."""
+    dask = import_optional("dask", "dask", "from_dask")
+    names = None
+    if frame:
+        names, plans = _plan_frame(x, where, options, write_index)
+    else:
+        plans = [(None, *_plan(x, where, options))]
+    tasks = [task for _, _, _, group in plans for task in group]
+    written = iter(dask.compute(*tasks, scheduler=scheduler) if tasks else ())
+    for _, target, length, group in plans:
+        bulk.commit(target, length, [next(written) for _ in group])
+    return names
 
 
 def _options(x, chunks_per_superchunk, **given) -> tuple[dict, bool]:
@@ -474,7 +484,6 @@ def _from_dask_objects(x, objects, mode: str, write_index: bool | None, schedule
     table's ``__rootdirs__``) uploaded last; a failure deletes what was uploaded."""
     from bcolzx._storage import remote
 
-    dask = import_optional("dask", "dask", "from_dask")
     options, frame = _options(x, **given)
     kind, _ = remote.probe_published(objects)
     if kind is not None and mode == "a":
@@ -483,14 +492,7 @@ def _from_dask_objects(x, objects, mode: str, write_index: bool | None, schedule
     if mode == "w":  # objects cannot be renamed: the old dataset goes first
         objects.remove_all()
     try:
-        if frame:
-            names, plans = _plan_frame(x, objects, options, write_index)
-        else:
-            plans = [(None, *_plan(x, objects, options))]
-        tasks = [task for _, _, _, group in plans for task in group]
-        written = iter(dask.compute(*tasks, scheduler=scheduler) if tasks else ())
-        for _, target, length, group in plans:
-            bulk.commit(target, length, [next(written) for _ in group])
+        names = _write_all(x, objects, frame, options, write_index, scheduler)
         if frame:  # the table's publication
             objects.put({layout.ROOTDIRS_FILE: jsonfile.dumps({"names": names},
                                                               layout.ROOTDIRS_FILE)})
