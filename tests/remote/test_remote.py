@@ -274,3 +274,59 @@ bcolzx.carray(np.arange(400_000.), rootdir={url!r}, storage_options={so!r}, mode
     assert s3.filesystem().find(url[len("s3://"):])  # it did upload something
     with pytest.raises(DatasetNotFoundError):
         bcolzx.open(url, storage_options=so)
+
+
+def test_http_url_reads(s3, url, so):
+    """Any fsspec filesystem: the same dataset read over plain HTTP (moto serves the
+    bucket's objects at http://host:port/bucket/key)."""
+    pytest.importorskip("aiohttp")
+    a = _data(SC + 1000)
+    _write(url, so, a)
+    http = f"{s3.endpoint}/{url[len('s3://'):]}"
+    with pytest.raises(RemoteError) as info:  # the objects are private: HTTP 403
+        bcolzx.open(http, mode="r")
+    assert "403" in str(info.value) and http in str(info.value)
+    fs = s3.filesystem()
+    for path in fs.find(url[len("s3://"):]):
+        fs.chmod(path, acl="public-read")
+    r = bcolzx.open(http, mode="r")
+    np.testing.assert_array_equal(r[:], a)
+    np.testing.assert_array_equal(r[[5, SC + 999]], a[[5, SC + 999]])
+    with pytest.raises(DatasetNotFoundError):
+        bcolzx.open(f"{http}-missing", mode="r")
+
+
+def test_synchronous_filesystem_memory(monkeypatch):
+    """A filesystem without an asynchronous implementation (fsspec's memory://): its
+    requests go out on the shared pool."""
+    fsspec = pytest.importorskip("fsspec")
+    a = _data(SC * 2 + 5)
+    url = "memory://bcolzx-sync/x"
+    fsspec.filesystem("memory").rm("/bcolzx-sync", recursive=True) \
+        if fsspec.filesystem("memory").exists("/bcolzx-sync") else None
+    bcolzx.carray(a, rootdir=url, mode="w", chunklen=CL)
+    r = bcolzx.open(url, mode="r")
+    np.testing.assert_array_equal(r[:], a)
+    w = bcolzx.open(url, mode="a")
+    w.append(a[:10])
+    w.flush()
+    np.testing.assert_array_equal(bcolzx.open(url)[-10:], a[:10])
+
+
+def test_timeout_is_a_remote_timeout_error(url, so):
+    """A server that accepts connections and never answers."""
+    import socket
+
+    from bcolzx.errors import RemoteTimeoutError
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        port = silent.getsockname()[1]
+        opts = dict(so, client_kwargs={"endpoint_url": f"http://127.0.0.1:{port}",
+                                       "region_name": "eu-west-1"},
+                    config_kwargs={"connect_timeout": 1, "read_timeout": 1,
+                                   "retries": {"max_attempts": 1}})
+        with pytest.raises(RemoteTimeoutError) as info:
+            bcolzx.open(url, storage_options=opts)
+    assert isinstance(info.value, TimeoutError) and url in str(info.value)
