@@ -223,7 +223,7 @@ def main(argv=None) -> int:
         sizes = {k: sum(fs.du(f"bench/{p}", total=False).values())
                  for k, p in (("bcolzx", "bcolzx"), ("zarr-sharded", "zarr-sharded"),
                               ("zarr", "zarr"))}
-        print(f"\n# stored MB: " + ", ".join(f"{k} {v / 1e6:.0f}" for k, v in sizes.items()))
+        print("\n# stored MB: " + ", ".join(f"{k} {v / 1e6:.0f}" for k, v in sizes.items()))
     finally:
         server.stop()
         print(f"# uptime after: {_uptime()}")
