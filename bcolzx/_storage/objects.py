@@ -238,17 +238,21 @@ class FsspecObjects(Objects):
             return []
         paths = [self._full(k) for k in keys]
         if self._asynchronous:
+            # One GET each: a range from 0 (cat() would first look each path up, and
+            # s3fs asks a whole object's size before reading it).
             try:
-                got = self.fs.cat(paths, on_error="return", batch_size=MAX_IN_FLIGHT)
+                results = self.fs.cat_ranges(paths, [0] * len(paths), [None] * len(paths),
+                                             on_error="return", batch_size=MAX_IN_FLIGHT)
             except Exception as exc:
                 raise _failure(exc, self.url, "reading objects under") from exc
-            results = [got.get(p, FileNotFoundError(p)) for p in paths]
         else:
             results = list(_threads.map_ordered(self._cat_one, paths, _fanout(len(paths))))
         out: list[bytes | None] = []
         for key, res in zip(keys, results):
             if isinstance(res, FileNotFoundError):
                 out.append(None)
+            elif isinstance(res, BaseException) and _empty_range(res):
+                out.append(b"")  # an empty object: no byte 0 to start at
             elif isinstance(res, BaseException):
                 raise _failure(res, self.url_of(key), "reading") from res
             else:
@@ -288,7 +292,7 @@ class FsspecObjects(Objects):
             if isinstance(res, FileNotFoundError):
                 raise TruncatedDataError("object is missing", path=self.url_of(key))
             if isinstance(res, BaseException):
-                if "InvalidRange" in str(res) or "416" in str(res):  # starts past its end
+                if _empty_range(res):  # starts past its end
                     raise self._short(key, start, end, 0) from None
                 raise _failure(res, self.url_of(key), "reading") from res
             if end is not None and len(res) != end - start:
@@ -322,6 +326,11 @@ class FsspecObjects(Objects):
         except Exception as exc:
             raise _failure(exc, self.url, "deleting the objects under") from exc
         self.fs.invalidate_cache(self.path)
+
+
+def _empty_range(exc: BaseException) -> bool:
+    """Whether `exc` says a range starts past the object's end (HTTP 416)."""
+    return "InvalidRange" in str(exc) or "416" in str(exc)
 
 
 def _fanout(n: int) -> int:
