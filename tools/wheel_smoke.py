@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+
 def check(name):
     """Name a check (``Smoke.run`` prints it with ``ok``/``FAIL`` and its time)."""
 

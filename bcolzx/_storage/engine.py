@@ -13,8 +13,10 @@ the budget of :mod:`bcolzx._storage.flight`.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import warnings
+import weakref
 from collections import deque
 from concurrent.futures import wait
 from math import prod
@@ -26,9 +28,10 @@ from bcolzx._ext import codec
 from bcolzx._ext.special import fill_special
 from bcolzx._format import layout, zonemap
 from bcolzx._format.meta import Sizes
+from bcolzx._format.superchunk import SPECIAL_CBYTES
 from bcolzx._storage import flight, writer
 from bcolzx._storage.base import ChunkStore, Special
-from bcolzx._storage.chunkcache import ChunkCache
+from bcolzx._storage.chunkcache import DECODED, ChunkCache
 from bcolzx._storage.encoding import Encoder, encode_in_pool
 from bcolzx._storage.reader import ChunkReader
 from bcolzx._storage.zones import ZoneMap, bounds
@@ -40,6 +43,8 @@ PUT_BYTES = 16 << 20
 #: Journal bytes past which an append is saved by a commit instead (which
 #: empties the journal): recovery never replays more than this.
 JOURNAL_BYTES = 4 << 20
+
+_owners = itertools.count()
 
 
 class ChunkedArray(ChunkReader):
@@ -99,6 +104,10 @@ class ChunkedArray(ChunkReader):
         self.nthreads = 0
         self.set_nthreads(nthreads)
         self.nfull, self.nleft = divmod(length, self.chunklen)
+        # Compressed bytes of the short chunk stored as chunk `nfull`, which the
+        # leftover replaces at the next flush (counted while the store has it;
+        # known once the leftover is decoded, before any change of it).
+        self._part_cbytes = 0
         # The leftover's buffer is made, and its stored rows decoded, on first
         # use (:attr:`_leftover`): opening reads no chunk.
         self._left_buf: np.ndarray | None = None
@@ -107,6 +116,12 @@ class ChunkedArray(ChunkReader):
         self._dirty = False
         self._closed = False
         self._cache = ChunkCache()
+        if hasattr(self, "_owner"):  # re-read (_storage/writer.py): the old state goes
+            DECODED.drop_owner(self._owner, True)
+        # This state's key in the decompressed-chunk cache: a new one each
+        # time the array is (re)read, its entries dropped when it goes.
+        self._owner = next(_owners)
+        weakref.finalize(self, DECODED.drop_owner, self._owner, True)
         self._zones = ZoneMap(store, self.dtype, store.native and self.rowshape == ()
                               and self.dtype.kind in zonemap.KINDS, empty=length == 0)
         # The commit this array was read at, and the rows past it that are
@@ -284,14 +299,24 @@ class ChunkedArray(ChunkReader):
         return self._leftover[: self.nleft]
 
     def leftover_cbytes(self) -> int:
-        """Bytes the leftover rows take compressed when they are not stored
-        (what a flush would add to the store's ``cbytes``); 0 when they are
-        stored or there are none.  Measured once per change of the rows."""
+        """What a flush would add to the store's ``cbytes``: the bytes the
+        leftover rows take compressed when they are not stored, less those of
+        the short chunk an earlier flush stored, which they replace; 0 when
+        they are stored or there are none.  Measured once per change of the rows."""
         if not self.nleft or self._leftover_stored:
             return 0
         if self._left_cbytes is None:
-            self._left_cbytes = self._enc.encoded_size(self._leftover[: self.nleft])
+            self._left_cbytes = self._enc.encoded_size(self._leftover[: self.nleft]) \
+                - self._stale_cbytes()
         return self._left_cbytes
+
+    def _stale_cbytes(self) -> int:
+        """Compressed bytes of the short chunk stored as chunk `nfull` (0 if none)."""
+        return self._part_cbytes if self._store.nchunks > self.nfull else 0
+
+    def _stored_part(self, entry) -> None:
+        """`entry` is now the short chunk stored as chunk `nfull`."""
+        self._part_cbytes = SPECIAL_CBYTES if isinstance(entry, Special) else len(entry)
 
     def __len__(self) -> int:
         return self.nfull * self.chunklen + self.nleft
@@ -326,6 +351,7 @@ class ChunkedArray(ChunkReader):
 
     def _uncache(self, chunk: int) -> None:
         self._cache.drop(chunk)
+        DECODED.drop(self._owner, chunk)
 
     def _put_behind(self, writing, items: list):
         """Store `items` once the put `writing` (a future, or None) is done:
@@ -343,10 +369,13 @@ class ChunkedArray(ChunkReader):
         for chunk, _, _ in items:
             self._uncache(chunk)
         self._store.put(items)
+        for chunk, _, _ in items:  # a reader on another thread may have cached it meanwhile
+            DECODED.drop(self._owner, chunk)
 
     def free_cache(self) -> None:
-        """Forget the cached chunks."""
+        """Forget the cached chunks (compressed, and decompressed)."""
         self._cache.clear()
+        DECODED.drop_owner(self._owner)
 
     # -- the zone map ------------------------------------------------------------
 
@@ -418,6 +447,7 @@ class ChunkedArray(ChunkReader):
             nbytes = self._decoded_size(entry, self.nfull, self.nleft * self.rowbytes,
                                         self.chunk_bytes)
             self._decode_into(entry, out, self.nfull, nbytes // self.rowbytes)
+        self._stored_part(entry)
 
     # -- writing ---------------------------------------------------------------
 
@@ -525,6 +555,7 @@ class ChunkedArray(ChunkReader):
         else:
             self.nleft = n
             self._leftover[:n] = rows
+            self._stored_part(entry)
             self._leftover_stored = True
         self._dirty = True
 
@@ -628,6 +659,7 @@ class ChunkedArray(ChunkReader):
             last = stored_rows * self.rowbytes
             (entry,) = self.store.get(self.nfull, self.nfull + 1)
             self._decode_into(entry, self._leftover[: self.nleft], self.nfull, stored_rows)
+            self._stored_part(entry)
         elif keep:
             last = self.chunk_bytes
         self.store.truncate(keep, last, self._sizes())
@@ -662,7 +694,9 @@ class ChunkedArray(ChunkReader):
             self._check_writable()
         if self.nleft and not self._leftover_stored:
             rows = self._leftover[: self.nleft]
-            self._put([(self.nfull, self._encode(rows), self.nleft * self.rowbytes)])
+            entry = self._encode(rows)
+            self._put([(self.nfull, entry, self.nleft * self.rowbytes)])
+            self._stored_part(entry)
             self._note(self.nfull, rows)
             self._leftover_stored = True
         self._zones.save()  # data first, then the zone map, then the commit point
@@ -762,6 +796,7 @@ class ChunkedArray(ChunkReader):
         else:
             self._abandon()
         self._closed = True
+        DECODED.drop_owner(self._owner)
         self.store.close()
         if self.store.lock is not None:
             self.store.lock.release()

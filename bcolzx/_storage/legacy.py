@@ -108,7 +108,12 @@ class LegacyStore(ChunkStore):
         # one whole uncompressed chunk (bcolz's in-memory leftover buffer),
         # except for objects, whose count is the chunk files' alone.
         self._buffer_bytes = 0 if storage.vlen else self.chunk_bytes
-        self.cbytes = max(0, sizes.cbytes - self._buffer_bytes)
+        self._full_cbytes = max(0, sizes.cbytes - self._buffer_bytes)
+        # ...and those of the partial last chunk's file, which legacy sizes leave out
+        # (``cbytes`` counts it, as a bcolzx store counts its stored last chunk).
+        self._part_cbytes = self._stored_cbytes(self._nfull) \
+            if self.nchunks > self._nfull else 0
+        self._count()
         self._readonly = readonly
         self._pending: set[str] = set()
 
@@ -186,6 +191,10 @@ class LegacyStore(ChunkStore):
             raise snapshot.legacy_missing(self, i, path) from None
         return v1.unpack_chunk(data, path, i)
 
+    def _count(self) -> None:
+        """``cbytes``: the compressed bytes of the full chunks and of the partial last one."""
+        self.cbytes = self._full_cbytes + self._part_cbytes
+
     def get(self, first: int, stop: int) -> list:
         if not 0 <= first <= stop <= self.nchunks:
             raise IndexError(f"chunks {first}..{stop} outside 0..{self.nchunks}")
@@ -204,16 +213,21 @@ class LegacyStore(ChunkStore):
                 raise IndexError(f"chunk {i} would leave a gap after {self.nchunks}")
             if isinstance(entry, Special):
                 raise TypeError("legacy datasets store no special-value chunks")
-            full = size == self.chunk_bytes
+            full, was_nfull = size == self.chunk_bytes, self._nfull
             if full and i < self._nfull:
-                self.cbytes -= self._stored_cbytes(i)
+                self._full_cbytes -= self._stored_cbytes(i)
             path = v1.chunk_path(self.rootdir, i)
             write_atomic(path, v1.pack_chunk(entry), durable=False)
             self._pending.add(path)
             self.nchunks = max(self.nchunks, i + 1)
             if full:
-                self.cbytes += len(entry)
+                self._full_cbytes += len(entry)
                 self._nfull = max(self._nfull, i + 1)
+            if not full:  # the partial last chunk
+                self._part_cbytes = len(entry)
+            elif i >= was_nfull:  # the partial last chunk, now full
+                self._part_cbytes = 0
+            self._count()
 
     def _sync(self) -> None:
         for path in sorted(self._pending):
@@ -228,7 +242,7 @@ class LegacyStore(ChunkStore):
 
     def _record(self, sizes: Sizes) -> None:
         legacy = Sizes(sizes.shape, sizes.nbytes,
-                       v1.legacy_cbytes(self.cbytes, self._buffer_bytes))
+                       v1.legacy_cbytes(self._full_cbytes, self._buffer_bytes))
         write_json(layout.meta_path(self.rootdir, layout.SIZES_FILE), legacy.to_json(),
                    seal=False)
         self.length = sizes.shape[0]
@@ -245,8 +259,10 @@ class LegacyStore(ChunkStore):
         self._sync()
         nfull = sizes.shape[0] // self.storage.chunklen
         for i in range(nfull, self._nfull):
-            self.cbytes -= self._stored_cbytes(i)
+            self._full_cbytes -= self._stored_cbytes(i)
         old, self.nchunks, self._nfull = self.nchunks, nchunks, min(self._nfull, nfull)
+        self._part_cbytes = self._stored_cbytes(self._nfull) if nchunks > self._nfull else 0
+        self._count()
         # Metadata first: from here on the dataset is the shorter one; then
         # the chunk files it no longer counts go (legacy bcolz leaves them).
         self._record(sizes)

@@ -17,6 +17,7 @@ from bcolzx import _threads
 from bcolzx._ext import codec
 from bcolzx._ext.special import fill_special
 from bcolzx._storage.base import Special
+from bcolzx._storage.chunkcache import DECODED
 from bcolzx._storage.zones import bounds
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
 
@@ -37,7 +38,9 @@ class ChunkReader:
     ``itemsize``, ``rowbytes``, ``chunk_bytes``, ``nfull``, ``nleft``,
     ``nthreads``, ``_leftover``, ``_leftover_stored``, ``_dec`` (its
     decompressor), ``_cache`` (:class:`~bcolzx._storage.chunkcache.ChunkCache`),
-    ``_zones`` (:class:`~bcolzx._storage.zones.ZoneMap`) and ``_items_per_row``.
+    ``_zones`` (:class:`~bcolzx._storage.zones.ZoneMap`), ``_items_per_row``
+    and ``_owner`` (its key in the decompressed-chunk cache,
+    :data:`~bcolzx._storage.chunkcache.DECODED`).
     """
 
     def _entry(self, chunk: int):
@@ -106,6 +109,15 @@ class ChunkReader:
         except CorruptDataError as exc:
             raise self._located(exc, chunk) from None
 
+    def _decode_hot(self, entry, chunk: int, epoch: int) -> np.ndarray:
+        """Full stored chunk `chunk`, read a second time: decoded whole and kept in
+        the decompressed-chunk cache (:data:`~bcolzx._storage.chunkcache.DECODED`)
+        unless it changed since `epoch`."""
+        rows = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
+        self._decode_into(entry, rows, chunk, self.chunklen)
+        DECODED.put(self._owner, chunk, rows, epoch, own=True)
+        return rows
+
     def _nbytes_of(self, entry, chunk: int) -> int:
         """Uncompressed bytes of a stored chunk, from its header."""
         try:
@@ -173,12 +185,30 @@ class ChunkReader:
         cl, stored_end = self.chunklen, self.nfull * self.chunklen
         if start < stored_end:
             c0, c1 = start // cl, (min(stop, stored_end) + cl - 1) // cl
+            epoch = DECODED.epoch(self._owner)
+            hot = {c: rows for c in range(c0, c1)
+                   if (rows := DECODED.get(self._owner, c)) is not None}
+            admit = DECODED.admits((stop - start) * self.rowbytes)
             # One chunk (small reads): through the chunk cache; more: one read per file.
-            entries = [self._entry(c0)] if c1 - c0 == 1 else self.store.get(c0, c1)
-            run, run_at = [], 0
+            entries = [None] * (c1 - c0) if len(hot) == c1 - c0 else \
+                [self._entry(c0)] if c1 - c0 == 1 else self.store.get(c0, c1)
+            run, run_at, offered = [], 0, []
             for c, entry in zip(range(c0, c1), entries):
                 a, b = max(start, c * cl), min(stop, (c + 1) * cl)
                 dest = out[a - start:b - start]
+                if c in hot:  # read before: copied from the decompressed-chunk cache
+                    self._flush_run(run, out, run_at, c)
+                    run = []
+                    dest[...] = hot[c][a - c * cl:b - c * cl]
+                    continue
+                if admit and not isinstance(entry, Special) and DECODED.hot(self._owner, c):
+                    if b - a == cl:
+                        offered.append((c, dest))  # cached once the run is decoded
+                    else:
+                        self._flush_run(run, out, run_at, c)
+                        run = []
+                        dest[...] = self._decode_hot(entry, c, epoch)[a - c * cl:b - c * cl]
+                        continue
                 if b - a == cl and not isinstance(entry, Special):
                     if not run:  # its size is checked by the decoder, from its header
                         run_at = a - start
@@ -191,6 +221,8 @@ class ChunkReader:
                 else:
                     self._decode_part(entry, dest, c, a - c * cl)
             self._flush_run(run, out, run_at, c1)
+            for c, rows in offered:
+                DECODED.put(self._owner, c, rows, epoch)
         if stop > stored_end:
             lo = max(start, stored_end)
             out[lo - start:] = self._leftover[lo - stored_end:stop - stored_end]
@@ -262,7 +294,8 @@ class ChunkReader:
         Full chunks are decoded on ``nthreads`` threads, each into a scratch
         buffer of its own that `fn` reduces while it is still in cache: the
         whole array is never materialised.  `rows` is valid only during the
-        call (`fn` must not keep it).
+        call (`fn` must not keep it) and may be read-only (a chunk of the
+        decompressed-chunk cache, for arrays read more than once).
 
         Returns
         -------
@@ -275,9 +308,14 @@ class ChunkReader:
             If a chunk is damaged (naming its file and position).
         """
         shape = (self.chunklen, *self.rowshape)
+        admit = DECODED.admits(self.nfull * self.chunk_bytes)
+        epoch = DECODED.epoch(self._owner)
 
         def one(job):
             c, entry = job
+            cached = DECODED.get(self._owner, c)
+            if cached is not None:
+                return fn(cached)
             rows = _threads.buffer(self.chunk_bytes).view(self.dtype).reshape(shape)
             if isinstance(entry, Special):
                 fill_special(rows, entry.kind, self.itemsize, entry.value)
@@ -287,6 +325,8 @@ class ChunkReader:
                 _threads.decompressor().decompress(entry, rows)
             except CorruptDataError as exc:
                 raise self._located(exc, c) from None
+            if admit and DECODED.hot(self._owner, c):
+                DECODED.put(self._owner, c, rows, epoch)
             return fn(rows)
 
         results = []
@@ -313,7 +353,14 @@ class ChunkReader:
         c, r = divmod(i, self.chunklen)
         if c >= self.nfull:
             return self._leftover[r].copy()
+        epoch = DECODED.epoch(self._owner)
+        rows = DECODED.get(self._owner, c)
+        if rows is not None:
+            return rows[r].copy()
         entry = self._entry(c)
+        if not isinstance(entry, Special) and DECODED.admits(self.chunk_bytes) and \
+                DECODED.hot(self._owner, c):
+            return self._decode_hot(entry, c, epoch)[r].copy()
         out = np.empty((1, *self.rowshape), dtype=self.dtype)
         if isinstance(entry, Special) or self.itemsize > 255:
             self._decode_part(entry, out, c, r)

@@ -92,12 +92,12 @@ class VlenArray(ChunkedArray):
         return False  # chunks are encoded on the appending thread
 
     def leftover_cbytes(self) -> int:
-        """Bytes the leftover items take compressed when they are not stored
-        (measured once per change)."""
+        """As :meth:`ChunkedArray.leftover_cbytes`, for items (measured once per change)."""
         if not self.nleft or self._leftover_stored:
             return 0
         if self._left_cbytes is None:
-            self._left_cbytes = len(self._encode(self._leftover[: self.nleft]))
+            self._left_cbytes = len(self._encode(self._leftover[: self.nleft])) \
+                - self._stale_cbytes()
         return self._left_cbytes
 
     def flush_appends(self) -> None:
@@ -196,6 +196,7 @@ class VlenArray(ChunkedArray):
                                    f"least {len(out)}", **self._where(self.nfull))
         for r in range(len(out)):
             out[r] = bytes(buf[offsets[r]:offsets[r + 1]])
+        self._stored_part(entry)
 
     # -- sizes -------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import sys
 import time
 
 from bcolzx.bench import data as D  # noqa: N812 - short: used in long expressions
-from bcolzx.bench.runner import GROUPS, WORKLOADS, Config, expand, parse_size, run
+from bcolzx.bench.runner import GROUPS, UNIT, WORKLOADS, Config, expand, parse_size, run
 from bcolzx.bench.systems import ALIASES, SYSTEMS
 
 DESCRIPTION = """\
@@ -114,37 +114,82 @@ def config_from(args: argparse.Namespace) -> Config:
 
 
 class Progress:
-    """Progress on stderr: one line rewritten in place on a terminal; otherwise
-    (a log file, CI) a plain line at most every ``every`` seconds."""
+    """Progress of a run on stderr, for a person watching or for a log.
 
-    def __init__(self, enabled: bool = True, stream=None, every: float = 30.0) -> None:
+    On a terminal: a tqdm bar of the measurements naming the one under way
+    (tqdm is in the ``bench`` extra), or without tqdm one line rewritten in
+    place.  Off a terminal (a log file, CI), where a rewritten line would
+    show nothing until the end: a first line with the number of
+    measurements, then one line per finished measurement with its figure
+    and how far its repeats spread, so that the log grows as the run goes.
+    """
+
+    def __init__(self, enabled: bool = True, stream=None) -> None:
+        from bcolzx.cli.progress import _isatty
+
         self.stream = stream or sys.stderr
         self.enabled = enabled
-        self.tty = enabled and hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.tty = enabled and _isatty(self.stream)
         self.t0 = time.perf_counter()
-        self.every = every
-        self.last = -every
         self.width = 0
+        self.bar = None
+        self.started = False
 
     def __call__(self, done: int, total: int, label: str) -> None:
-        if not self.enabled:
+        """Before measurement `done` of `total`."""
+        if not self.tty:
+            if self.enabled and not self.started:
+                self.stream.write(f"bcolzx bench: {total} measurements; a line as each "
+                                  "finishes\n")
+                self.stream.flush()
+            self.started = True
+            return
+        if self.bar is None:
+            from bcolzx.cli.progress import bar
+
+            self.bar = bar(total, "bench", unit="cell", stream=self.stream, delay=0)
+        if self.bar.drawing:
+            self.bar.note(label)
+            return
+        line = f"[{done}/{total}] {time.perf_counter() - self.t0:5.0f} s  {label}"
+        self.stream.write("\r" + line.ljust(self.width))
+        self.width = len(line)
+        self.stream.flush()
+
+    def finished(self, done: int, total: int, label: str, rec: dict) -> None:
+        """After measurement `done` of `total`, with its record."""
+        if self.bar is not None:
+            self.bar(1)
+        if not self.enabled or self.tty:
             return
         now = time.perf_counter() - self.t0
-        line = f"[{done}/{total}] {now:5.0f} s  {label}"
-        if self.tty:
-            self.stream.write("\r" + line.ljust(self.width))
-            self.width = len(line)
-        elif now - self.last >= self.every:
-            self.stream.write(line + "\n")
-            self.last = now
-        else:
-            return
+        self.stream.write(f"[{done}/{total}] {now:5.0f} s  {label}: {_outcome(rec)}\n")
         self.stream.flush()
 
     def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
         if self.tty and self.width:
             self.stream.write("\r" + " " * self.width + "\r")
             self.stream.flush()
+            self.width = 0
+
+
+def _outcome(rec: dict) -> str:
+    """A finished measurement in a few words: its figure, spread and repeats."""
+    from bcolzx.bench.report import fmt_spread, fmt_value, value
+
+    if "error" in rec:
+        return "error: " + rec["error"].splitlines()[0][:120]
+    text = fmt_value(value(rec), UNIT[rec["workload"]])
+    if "runs" in rec:
+        text += f", {rec['runs']} run{'s' * (rec['runs'] != 1)}"
+    elif "calls" in rec:
+        text += f" (median), {rec['calls']:,} calls"
+    if rec.get("spread") is not None:
+        text += f", spread {fmt_spread(rec)}"
+    return text
 
 
 def run_from_args(args: argparse.Namespace) -> int:

@@ -144,7 +144,9 @@ def plot_ratios(doc: dict, outdir: str) -> str | None:
     return path
 
 
-def _bars(doc, outdir, name, units, title, log=True):
+def _bars(doc, outdir, name, units, title, axis, figure=value):
+    """Horizontal bars of `figure(record)` for the workloads measured in `units`, on a
+    log axis labelled `axis` (one unit for every bar)."""
     plt = _plt()
     idx = _index(doc)
     n = _largest(doc)
@@ -162,7 +164,8 @@ def _bars(doc, outdir, name, units, title, log=True):
     for k, s in enumerate(systems):
         ys, xs = [], []
         for i, (wl, shape) in enumerate(rows):
-            v = value(idx.get((n, variant, shape, wl, s)))
+            rec = idx.get((n, variant, shape, wl, s))
+            v = figure(rec) if value(rec) else None
             if v:
                 ys.append(i + k * h - 0.4 + h / 2)
                 xs.append(v)
@@ -170,9 +173,8 @@ def _bars(doc, outdir, name, units, title, log=True):
             ax.barh(ys, xs, height=h, color=COLORS.get(s), label=SYSTEMS[s].label)
     ax.set_yticks(range(len(rows)), [f"{wl} ({shape})" for wl, shape in rows])
     ax.invert_yaxis()
-    if log:
-        ax.set_xscale("log")
-    ax.set_xlabel(" / ".join(sorted(units)))
+    ax.set_xscale("log")
+    ax.set_xlabel(axis)
     # The legend between the title and the bars: it hides no bar, and it is in view
     # where a reader starts on a tall figure.
     ax.legend(fontsize=SMALL, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4)
@@ -190,13 +192,19 @@ def _bars(doc, outdir, name, units, title, log=True):
 def plot_throughput(doc: dict, outdir: str) -> str | None:
     """Bars of MB/s (uncompressed) for every throughput workload and system."""
     return _bars(doc, outdir, "throughput.png", {"MB/s"}, "Throughput, MB/s of uncompressed "
-                 "data (higher is better)")
+                 "data (higher is better)", "MB/s of uncompressed data (log scale)")
 
 
 @_readable
 def plot_latency(doc: dict, outdir: str) -> str | None:
-    """Bars of µs / ms for the latency workloads (lower is better)."""
-    return _bars(doc, outdir, "latency.png", {"µs", "ms"}, "Latency (lower is better)")
+    """Bars of the latency workloads' times, all in µs (lower is better).
+
+    The single-call workloads (open, slice, getitem) are medians per call and
+    the queries best times per query; one axis, in microseconds, holds both.
+    """
+    return _bars(doc, outdir, "latency.png", {"µs", "ms"}, "Latency (lower is better)",
+                 "µs per call (open, slice, getitem) or per query (log scale)",
+                 figure=lambda rec: rec["seconds"] * 1e6)
 
 
 @_readable

@@ -7,11 +7,19 @@ aligned text (:func:`render_text`) or Markdown (:func:`render_markdown`).
 from __future__ import annotations
 
 import math
+import textwrap
 
 import numpy as np
 
 from bcolzx.bench.data import SHAPE_DOC
-from bcolzx.bench.runner import STREAMING, UNIT, WORKLOAD_DOC, WORKLOADS, _fmt_n
+from bcolzx.bench.runner import (
+    STREAMING,
+    UNIT,
+    UNSTABLE_SPREAD,
+    WORKLOAD_DOC,
+    WORKLOADS,
+    _fmt_n,
+)
 from bcolzx.bench.systems import SYSTEMS
 
 VARIANT_DOC = {
@@ -62,6 +70,43 @@ def fmt_value(v, unit: str) -> str:
     return f"{v:,.2f} ms" if v < 100 else f"{v:,.0f} ms"
 
 
+def unstable(rec: dict | None) -> bool:
+    """Whether a record's repeats disagree by more than ``UNSTABLE_SPREAD``."""
+    return bool(rec) and "error" not in rec and (rec.get("spread") or 0) > UNSTABLE_SPREAD
+
+
+def fmt_spread(rec: dict | None) -> str:
+    """A record's spread as a percentage (``'-'`` when measured once, or missing)."""
+    if not rec or "error" in rec or rec.get("spread") is None:
+        return "-"
+    return f"{rec['spread'] * 100:.0f}%"
+
+
+def _marked(text: str, *recs) -> str:
+    """`text`, with ``~`` in front when one of `recs` is unstable."""
+    return "~" + text if text not in ("-", "err") and any(unstable(r) for r in recs) else text
+
+
+STABILITY_TEXT = (f"spread: how far the repeats of bcolzx's figure disagree, (max - min) / "
+                  f"median (of three or more, the first, a warm-up, left out; latencies: of the "
+                  f"medians of three thirds of the calls; -: one run); ~: bcolzx's or the "
+                  f"anchor's repeats spread over {UNSTABLE_SPREAD:.0%}, an unstable cell (run "
+                  f"again, or raise --repeat and --budget)")
+
+
+def stability(doc: dict, size: int, variant: str) -> str:
+    """How many figures of one size and variant are unstable, in a sentence."""
+    recs = [r for r in doc["results"] if r["experiment"] == "main" and r["size"] == size
+            and r["variant"] == variant and "error" not in r]
+    measured = [r for r in recs if r.get("spread") is not None]
+    if not measured:
+        return ("stability: not recorded (measured once each, or by a bcolzx bench older "
+                "than the spreads)")
+    bad = sum(unstable(r) for r in measured)
+    return (f"stability: {bad} of {len(measured)} figures unstable (repeats spread over "
+            f"{UNSTABLE_SPREAD:.0%}, marked ~)" + ("; read those cells as rough" if bad else ""))
+
+
 def ratio(rec_x: dict | None, rec_anchor: dict | None):
     """bcolzx's advantage: anchor time / bcolzx time (None if either is missing)."""
     if not rec_x or not rec_anchor or "error" in rec_x or "error" in rec_anchor:
@@ -110,7 +155,7 @@ def ratio_table(doc: dict, size: int, variant: str) -> tuple[list, list]:
     idx = _index(doc)
     systems = systems_in(doc)
     anchors = [s for s in systems if s != "bcolzx"]
-    header = ["workload", "data", "bcolzx"] + anchors
+    header = ["workload", "data", "bcolzx", "spread"] + anchors
     rows = []
     for wl in WORKLOADS:
         for shape in _order(doc, "shape"):
@@ -119,8 +164,9 @@ def ratio_table(doc: dict, size: int, variant: str) -> tuple[list, list]:
             if x is None and not any(recs.values()):
                 continue
             cell = "err" if x and "error" in x else fmt_value(value(x), UNIT[wl])
-            rows.append([wl, shape, cell] + [fmt_ratio(ratio(x, recs[a]), recs[a])
-                                             if recs[a] else "-" for a in anchors])
+            rows.append([wl, shape, cell, fmt_spread(x)]
+                        + [_marked(fmt_ratio(ratio(x, recs[a]), recs[a]), x, recs[a])
+                           if recs[a] else "-" for a in anchors])
     return header, rows
 
 
@@ -145,8 +191,8 @@ def absolute_table(doc: dict, size: int, variant: str) -> tuple[list, list]:
                     cells.append("err")
                 else:
                     v = value(r)
-                    cells.append("-" if v is None else (f"{v:,.0f}" if unit == "MB/s" or v >= 100
-                                                        else f"{v:,.2f}"))
+                    cells.append("-" if v is None else _marked(
+                        f"{v:,.0f}" if unit == "MB/s" or v >= 100 else f"{v:,.2f}", r))
             rows.append([wl, shape, unit] + cells)
     return header, rows
 
@@ -298,7 +344,39 @@ def size_notes(doc: dict, n: int) -> list[str]:
     return notes
 
 
+#: What each system keeps decompressed between calls, with its default
+#: settings (as measured: each system runs as a user gets it).
+CACHES = {
+    "bcolzx": "chunks read twice, {bcolzx} for the process (bcolzx.defaults."
+              "chunk_cache_bytes), by reads of at most a quarter of it",
+    "bcolz": "the last decompressed block of each carray (single items, iteration)",
+    "h5py": "HDF5's chunk cache: 8 MiB of chunks per open dataset (HDF5 2.0's default)",
+    "tables": "HDF5's chunk cache: 16 MiB per open dataset (PyTables' CHUNK_CACHE_SIZE)",
+    "schunk": "nothing decompressed (the frame's chunk offsets only)",
+    "b2nd": "nothing decompressed (the frame's chunk offsets only)",
+    "zarr": "nothing (every read fetches and decodes its chunks)",
+    "zarr-shard": "nothing (every read fetches the shard index and decodes its chunks)",
+    "numpy": "everything (the array is in memory)",
+    "npy": "nothing of its own (the OS page cache keeps the file)",
+    "pandas": "everything (the frame is in memory)",
+}
+
+
+def cache_notes(doc: dict) -> list[str]:
+    """``'system: what it caches'`` for each system of the run."""
+    budget = doc["machine"].get("bcolzx_chunk_cache_bytes")
+    mib = f"{budget / 2**20:g} MiB" if budget is not None else "64 MiB by default"
+    return [f"{s}: {CACHES[s].format(bcolzx=mib)}" for s in systems_in(doc) if s in CACHES]
+
+
 # ----------------------------------------------------------------- reports
+
+
+def _version(machine: dict) -> str:
+    """``'bcolzx 0.1.0.dev154 (commit 41e8d6d)'``: which bcolzx a run measured."""
+    commit = machine.get("bcolzx_commit")
+    return (f"bcolzx {machine.get('bcolzx')} "
+            + (f"(commit {commit})" if commit else "(commit not recorded)"))
 
 
 def text_report(doc: dict, absolute: bool = False) -> str:
@@ -307,7 +385,7 @@ def text_report(doc: dict, absolute: bool = False) -> str:
     sizes = _order(doc, "size")
     variants = _order(doc, "variant")
     m = doc["machine"]
-    out.append(f"bcolzx bench: bcolzx {m.get('bcolzx')} (C-Blosc2 {m.get('blosc2_c')}), "
+    out.append(f"bcolzx bench: {_version(m)}, C-Blosc2 {m.get('blosc2_c')}, "
                f"Python {m.get('python')}, NumPy {m.get('numpy')}, {m.get('cpus')} CPUs"
                + (f", {m['cpu']}" if m.get("cpu") else ""))
     anchors = [s for s in systems_in(doc) if s != "bcolzx"]
@@ -318,8 +396,12 @@ def text_report(doc: dict, absolute: bool = False) -> str:
         out.append(f"  not run: {key}: {why}")
     if doc.get("skipped"):
         out.append("  (every anchor: pip install 'bcolzx[bench]')")
-    out.append("cells: bcolzx's own figure, then for each anchor: anchor time / bcolzx time "
-               "(above 1: bcolzx is faster)")
+    out.append(textwrap.fill("cells: bcolzx's own figure and its spread, then for each anchor: "
+                             "anchor time / bcolzx time (above 1: bcolzx is faster); "
+                             + STABILITY_TEXT, 100))
+    out.append("kept decompressed between calls (repeated reads, slices and items copy from "
+               "these):")
+    out.extend("  " + line for line in cache_notes(doc))
     for n in sizes:
         for v in variants:
             out.append("")
@@ -328,7 +410,8 @@ def text_report(doc: dict, absolute: bool = False) -> str:
                        + (f", {doc['config']['nthreads']} threads" if v == "same" else ""))
             h, rows = ratio_table(doc, n, v)
             if rows:
-                out.append(render_text(h, rows))
+                out.append(render_text(h, rows, 2))
+                out.append(stability(doc, n, v))
             if absolute:
                 h, rows = absolute_table(doc, n, v)
                 out.append("")
@@ -386,6 +469,8 @@ def markdown_report(doc: dict) -> str:
     out = []
     sizes = _order(doc, "size")
     variants = _order(doc, "variant")
+    out.append(f"Measured with {_version(doc['machine'])}, run started "
+               f"{doc.get('started', '?')}.\n")
     out.append("Workloads:\n")
     for wl in WORKLOADS:
         if any(r["workload"] == wl for r in doc["results"]):
@@ -397,12 +482,16 @@ def markdown_report(doc: dict) -> str:
         out.append(f"\nSettings, {VARIANT_DOC[v]}:\n")
         for key, text in doc["settings"].get(v, {}).items():
             out.append(f"- `{key}` ({doc['versions'].get(key, '')}): {text}")
+    out.append("\nKept decompressed between calls (repeated reads, slices and items copy "
+               "from these):\n")
+    out.extend(f"- {line}" for line in cache_notes(doc))
     for n in sizes:
         for v in variants:
             out.append(f"\n### {n:,} items, {VARIANT_DOC[v]}\n")
-            out.append("bcolzx's own figure, then anchor time / bcolzx time "
-                       "(above 1: bcolzx is faster):\n")
+            out.append("bcolzx's own figure and its spread, then anchor time / bcolzx time "
+                       "(above 1: bcolzx is faster); " + STABILITY_TEXT + ":\n")
             out.append(render_markdown(*ratio_table(doc, n, v)))
+            out.append("\n" + stability(doc, n, v).capitalize() + ".")
             out.append("\nEvery system's own figure:\n")
             out.append(render_markdown(*absolute_table(doc, n, v), first_cols=3))
             h, rows = storage_table(doc, n, v)

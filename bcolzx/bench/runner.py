@@ -164,15 +164,66 @@ def machine_info() -> dict:
         info["cpu"] = platform.processor()
     import bcolzx
     info["bcolzx"] = bcolzx.__version__
+    info["bcolzx_commit"] = source_commit(bcolzx.__version__)
     info["blosc2_c"] = bcolzx.blosc_version()[0]
+    info["bcolzx_chunk_cache_bytes"] = bcolzx.defaults.chunk_cache_bytes
     return info
+
+
+def _git(root: str, *words: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", root, *words], capture_output=True, text=True,
+                             timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):  # no git, or it hangs
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def source_commit(version: str) -> str | None:
+    """The git commit of the bcolzx being run: ``'<sha>'``, ``'<sha>-dirty'`` when the
+    tree has uncommitted changes to tracked files, or None when unknown.
+
+    Run from a git checkout of bcolzx, git says; from an installed build, the
+    commit setuptools-scm put in the version (``0.1.0.dev154+g41e8d6d``, with
+    ``-dirty`` for a ``.dYYYYMMDD`` suffix); a release version names no commit.
+    """
+    root = _bcolzx_root()
+    top = _git(root, "rev-parse", "--show-toplevel", "HEAD")
+    if top is not None and len(top.split()) == 2:
+        where, sha = top.split()
+        if os.path.realpath(where) == os.path.realpath(root):
+            status = _git(root, "status", "--porcelain", "--untracked-files=no")
+            return sha + ("-dirty" if status else "") if status is not None else sha
+    parts = version.partition("+")[2].split(".")
+    dirty = any(p[:1] == "d" and p[1:].isdigit() for p in parts)
+    for part in parts:
+        if len(part) > 1 and part[0] == "g" and all(c in "0123456789abcdef" for c in part[1:]):
+            return part[1:] + ("-dirty" if dirty else "")
+    return None
 
 
 # -------------------------------------------------------------------- timing
 
 
+#: A figure whose repeats spread more than this (range over median) is flagged unstable.
+UNSTABLE_SPREAD = 0.20
+
+
+def spread(samples) -> float | None:
+    """How far repeated measurements of one figure disagree: (max - min) / median.
+
+    0.1 means the repeats lie within 10% of their median's size of each other.
+    None for fewer than two samples (nothing to compare).
+    """
+    xs = [float(x) for x in samples]
+    if len(xs) < 2:
+        return None
+    mid = float(np.median(xs))
+    return (max(xs) - min(xs)) / mid if mid > 0 else None
+
+
 def timed(fn: Callable, repeat: int, budget: float, setup: Callable | None = None,
-          check: Callable | None = None) -> tuple[float, int]:
+          check: Callable | None = None) -> dict:
     """Best wall time of up to `repeat` calls of ``fn()``.
 
     Stops repeating once the calls so far took more than `budget` seconds.
@@ -181,14 +232,17 @@ def timed(fn: Callable, repeat: int, budget: float, setup: Callable | None = Non
 
     Returns
     -------
-    (float, int)
-        The best time in seconds and the number of calls.
+    dict
+        ``seconds`` (the best time), ``runs`` (the number of calls) and
+        ``spread``: :func:`spread` of the calls' times, leaving out the first
+        (which warms caches and allocators) when there are three or more;
+        None for one call.
     """
-    best, total, runs = float("inf"), 0.0, 0
+    times: list[float] = []
     gc.collect(1)  # the young generations; a full collection (~20 ms) runs once a group
     enabled = gc.isenabled()
     try:
-        while runs < max(1, repeat):
+        while len(times) < max(1, repeat):
             if setup is not None:
                 setup()
             gc.disable()  # as timeit does: no collection pause inside the timing
@@ -197,28 +251,32 @@ def timed(fn: Callable, repeat: int, budget: float, setup: Callable | None = Non
             dt = time.perf_counter() - t0
             if enabled:
                 gc.enable()
-            if runs == 0 and check is not None:
+            if not times and check is not None:
                 check(out)
             del out
-            best, total, runs = min(best, dt), total + dt, runs + 1
-            if total > budget:
+            times.append(dt)
+            if sum(times) > budget:
                 break
     finally:
         if enabled:
             gc.enable()
-    return best, runs
+    return {"seconds": min(times), "runs": len(times),
+            "spread": spread(times[1:] if len(times) >= 3 else times)}
 
 
 def per_call(fn: Callable, args, budget: float, max_calls: int,
-             check: Callable | None = None) -> tuple[float, float, int]:
+             check: Callable | None = None) -> dict:
     """Time ``fn(x)`` for each x of `args`, one by one, within `budget` seconds.
 
     The first call is a warm-up (checked with ``check(x, result)``), untimed.
 
     Returns
     -------
-    (float, float, int)
-        Median and mean in µs, and the number of timed calls.
+    dict
+        ``seconds`` (the median), ``median_us`` and ``mean_us`` per call,
+        ``calls`` (timed), and ``spread``: :func:`spread` of the medians of
+        the three consecutive thirds of the calls, as if the measurement had
+        been repeated three times (None below six calls).
     """
     args = list(args)
     out = fn(args[0])
@@ -242,7 +300,10 @@ def per_call(fn: Callable, args, budget: float, max_calls: int,
         if enabled:
             gc.enable()
     t = np.array(times, dtype=np.float64) / 1e3
-    return float(np.median(t)), float(t.mean()), len(times)
+    med = float(np.median(t))
+    thirds = [float(np.median(p)) for p in np.array_split(t, 3)] if len(t) >= 6 else []
+    return {"seconds": med / 1e6, "median_us": med, "mean_us": float(t.mean()),
+            "calls": len(times), "spread": spread(thirds)}
 
 
 # ----------------------------------------------------------------- workloads
@@ -344,21 +405,19 @@ def run_workload(g: Group, s, wl: str) -> dict:
     cfg, n, a = g.cfg, g.n, g.data
     rec: dict = {}
     if wl == "build-mem":
-        t, runs = timed(lambda: s.build_mem(a), cfg.repeat, cfg.budget)
-        rec.update(seconds=t, runs=runs)
+        rec.update(timed(lambda: s.build_mem(a), cfg.repeat, cfg.budget))
     elif wl == "build-disk":
         path = g.path(s)
-        t, runs = timed(lambda: g.write(s, path, lambda: s.build_disk(a, path)), cfg.repeat,
-                        cfg.budget, setup=lambda: rmtree(path))
+        rec.update(timed(lambda: g.write(s, path, lambda: s.build_disk(a, path)), cfg.repeat,
+                         cfg.budget, setup=lambda: rmtree(path)))
         g.built.add(s.key)
         files, size = disk_usage(path)
-        rec.update(seconds=t, runs=runs, files=files, disk_bytes=size,
-                   cratio=g.nbytes / size if size else None)
+        rec.update(files=files, disk_bytes=size, cratio=g.nbytes / size if size else None)
     elif wl == "append":
         path = g.path(s, ".append")
         batch = min(cfg.batch, n)
-        t, runs = timed(lambda: g.write(s, path, lambda: s.append(a, batch, path)),
-                        cfg.repeat, cfg.budget, setup=lambda: rmtree(path))
+        rec.update(timed(lambda: g.write(s, path, lambda: s.append(a, batch, path)),
+                         cfg.repeat, cfg.budget, setup=lambda: rmtree(path)))
         if s.where != "memory":
             files, size = disk_usage(path)
             rec.update(files=files, disk_bytes=size)
@@ -369,7 +428,7 @@ def run_workload(g: Group, s, wl: str) -> dict:
             finally:
                 s.close(h)
             rmtree(path)
-        rec.update(seconds=t, runs=runs, batch=batch)
+        rec.update(batch=batch)
     elif wl == "open":
         g.ensure_built(s)
         path = g.path(s)
@@ -383,46 +442,41 @@ def run_workload(g: Group, s, wl: str) -> dict:
         def check(_, k):
             if k != n:
                 raise AssertionError(f"open: length {k} != {n}")
-        med, mean, calls = per_call(op, range(cfg.max_calls + 1), cfg.latency_budget,
-                                    cfg.max_calls, check)
-        rec.update(seconds=med / 1e6, median_us=med, mean_us=mean, calls=calls)
+        rec.update(per_call(op, range(cfg.max_calls + 1), cfg.latency_budget, cfg.max_calls,
+                            check))
     elif wl == "read":
         h = g.handle(s)
-        t, runs = timed(lambda: s.read(h), cfg.repeat, cfg.budget, check=_check_array(a, "read"))
-        rec.update(seconds=t, runs=runs)
+        rec.update(timed(lambda: s.read(h), cfg.repeat, cfg.budget,
+                         check=_check_array(a, "read")))
     elif wl == "slice":
         h = g.handle(s)
         w = min(cfg.slice_width, n)
 
         def check(i, out):
             _check_array(a[i:i + w], "slice")(out)
-        med, mean, calls = per_call(lambda i: s.slice(h, i, i + w), g.starts,
-                                    cfg.latency_budget, cfg.max_calls, check)
-        rec.update(seconds=med / 1e6, median_us=med, mean_us=mean, calls=calls, width=w)
+        rec.update(per_call(lambda i: s.slice(h, i, i + w), g.starts, cfg.latency_budget,
+                            cfg.max_calls, check), width=w)
     elif wl == "getitem":
         h = g.handle(s)
 
         def check(i, out):
             if np.asarray(out).item() != a[i]:
                 raise AssertionError(f"getitem: [{i}] = {out!r} != {a[i]!r}")
-        med, mean, calls = per_call(lambda i: s.item(h, i), g.items, cfg.latency_budget,
-                                    cfg.max_calls, check)
-        rec.update(seconds=med / 1e6, median_us=med, mean_us=mean, calls=calls)
+        rec.update(per_call(lambda i: s.item(h, i), g.items, cfg.latency_budget,
+                            cfg.max_calls, check))
     elif wl == "sum":
         h = g.handle(s)
-        t, runs = timed(lambda: s.sum(h), cfg.repeat, cfg.budget, check=_check_sum(a.sum()))
-        rec.update(seconds=t, runs=runs)
+        rec.update(timed(lambda: s.sum(h), cfg.repeat, cfg.budget, check=_check_sum(a.sum())))
     elif wl == "ct-build":
         path = g.path(s)
         if s.where == "memory":
-            t, runs = timed(lambda: s.ct_build(a, None), cfg.repeat, cfg.budget)
+            rec.update(timed(lambda: s.ct_build(a, None), cfg.repeat, cfg.budget))
         else:
-            t, runs = timed(lambda: g.write(s, path, lambda: s.ct_build(a, path)), cfg.repeat,
-                            cfg.budget, setup=lambda: rmtree(path))
+            rec.update(timed(lambda: g.write(s, path, lambda: s.ct_build(a, path)), cfg.repeat,
+                             cfg.budget, setup=lambda: rmtree(path)))
             g.built.add(s.key)
             files, size = disk_usage(path)
             rec.update(files=files, disk_bytes=size, cratio=g.nbytes / size if size else None)
-        rec.update(seconds=t, runs=runs)
     elif wl in ("ct-query-sel", "ct-query-broad"):
         expr = D.selective_query(n) if wl == "ct-query-sel" else D.BROAD_QUERY
         expect = int(np.count_nonzero(D.query_mask(a, expr)))
@@ -431,9 +485,9 @@ def run_workload(g: Group, s, wl: str) -> dict:
         def check(out):
             if len(out) != expect:
                 raise AssertionError(f"{wl}: {len(out)} rows, not {expect}")
-        t, runs = timed(lambda: s.ct_query(h, expr), cfg.repeat, cfg.budget, check=check)
+        rec.update(timed(lambda: s.ct_query(h, expr), cfg.repeat, cfg.budget, check=check))
         cols = [k for k in a if k in expr]
-        rec.update(seconds=t, runs=runs, rows=expect, query=expr,
+        rec.update(rows=expect, query=expr,
                    scanned_bytes=sum(a[k].nbytes for k in cols))
     elif wl == "ct-todf":
         h = g.handle(s)
@@ -441,8 +495,7 @@ def run_workload(g: Group, s, wl: str) -> dict:
         def check(df):
             if len(df) != n:
                 raise AssertionError(f"todataframe: {len(df)} rows, not {n}")
-        t, runs = timed(lambda: s.ct_todf(h), cfg.repeat, cfg.budget, check=check)
-        rec.update(seconds=t, runs=runs)
+        rec.update(timed(lambda: s.ct_todf(h), cfg.repeat, cfg.budget, check=check))
     else:  # pragma: no cover - the workloads are validated first
         raise ValueError(wl)
     if UNIT[wl] != "µs":
@@ -656,7 +709,9 @@ def run(cfg: Config, progress: Callable | None = None,
     cfg : Config
         What to run.
     progress : callable, optional
-        ``progress(done, total, label)``, called before each measurement.
+        ``progress(done, total, label)``, called before each measurement; if
+        it has a ``finished`` method, ``progress.finished(done, total, label,
+        record)`` is called after each measurement with its record.
     checkpoint : callable, optional
         ``checkpoint(doc)``, called with the document so far after each group
         of measurements (one size, settings and data shape), so that a long
@@ -685,6 +740,7 @@ def run(cfg: Config, progress: Callable | None = None,
     doc["config"]["workdir"] = workdir
     t_start = time.perf_counter()
     done = 0
+    finished = getattr(progress, "finished", None)
     try:
         # group the steps: (experiment, n, variant, shape) -> [(wl, key)]
         groups: dict = {}
@@ -718,9 +774,10 @@ def run(cfg: Config, progress: Callable | None = None,
             try:
                 for wl, key in items:
                     done += 1
+                    label = (f"{_fmt_n(n)} {shape} {variant} {wl} {key}"
+                             + ("" if exp == "main" else f" [{nthreads} threads]"))
                     if progress is not None:
-                        progress(done, total, f"{_fmt_n(n)} {shape} {variant} {wl} {key}"
-                                 + ("" if exp == "main" else f" [{nthreads} threads]"))
+                        progress(done, total, label)
                     s = live.get(key)
                     if s is None or not s.supports(wl):
                         continue
@@ -750,6 +807,8 @@ def run(cfg: Config, progress: Callable | None = None,
                             "shape": shape, "seed": cfg.seed, "path": g.path(s),
                             "batch": cfg.batch, "slice_width": cfg.slice_width}))
                     doc["results"].append(rec)
+                    if finished is not None:
+                        finished(done, total, label, rec)
             finally:
                 g.close()
             if checkpoint is not None:

@@ -8,8 +8,8 @@ import sys
 
 __all__ = [
     "EXIT_OK", "EXIT_DAMAGED", "EXIT_USAGE", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_BROKEN_PIPE",
-    "EXIT_STATUS_HELP", "add_quiet", "add_cparams_options", "cparams_from", "human",
-    "ratio_text", "table", "print_json", "usage_error",
+    "EXIT_STATUS_HELP", "CPARAMS_RULE", "ON_DISK_TEXT", "add_quiet", "add_cparams_options",
+    "cparams_from", "human", "ratio_text", "sizes_text", "table", "print_json", "usage_error",
 ]
 
 #: Success.
@@ -78,11 +78,20 @@ def _positive(text: str) -> int:
     return value
 
 
-def add_cparams_options(parser: argparse.ArgumentParser, title: str) -> None:
-    """Options for compression parameters and the chunk length of a new dataset."""
+#: The one rule of the compression options, in every command's --help.
+CPARAMS_RULE = "an option not given keeps the source's value"
+
+
+def add_cparams_options(parser: argparse.ArgumentParser, title: str,
+                        source: str = "") -> None:
+    """Options for compression parameters and the chunk length of a new dataset.
+
+    Their group is titled `title`, then :data:`CPARAMS_RULE` and `source` (what
+    the source's value is, where the command needs to say).
+    """
     from bcolzx.toplevel import blosc_compressor_list
 
-    group = parser.add_argument_group(title)
+    group = parser.add_argument_group(f"{title} ({CPARAMS_RULE}{source})")
     group.add_argument("--cname", choices=blosc_compressor_list(), help="codec")
     group.add_argument("--clevel", type=int, choices=range(10), metavar="0-9",
                        help="compression level")
@@ -117,6 +126,25 @@ def human(n: int | None, exact: bool = True) -> str:
 def ratio_text(nbytes: int, cbytes: int) -> str:
     """The compression ratio ``nbytes / cbytes`` with two decimals (``'-'`` if cbytes is 0)."""
     return f"{nbytes / cbytes:.2f}" if cbytes else "-"
+
+
+#: What "on disk" counts besides the compressed chunks (cbytes), in every command's words.
+ON_DISK_TEXT = "on disk counts whole files: cbytes plus metadata, chunk indexes and dead space"
+
+
+def sizes_text(info: dict) -> str:
+    """The sizes of a dataset (a :func:`bcolzx.cli.describe.describe` result) in one line.
+
+    ``'7.63 MB of data, 40.82 KB compressed (ratio 191.39), 52.10 KB on disk in 5
+    files'``: the uncompressed bytes (``nbytes``), the compressed chunks
+    (``cbytes``) and their ratio, and every file of the dataset, as ``bcolzx
+    info`` names them.
+    """
+    return (f"{human(info['nbytes'], exact=False)} of data, "
+            f"{human(info['cbytes'], exact=False)} compressed (ratio "
+            f"{ratio_text(info['nbytes'], info['cbytes'])}), "
+            f"{human(info['disk_bytes'], exact=False)} on disk in {info['files']:,} "
+            f"file{'s' * (info['files'] != 1)}")
 
 
 def table(header: list[str], rows: list[list[str]], right: set[int] = frozenset()) -> str:

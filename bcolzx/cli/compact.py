@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bcolzx.cli.common import EXIT_OK, add_quiet, human
+from bcolzx.cli.common import EXIT_OK, add_quiet, human, ratio_text
 from bcolzx.cli.describe import describe
 from bcolzx.cli.progress import bar
 
@@ -35,6 +35,15 @@ def _superchunks(info: dict) -> int | None:
     return sum(counts) if counts else None
 
 
+def _chunks_text(before: dict, after: dict) -> str:
+    """The compressed chunks (cbytes), which compacting moves but does not change."""
+    text = f"compressed chunks {human(after['cbytes'], exact=False)} (ratio " \
+           f"{ratio_text(after['nbytes'], after['cbytes'])})"
+    if before["cbytes"] == after["cbytes"]:
+        return text + " as before"
+    return f"{text}, {human(before['cbytes'], exact=False)} before (changed meanwhile)"
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``bcolzx compact``."""
     from bcolzx.compact import compact
@@ -43,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     with bar(_superchunks(before), "compact", unit="file", quiet=args.quiet) as advance:
         reclaimed = compact(args.path, progress=advance)
     after = describe(args.path)
-    print(f"{args.path}: reclaimed {human(reclaimed)}; on disk "
+    print(f"{args.path}: reclaimed {human(reclaimed)} of dead space; on disk "
           f"{human(before['disk_bytes'], exact=False)} -> "
-          f"{human(after['disk_bytes'], exact=False)}")
+          f"{human(after['disk_bytes'], exact=False)}; {_chunks_text(before, after)}")
     return EXIT_OK

@@ -6,11 +6,11 @@ import argparse
 
 from bcolzx.cli.common import (
     EXIT_OK,
+    ON_DISK_TEXT,
     add_cparams_options,
     add_quiet,
     cparams_from,
-    human,
-    ratio_text,
+    sizes_text,
 )
 from bcolzx.cli.describe import describe
 from bcolzx.cli.progress import bar
@@ -47,8 +47,7 @@ def register(sub) -> None:
     p.add_argument("--allow-pickle", action="store_true",
                    help="also convert object-dtype data (pickled Python objects); the "
                         "pickles are copied and compared, never unpickled")
-    add_cparams_options(p, "compression of the new copy (an option not given keeps the "
-                           "source's value)")
+    add_cparams_options(p, "compression of the new copy")
     add_quiet(p)
     p.set_defaults(run=run, subparser=p)
 
@@ -72,8 +71,7 @@ def run(args: argparse.Namespace) -> int:
     after = describe(out)
     print(f"{args.src} ({before['format']} {before['kind']}) -> {out} ({after['format']}): "
           f"{after['shape'][0]:,} rows{', verified' if args.verify else ''}")
-    print(f"  on disk {human(before['disk_bytes'], exact=False)} -> "
-          f"{human(after['disk_bytes'], exact=False)}; ratio "
-          f"{ratio_text(before['nbytes'], before['cbytes'])} -> "
-          f"{ratio_text(after['nbytes'], after['cbytes'])}")
+    print(f"  before: {sizes_text(before)}")
+    print(f"  after:  {sizes_text(after)}")
+    print(f"  ({ON_DISK_TEXT})")
     return EXIT_OK

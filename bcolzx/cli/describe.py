@@ -19,7 +19,7 @@ from bcolzx._format import jsonfile, layout, legacy
 from bcolzx._format.meta import read_sizes, read_storage
 from bcolzx.errors import CorruptDataError
 
-__all__ = ["dataset_kind", "describe", "disk_usage"]
+__all__ = ["dataset_kind", "describe", "disk_usage", "require_directory"]
 
 _LEGACY_FORMAT = "legacy-v1"
 
@@ -29,6 +29,23 @@ def dataset_kind(path: str) -> str | None:
     from bcolzx.toplevel import _kind
 
     return _kind(path)
+
+
+def require_directory(path) -> None:
+    """Stop unless `path` is a directory: the one wording of every command.
+
+    Raises
+    ------
+    FileNotFoundError
+        If nothing is at `path` ("no such directory").
+    NotADirectoryError
+        If something else than a directory is ("not a directory").
+    """
+    if os.path.isdir(path):
+        return
+    if os.path.lexists(path):
+        raise NotADirectoryError(errno.ENOTDIR, "not a directory", os.fspath(path))
+    raise FileNotFoundError(errno.ENOENT, "no such directory", os.fspath(path))
 
 
 def disk_usage(path: str) -> tuple[int, int]:
@@ -72,8 +89,14 @@ def _describe_carray(path: str) -> tuple[dict, np.dtype]:
     native = not legacy.is_legacy(path)
     if native:
         storage, sizes = read_storage(path), read_sizes(path)
+        cbytes = sizes.cbytes
     else:
+        from bcolzx._storage.legacy import LegacyStore
+
         storage, sizes = legacy.read(path)
+        # Not what legacy bcolz records (which counts an uncompressed chunk it kept in
+        # memory): the compressed chunks, as carray.cbytes counts them.
+        cbytes = LegacyStore(path, storage, sizes, readonly=True).cbytes
     rows, rowshape = sizes.shape[0], sizes.shape[1:]
     nbytes = rows * prod(rowshape) * storage.dtype.itemsize
     nchunks = ceil(rows / storage.chunklen)
@@ -90,8 +113,8 @@ def _describe_carray(path: str) -> tuple[dict, np.dtype]:
         "cparams": _cparams(storage, native),
         "checksum": storage.checksum if native else None,
         "nbytes": nbytes,
-        "cbytes": sizes.cbytes,
-        "ratio": round(nbytes / sizes.cbytes, 4) if sizes.cbytes else None,
+        "cbytes": cbytes,
+        "ratio": round(nbytes / cbytes, 4) if cbytes else None,
         "dead_bytes": None,  # legacy: nothing to compact
         "files": files,
         "disk_bytes": disk,
@@ -163,8 +186,10 @@ def describe(rootdir) -> dict:
     dict
         ``path``, ``kind`` (``'carray'``/``'ctable'``), ``format``
         (``'bcolzx'``, ``'legacy-v1'``, or ``'mixed'`` for a ctable with
-        columns of both), ``shape``, ``dtype``, ``nbytes``, ``cbytes`` (as
-        recorded in ``meta/sizes``), ``ratio``, ``dead_bytes`` (what
+        columns of both), ``shape``, ``dtype``, ``nbytes``, ``cbytes`` (the
+        compressed chunks as committed: ``meta/sizes``, or for legacy data
+        what the chunk files hold, as ``carray.cbytes`` counts them),
+        ``ratio`` (``nbytes / cbytes``), ``dead_bytes`` (what
         ``compact`` would reclaim; None when an index cannot be read),
         ``files`` and ``disk_bytes`` (everything under `rootdir`) and
         ``attrs``.  ``dead_bytes`` is None for legacy (v1) data too, which
@@ -176,13 +201,14 @@ def describe(rootdir) -> dict:
     Raises
     ------
     FileNotFoundError
-        If `rootdir` holds no carray or ctable.
+        If `rootdir` does not exist, or holds no carray or ctable.
+    NotADirectoryError
+        If `rootdir` is not a directory.
     CorruptDataError, UnsupportedFormatError
         If the metadata is damaged or of an unknown format.
     """
     rootdir = os.fspath(rootdir)
-    if not os.path.isdir(rootdir):
-        raise FileNotFoundError(errno.ENOENT, "no such directory", rootdir)
+    require_directory(rootdir)
     kind = dataset_kind(rootdir)
     if kind is None:
         raise FileNotFoundError(errno.ENOENT, "no carray or ctable (neither "

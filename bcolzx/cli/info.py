@@ -15,7 +15,9 @@ DESCRIPTION = """\
 Print what the carray or ctable at PATH holds: kind, format, shape, dtype
 (per column for a ctable), chunk length, compression parameters, nbytes,
 cbytes and ratio, dead space that 'bcolzx compact' would reclaim, files and
-bytes on disk, superchunks and attributes.  Only metadata and indexes are
+bytes on disk, superchunks and attributes.  cbytes counts the compressed
+chunks (as carray.cbytes does); on disk counts whole files, so it adds the
+metadata, the chunk indexes and any dead space.  Only metadata and indexes are
 read, never a chunk: it is as fast on a terabyte as on a kilobyte."""
 
 
@@ -44,10 +46,12 @@ def _carray_lines(info: dict) -> list[tuple[str, str]]:
 
 def _size_lines(info: dict) -> list[tuple[str, str]]:
     dead = info["dead_bytes"]
-    lines = [("nbytes", human(info["nbytes"])),
-             ("cbytes", human(info["cbytes"])),
-             ("ratio", ratio_text(info["nbytes"], info["cbytes"])),
-             ("files", f"{info['files']:,}, {human(info['disk_bytes'])} on disk")]
+    lines = [("nbytes", human(info["nbytes"]) + " uncompressed"),
+             ("cbytes", human(info["cbytes"]) + " compressed chunks"),
+             ("ratio", ratio_text(info["nbytes"], info["cbytes"]) + " (nbytes / cbytes)"),
+             ("on disk", f"{human(info['disk_bytes'])} in {info['files']:,} file"
+                         f"{'s' * (info['files'] != 1)} (cbytes plus metadata, chunk "
+                         "indexes and dead space)")]
     if dead is not None:
         lines.append(("dead space", human(dead) + (" (bcolzx compact reclaims it)"
                                                    if dead else "")))

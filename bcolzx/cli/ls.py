@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import sys
 
 from bcolzx.cli.common import EXIT_OK, human, print_json, ratio_text, table
-from bcolzx.cli.describe import dataset_kind, describe
+from bcolzx.cli.describe import dataset_kind, describe, require_directory
 from bcolzx.errors import BcolzxError
 
 __all__ = ["register", "run", "find"]
@@ -20,7 +19,8 @@ found, with its kind, format, rows, dtype (or number of columns), nbytes,
 cbytes and ratio, as bcolzx.walk finds them, but without opening any (only
 metadata is read), including empty ones.  A dataset's own subdirectories
 (the columns of a ctable) are not listed; symbolic links are not followed.
-A dataset whose metadata cannot be read is listed with the error."""
+A dataset whose metadata cannot be read is listed as unreadable, with its
+error below the table."""
 
 
 def register(sub) -> None:
@@ -41,12 +41,9 @@ def find(top: str, kind: str | None = None):
     Raises
     ------
     FileNotFoundError, NotADirectoryError
-        If `top` is not a directory.
+        If `top` is not a directory (:func:`~bcolzx.cli.describe.require_directory`).
     """
-    if not os.path.isdir(top):
-        code = errno.ENOTDIR if os.path.exists(top) else errno.ENOENT
-        raise (NotADirectoryError if code == errno.ENOTDIR else FileNotFoundError)(
-            code, os.strerror(code), top)
+    require_directory(top)
     for root, dirs, _files in os.walk(top):
         dirs.sort()
         found = dataset_kind(root)
@@ -64,10 +61,10 @@ def _describe(path: str, kind: str) -> dict:
         return {"path": path, "kind": kind, "error": f"{type(exc).__name__}: {exc}"}
 
 
-def _row(info: dict, top: str) -> list[str]:
+def _row(info: dict, top: str, note: int) -> list[str]:
     rel = os.path.relpath(info["path"], top)
-    if "error" in info:
-        return [rel, info["kind"], "?", "", f"error: {info['error']}", "", "", ""]
+    if "error" in info:  # the error is printed below the table, where it widens nothing
+        return [rel, info["kind"], "?", "", f"unreadable [{note}]", "", "", ""]
     what = info["dtype"] if info["kind"] == "carray" else f"{len(info['names'])} column(s)"
     if info["kind"] == "carray" and len(info["shape"]) > 1:
         what += str(tuple(info["shape"][1:]))
@@ -86,5 +83,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"no carray or ctable under {args.dir}", file=sys.stderr)
         return EXIT_OK
     header = ["path", "kind", "format", "rows", "dtype", "nbytes", "cbytes", "ratio"]
-    print(table(header, [_row(i, args.dir) for i in infos], right={3, 5, 6, 7}))
+    errors = [i for i in infos if "error" in i]
+    notes = {id(info): k for k, info in enumerate(errors, 1)}
+    print(table(header, [_row(i, args.dir, notes.get(id(i), 0)) for i in infos],
+                right={3, 5, 6, 7}))
+    for k, info in enumerate(errors, 1):
+        print(f"[{k}] {os.path.relpath(info['path'], args.dir)}: {info['error']}")
     return EXIT_OK

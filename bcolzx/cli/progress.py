@@ -10,6 +10,7 @@ unconditionally.  The bar is removed when the work ends.
 from __future__ import annotations
 
 import sys
+import time
 
 __all__ = ["bar"]
 
@@ -17,8 +18,14 @@ __all__ = ["bar"]
 class _Silent:
     """A progress callback that draws nothing."""
 
+    #: Whether a bar is drawn (callers with a fallback of their own look).
+    drawing = False
+
     def __call__(self, n: int = 1) -> None:
         pass
+
+    def note(self, text: str) -> None:
+        """Show `text` after the bar (what is under way)."""
 
     def set_total(self, total: int) -> None:
         """Make `total` the units of the whole work (the interop functions announce it)."""
@@ -36,11 +43,19 @@ class _Silent:
 class _Bar(_Silent):
     """A progress callback over a tqdm bar."""
 
+    drawing = True
+
     def __init__(self, tqdm_bar) -> None:
         self._bar = tqdm_bar
 
     def __call__(self, n: int = 1) -> None:
         self._bar.update(n)
+
+    def note(self, text: str) -> None:
+        b = self._bar
+        b.set_postfix_str(text, refresh=False)
+        if time.time() >= b.start_t + b.delay:  # tqdm's clock; not drawn before its delay
+            b.refresh()
 
     def set_total(self, total: int) -> None:
         self._bar.total = total  # drawn at the next update (not before tqdm's delay)
@@ -79,8 +94,10 @@ def bar(total: int | None, desc: str, *, unit: str = "B", quiet: bool = False,
     -------
     callable
         Call it with the units just done; ``set_total(n)`` sets (or
-        corrects) `total` on the way; use it as a context manager (or call
-        ``close()``) to remove the bar at the end.
+        corrects) `total` on the way; ``note(text)`` shows what is under way
+        after the bar; use it as a context manager (or call ``close()``) to
+        remove the bar at the end.  Its ``drawing`` is whether a bar is
+        drawn at all.
 
     Raises
     ------

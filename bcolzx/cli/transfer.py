@@ -38,10 +38,10 @@ from bcolzx.cli.common import (
     add_quiet,
     cparams_from,
     human,
-    ratio_text,
+    sizes_text,
     usage_error,
 )
-from bcolzx.cli.describe import describe, disk_usage
+from bcolzx.cli.describe import describe, disk_usage, require_directory
 from bcolzx.cli.progress import bar
 from bcolzx.errors import UnsupportedFormatError
 from bcolzx.interop import function as interop_function
@@ -154,20 +154,36 @@ def _check_free(dest: str, force: bool) -> None:
 # -- export ---------------------------------------------------------------------------
 
 
-def _export(obj, fmt: Format, path: str, node: str | None, advance, append: bool) -> None:
-    """Write `obj` (a carray or ctable) to `path` in `fmt`."""
+def _export(obj, fmt: Format, path: str, node: str | None, advance, append: bool,
+            src: str) -> None:
+    """Write `obj` (a carray or ctable, from `src`) to `path` in `fmt`."""
     if fmt.name == "npy":
         return interop_function("npy", "to_npy")(obj, path, progress=advance)
     kind = type(obj).__name__
     fn = getattr(obj, fmt.exporter, None)
     if fn is None:
-        hint = "; export one column with --column NAME" if kind == "ctable" else ""
-        raise UnsupportedFormatError(f"a {kind} cannot be exported to {fmt.name} (this bcolzx "
-                                     f"has no {kind}.{fmt.exporter}){hint}")
+        raise UnsupportedFormatError(_cannot_hold(obj, fmt, src))
     if fmt.name == "hdf5":
         fn(path, node or f"/{kind}", mode="a" if append else "w", progress=advance)
     else:
         fn(path, progress=advance)
+
+
+def _cannot_hold(obj, fmt: Format, src: str) -> str:
+    """What to do when `fmt` cannot hold `obj` (a carray or ctable): the formats that can."""
+    kind = type(obj).__name__
+    others = [f"{f.name} ({f.extensions[0]})" for f in FORMATS.values()
+              if f is not fmt and (f.name == "npy" or hasattr(obj, f.exporter))]
+    where = " or ".join([", ".join(others[:-1]), others[-1]] if len(others) > 1 else others)
+    text = f"{fmt.name} cannot hold a {kind}: export it to {where} instead"
+    if kind == "ctable":
+        text += (f", or one of its columns to {fmt.name} with --column NAME (its columns: "
+                 f"{', '.join(obj.names)})")
+    elif fmt.name == "parquet":
+        name = os.path.basename(os.path.normpath(src)) or "values"
+        text += (f"; Parquet holds tables, and in Python bcolzx.ctable([bcolzx.open("
+                 f"{src!r})], names=[{name!r}]).to_parquet(...) writes it as one column")
+    return text
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -177,6 +193,7 @@ def run_export(args: argparse.Namespace) -> int:
     fmt = _format_of(args, args.dest)
     if args.node is not None and fmt.name != "hdf5":
         usage_error(args, "--node is for the hdf5 format")
+    require_directory(args.src)
     obj = _open(args.src, mode="r")
     if args.column is not None:
         names = getattr(obj, "names", None)
@@ -193,7 +210,7 @@ def run_export(args: argparse.Namespace) -> int:
     target = args.dest if append else _temporary(args.dest, fmt.extensions[0])
     try:
         with bar(obj.nbytes, f"export {fmt.name}", quiet=args.quiet) as advance:
-            _export(obj, fmt, target, args.node, advance, append)
+            _export(obj, fmt, target, args.node, advance, append, args.src)
         if not append:
             _install(target, args.dest, args.force)
     except BaseException:
@@ -202,7 +219,7 @@ def run_export(args: argparse.Namespace) -> int:
         raise
     _files, size = disk_usage(args.dest)
     print(f"{args.src} -> {args.dest} ({fmt.name}): {len(obj):,} rows, "
-          f"{human(size, exact=False)}")
+          f"{human(size, exact=False)} on disk")
     return EXIT_OK
 
 
@@ -260,7 +277,8 @@ def run_import(args: argparse.Namespace) -> int:
     kwargs: dict = {}
     given = cparams_from(args)
     if given:
-        kwargs["cparams"] = cparams(**given)
+        cparams(**given)  # a bad combination is refused before anything is written
+        kwargs["cparams"] = given  # a dict: only these change the source's own (merge_cparams)
     if args.chunklen is not None:
         kwargs["chunklen"] = args.chunklen
     parent, base = os.path.split(os.path.abspath(args.dest))
@@ -277,8 +295,7 @@ def run_import(args: argparse.Namespace) -> int:
         raise
     info = describe(args.dest)
     print(f"{args.src} ({fmt.name}) -> {args.dest}: {info['kind']} of "
-          f"{info['shape'][0]:,} rows, {human(info['disk_bytes'], exact=False)} on disk "
-          f"(ratio {ratio_text(info['nbytes'], info['cbytes'])})")
+          f"{info['shape'][0]:,} rows; {sizes_text(info)}")
     return EXIT_OK
 
 
@@ -315,8 +332,8 @@ def register(sub) -> None:
                     "the carray or ctable directory to create",
                     "hdf5: the dataset or table to read (default: the only one in the file)",
                     "replace DEST if it exists")
-    add_cparams_options(p, "compression of the new dataset (by default what the source "
-                           "records; once one of these is given, the others not given are "
-                           "bcolzx's defaults)")
+    add_cparams_options(p, "compression of the new dataset",
+                        ": what a Blosc2 frame or a Zarr store records, and where a source "
+                        "records none, bcolzx's defaults")
     add_quiet(p)
     p.set_defaults(run=run_import, subparser=p)

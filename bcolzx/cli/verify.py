@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 
 from bcolzx.cli.common import EXIT_DAMAGED, EXIT_OK, add_quiet, print_json
-from bcolzx.cli.describe import describe
+from bcolzx.cli.describe import describe, require_directory
 from bcolzx.cli.progress import bar
 from bcolzx.errors import BcolzxError
 
@@ -54,8 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from bcolzx.verify import verify
 
     for path in args.paths:  # all or nothing: no half-done run for a typo
-        if not os.path.isdir(path):
-            raise FileNotFoundError(errno.ENOENT, "no dataset directory", path)
+        require_directory(path)
     reports = []
     for path in args.paths:
         with bar(_nbytes(path), f"verify {os.path.basename(path) or path}",

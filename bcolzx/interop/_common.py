@@ -139,9 +139,25 @@ def refuse_objects(obj, where: str, names=None) -> None:
                         "the objects to a fixed-size dtype first")
 
 
+def merge_cparams(source: dict[str, Any] | None, given: Any) -> Any:
+    """The cparams of a new container: the caller's `given` over what the source records.
+
+    A dict `given` names only what it changes, as in :func:`bcolzx.convert.convert`:
+    its keys replace those of `source` (the cparams keywords the source records,
+    or None when it records none, and bcolzx's defaults fill the rest).  A
+    :class:`~bcolzx.params.cparams` `given` is used whole; None leaves `source`.
+    """
+    if given is None:
+        return source
+    if isinstance(given, dict) and source is not None:
+        return {**source, **given}
+    return given
+
+
 def new_carray(dtype: np.dtype, rowshape: tuple, defaults: dict[str, Any],
                kwargs: dict[str, Any]) -> carray:
-    """An empty carray of `dtype` and `rowshape`: the caller's `kwargs` over `defaults`.
+    """An empty carray of `dtype` and `rowshape`: the caller's `kwargs` over `defaults`
+    (a ``cparams`` dict over the default ``cparams``: :func:`merge_cparams`).
 
     Raises
     ------
@@ -154,6 +170,8 @@ def new_carray(dtype: np.dtype, rowshape: tuple, defaults: dict[str, Any],
         raise TypeError(f"dtype {dtype} holds Python objects, which are not imported from "
                         "other formats (store them with carray(..., allow_pickle=True))")
     merged = {**defaults, **kwargs}
+    if "cparams" in kwargs:
+        merged["cparams"] = merge_cparams(defaults.get("cparams"), kwargs["cparams"])
     return carray(np.empty((0, *rowshape), dtype=dtype), **merged)
 
 

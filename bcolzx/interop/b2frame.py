@@ -539,8 +539,9 @@ def from_b2frame(path, rootdir=None, *, dtype=None, recompress: bool = False,
         For the :class:`~bcolzx.carray.carray` constructor: ``mode``,
         ``cparams``, ``chunklen``, ``dflt``, ``expectedlen``.  Defaults: those
         recorded by :func:`to_b2frame`, else the frame's codec, level,
-        shuffle and chunk length.  A different ``chunklen``, or cparams with
-        ``quantize``, means compressing again.
+        shuffle and chunk length; a ``cparams`` dict changes only the keys it
+        names of those (a cparams replaces them).  A different ``chunklen``,
+        or cparams with ``quantize``, means compressing again.
 
     Returns
     -------

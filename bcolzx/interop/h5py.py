@@ -49,6 +49,11 @@ takes anything h5py's ``create_dataset`` does instead (``"gzip"``,
 chunks are ``chunklen`` rows, so the dataset is chunked as the carray; the
 dataset can grow along its first axis.  A reader takes the dataset's chunk
 length as ``chunklen`` when its chunks hold whole rows.
+
+Reading needs the dataset's filters: a reader in a new process loads
+hdf5plugin itself when the dataset uses one of its filters (Blosc2 among
+them), and says so (ImportError naming hdf5plugin) when it is not installed
+(:mod:`bcolzx.interop._hdf5_filters`).
 """
 
 from __future__ import annotations
@@ -72,6 +77,7 @@ from bcolzx.interop._common import (
     refuse_objects,
     reporter,
 )
+from bcolzx.interop._hdf5_filters import ensure_h5py
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from bcolzx.carray import carray
@@ -337,6 +343,7 @@ def _read_dataset(dset, filepath: str, kwargs: dict[str, Any], progress) -> carr
         raise ValueError(f"node {dset.name!r} is a scalar or empty (null) dataset; a carray "
                          "has at least one dimension")
     stored, dtype = _dataset_dtype(dset, filepath)
+    unreadable = ensure_h5py(_import_h5py(), dset, filepath)
     n, rowshape = dset.shape[0], tuple(dset.shape[1:])
     defaults: dict[str, Any] = {"expectedlen": max(n, 1)}
     chunks = dset.chunks
@@ -354,7 +361,12 @@ def _read_dataset(dset, filepath: str, kwargs: dict[str, Any], progress) -> carr
         for lo in range(0, n, blen):
             hi = min(n, lo + blen)
             block = buf[:hi - lo]
-            dset.read_direct(block, np.s_[lo:hi])
+            try:
+                dset.read_direct(block, np.s_[lo:hi])
+            except OSError as exc:
+                if unreadable is None:
+                    raise
+                raise unreadable from exc
             ca.append(block.view(dtype))
             report(block.nbytes)
         for name, value in _read_attrs(dset).items():
@@ -392,7 +404,10 @@ def from_hdf5(filepath, nodepath: str = "/carray", rootdir=None, *, progress=Non
     Raises
     ------
     ImportError
-        If h5py is not installed.
+        If h5py is not installed, or the dataset uses a filter of
+        hdf5plugin's (Blosc2...) and hdf5plugin is not installed.
+    UnsupportedFormatError
+        If the dataset uses an HDF5 filter no installed plugin provides.
     FileNotFoundError
         If `filepath` does not exist.
     KeyError
@@ -447,7 +462,10 @@ def fromhdf5(filepath, nodepath: str, rootdir=None, *, progress=None,
     Raises
     ------
     ImportError
-        If h5py is not installed (or PyTables, for a Table).
+        If h5py is not installed (or PyTables, for a Table), or the node
+        uses a filter of hdf5plugin's and hdf5plugin is not installed.
+    UnsupportedFormatError
+        If the node uses an HDF5 filter no installed plugin provides.
     FileNotFoundError
         If `filepath` does not exist.
     KeyError

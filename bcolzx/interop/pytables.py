@@ -43,7 +43,10 @@ The ctable's (or the given) ``cparams`` give the HDF5 filters' level
 codec (``'blosc2:lz4'`` by default) when PyTables has Blosc2, else Blosc1
 with that codec, else zlib.  With Blosc2 the HDF5 chunks hold about 1 MiB
 of rows (PyTables' own choice, the size of the L3 cache, makes writes slow);
-otherwise PyTables chooses them.
+otherwise PyTables chooses them.  A table compressed with a filter PyTables
+lacks (one of hdf5plugin's, written by another program) is read with
+hdf5plugin's plugins when it is installed, else refused with an ImportError
+naming it (:mod:`bcolzx.interop._hdf5_filters`).
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ import numpy as np
 
 from bcolzx.interop._common import discard_on_error, finish, refuse_objects, reporter
 from bcolzx.interop._common import python_value as _python_value
+from bcolzx.interop._hdf5_filters import ensure_pytables
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from bcolzx.ctable import ctable
@@ -342,7 +346,10 @@ def from_hdf5(filepath, nodepath: str = "/ctable", *, progress=None, **kwargs) -
     Raises
     ------
     ImportError
-        If PyTables is not installed.
+        If PyTables is not installed, or the table uses a filter of
+        hdf5plugin's and hdf5plugin is not installed.
+    UnsupportedFormatError
+        If the table uses an HDF5 filter no installed plugin provides.
     FileNotFoundError
         If `filepath` does not exist.
     KeyError
@@ -373,6 +380,7 @@ def from_hdf5(filepath, nodepath: str = "/ctable", *, progress=None, **kwargs) -
             raise KeyError(f"{filepath} has no node {nodepath!r}") from None
         if not isinstance(table, tables.Table):
             raise TypeError(f"node {nodepath!r} is a {type(table).__name__}, not a Table")
+        unreadable = ensure_pytables(tables, table, filepath)
         names = list(table.dtype.names)
         for name in names:
             if table.dtype[name].base.names:
@@ -386,7 +394,12 @@ def from_hdf5(filepath, nodepath: str = "/ctable", *, progress=None, **kwargs) -
         report = reporter(progress, n * rowbytes)
 
         def columns(lo: int, hi: int) -> list[np.ndarray]:
-            block = table.read(lo, hi)
+            try:
+                block = table.read(lo, hi)
+            except tables.HDF5ExtError as exc:
+                if unreadable is None:
+                    raise
+                raise unreadable from exc
             return [block[name].view(recorded[name]) if name in recorded else block[name]
                     for name in names]
 

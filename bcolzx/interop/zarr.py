@@ -56,6 +56,7 @@ from bcolzx.interop._common import (
     finish,
     import_optional,
     json_attrs,
+    merge_cparams,
     new_carray,
     refuse_objects,
     reporter,
@@ -317,11 +318,15 @@ def _read_group(group, kwargs: dict[str, Any], progress) -> ctable:
         raise ValueError(f"the arrays of Zarr group {group.name} are 0-d or of different "
                          "lengths; a ctable's columns have one length")
     n = lengths.pop()
+    # A dict of cparams changes each column's own (merge_cparams); a cparams replaces them.
+    given = kwargs.pop("cparams") if isinstance(kwargs.get("cparams"), dict) else None
     empties = []
     for name in names:
         z = arrays[name]
         defaults = _array_defaults(z)
         defaults.pop("expectedlen")
+        if given is not None:
+            defaults["cparams"] = merge_cparams(defaults.get("cparams"), given)
         empties.append(carray(np.empty((0, *z.shape[1:]), np.dtype(z.dtype)), **defaults))
     kwargs.setdefault("expectedlen", max(n, 1))
     auto_flush = kwargs.pop("auto_flush", kwargs.get("rootdir") is not None)
@@ -358,7 +363,8 @@ def from_zarr(source, rootdir=None, *, progress=None, **kwargs) -> carray | ctab
     **kwargs
         For the carray or ctable constructor: ``mode``, ``cparams``,
         ``chunklen``, ``expectedlen``, ``dflt`` (``auto_flush`` for a ctable).
-        Defaults as the module docstring says.
+        Defaults as the module docstring says; a ``cparams`` dict changes
+        only the keys it names of each array's own (a cparams replaces them).
 
     Returns
     -------

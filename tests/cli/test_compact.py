@@ -16,13 +16,15 @@ def test_reclaims_the_dead_space_and_keeps_the_data(cli, carray_dir):
     assert dead > 0
     r = cli("compact", carray_dir)
     assert r.code == 0, r
-    assert r.out.startswith(f"{carray_dir}: reclaimed {human(dead)}; on disk ")
+    assert r.out.startswith(f"{carray_dir}: reclaimed {human(dead)} of dead space; on disk ")
+    cbytes = bcolzx.open(str(carray_dir), mode="r").cbytes
+    assert f"compressed chunks {human(cbytes, exact=False)} (ratio " in r.out  # as before
     after = json.loads(cli("info", carray_dir, "--json").out)
     assert after["dead_bytes"] == 0
     assert np.array_equal(bcolzx.open(str(carray_dir), mode="r")[:], want)
     assert cli("verify", carray_dir).code == 0
     r = cli("compact", carray_dir)
-    assert r.code == 0 and "reclaimed 0;" in r.out
+    assert r.code == 0 and "reclaimed 0 of dead space;" in r.out
 
 
 def data_bytes(path):

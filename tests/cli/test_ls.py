@@ -42,7 +42,8 @@ def test_unreadable_dataset_is_listed_with_its_error(cli, tmp_path, carray_dir):
     (carray_dir / "meta" / "sizes").write_text("[]")
     r = cli("ls", tmp_path)
     assert r.code == 0
-    assert "error: CorruptDataError" in r.out.splitlines()[1]
+    assert r.out.splitlines()[1].split()[-2:] == ["unreadable", "[1]"]
+    assert r.out.splitlines()[2].startswith("[1] a: CorruptDataError")
     got = json.loads(cli("ls", tmp_path, "--json").out)
     assert got[0]["kind"] == "carray" and "CorruptDataError" in got[0]["error"]
 
@@ -58,4 +59,4 @@ def test_a_dataset_itself_and_nothing_found(cli, tmp_path, carray_dir):
 def test_missing_directory(cli, tmp_path, carray_dir):
     assert cli("ls", tmp_path / "missing").code == 3
     r = cli("ls", carray_dir / "__attrs__")
-    assert r.code == 3 and "Not a directory" in r.err
+    assert r.code == 3 and "not a directory" in r.err

@@ -171,9 +171,11 @@ def test_column_of_a_ctable(cli, tmp_path, ctable_dir):
 
 def test_formats_a_kind_cannot_go_to(cli, tmp_path, carray_dir, ctable_dir):
     r = cli("export", carray_dir, "a.parquet")
-    assert r.code == 3 and "a carray cannot be exported to parquet" in r.err
+    assert r.code == 3 and "parquet cannot hold a carray: export it to npy (.npy)" in r.err
+    assert "to_parquet(...)" in r.err and "carray.to_parquet" not in r.err
     r = cli("export", ctable_dir, "t.b2frame")
-    assert r.code == 3 and "--column" in r.err
+    assert r.code == 3 and "--column NAME (its columns: i, f, m)" in r.err
+    assert "parquet (.parquet)" in r.err
     assert not (tmp_path / "a.parquet").exists() and not (tmp_path / "t.b2frame").exists()
     no_temporaries(tmp_path)
 

@@ -1,0 +1,223 @@
+"""The process-wide cache of decompressed chunks (``defaults.chunk_cache_bytes``).
+
+A chunk read twice is kept decompressed, read-only; every change to an
+array's chunks (append into a stored chunk, setitem, trim, resize, a new
+handle) drops what it kept, and values read are always the array's current
+ones.  A read through the cache decompresses nothing, which the tests see by
+counting calls of the array's decompressor.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import numpy as np
+import pytest
+
+import bcolzx
+from bcolzx._storage import chunkcache
+from bcolzx._storage.chunkcache import DECODED
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    old = bcolzx.defaults.chunk_cache_bytes
+    DECODED.clear()
+    yield
+    bcolzx.defaults.chunk_cache_bytes = old
+    DECODED.clear()
+
+
+class _Counting:
+    """Counts the decompressions of an engine's own decompressor."""
+
+    def __init__(self, dec):
+        self._dec, self.calls = dec, 0
+
+    def __getattr__(self, name):
+        fn = getattr(self._dec, name)
+
+        def counted(*args, **kwargs):
+            self.calls += 1
+            return fn(*args, **kwargs)
+        return counted
+
+
+def _counted(c):
+    eng = c.engine
+    eng._dec = _Counting(eng._dec)
+    return eng._dec
+
+
+@pytest.fixture(params=["memory", "disk"])
+def arr(request, tmp_path):
+    data = np.arange(40_000, dtype="i8")
+    rootdir = str(tmp_path / "c") if request.param == "disk" else None
+    c = bcolzx.carray(data, chunklen=1000, rootdir=rootdir, mode="w")
+    c.flush()
+    return c, data
+
+
+def test_second_read_is_cached_and_third_decompresses_nothing(arr):
+    c, data = arr
+    dec = _counted(c)
+    assert c[1500] == 1500                      # first read: one block, not kept
+    assert DECODED.nbytes == 0
+    assert c[1600] == 1600                      # second read of chunk 1: kept whole
+    assert DECODED.nbytes == 1000 * 8
+    before = dec.calls
+    assert c[1700] == 1700 and list(c[1100:1900]) == list(data[1100:1900])
+    assert dec.calls == before                  # served from the cache
+
+
+def test_slices_and_sum_use_it(arr):
+    c, data = arr
+    np.testing.assert_array_equal(c[2000:9000], data[2000:9000])
+    np.testing.assert_array_equal(c[2000:9000], data[2000:9000])
+    assert DECODED.nbytes == 7 * 1000 * 8
+    dec = _counted(c)
+    np.testing.assert_array_equal(c[2500:8500], data[2500:8500])
+    assert dec.calls == 0
+    assert c.sum() == data.sum() and c.sum() == data.sum()
+
+
+def test_cached_rows_never_reach_the_user_writable_or_shared(arr):
+    c, data = arr
+    c[:5000], c[:5000]
+    got = c[1000:2000]
+    assert got.flags.writeable
+    got[:] = -1                                  # the user's copy, not the cache's
+    np.testing.assert_array_equal(c[1000:2000], data[1000:2000])
+    row = c[1500]
+    assert row == 1500
+
+
+@pytest.mark.parametrize("change", ["setitem", "trim", "resize", "append", "reopen"])
+def test_changes_drop_what_was_kept(arr, change):
+    c, data = arr
+    c.append(np.arange(500))                     # a leftover of 500 rows
+    data = np.concatenate([data, np.arange(500)])
+    for _ in range(2):
+        np.testing.assert_array_equal(c[:], data)
+    if change == "setitem":
+        c[1234] = -7
+        data[1234] = -7
+        c[39_500:40_100] = -8                    # last full chunk and the leftover
+        data[39_500:40_100] = -8
+    elif change == "trim":
+        c.trim(1200)
+        data = data[:-1200]
+    elif change == "resize":
+        c.resize(20_500)
+        c.resize(30_000)
+        data = np.concatenate([data[:20_500], np.zeros(9_500, data.dtype)])
+    elif change == "append":
+        c.append(np.arange(1500) + 10**6)        # fills the leftover into chunk 40
+        data = np.concatenate([data, np.arange(1500) + 10**6])
+    else:
+        if c.rootdir is None:
+            pytest.skip("an in-memory array cannot be reopened")
+        c.flush()
+        other = bcolzx.carray(rootdir=c.rootdir, mode="a")
+        other[5] = 99
+        other.flush()
+        data[5] = 99
+        c = bcolzx.open(c.rootdir, mode="r")
+    for _ in range(2):
+        np.testing.assert_array_equal(c[:], data)
+        assert c[1234] == data[1234] and c[len(data) - 1] == data[-1]
+        assert c.sum() == data.sum()
+
+
+def test_free_cachemem_drops_the_arrays_chunks(arr):
+    c, _ = arr
+    other = bcolzx.arange(10_000, chunklen=1000)
+    other[:3000], other[:3000]
+    c[:3000], c[:3000]
+    assert DECODED.nbytes == 2 * 3000 * 8
+    c.free_cachemem()
+    assert DECODED.nbytes == 3000 * 8             # the other array's stay
+
+
+def test_an_array_that_goes_takes_its_chunks_along(tmp_path):
+    c = bcolzx.carray(np.arange(10_000), chunklen=1000, rootdir=str(tmp_path / "c"))
+    c[:3000], c[:3000]
+    assert DECODED.nbytes == 3000 * 8
+    del c
+    gc.collect()
+    assert DECODED.nbytes == 0
+
+
+def test_limit_zero_turns_it_off_and_shrinking_clears(arr):
+    c, data = arr
+    c[:3000], c[:3000]
+    assert DECODED.nbytes == 3000 * 8
+    bcolzx.defaults.chunk_cache_bytes = 1000
+    assert DECODED.nbytes == 0
+    bcolzx.defaults.chunk_cache_bytes = 0
+    for _ in range(3):
+        np.testing.assert_array_equal(c[:3000], data[:3000])
+        assert c[10] == 10
+    assert DECODED.nbytes == 0
+
+
+def test_large_scans_are_not_admitted_and_lru_bound_holds(arr):
+    c, data = arr
+    bcolzx.defaults.chunk_cache_bytes = 4 * 8000 * 4   # reads of at most 4 chunks admitted
+    for _ in range(2):
+        np.testing.assert_array_equal(c[:10_000], data[:10_000])  # 10 chunks: too large
+    assert DECODED.nbytes == 0
+    for start in range(0, 40_000, 4000):                # 10 hot reads of 4 chunks each
+        for _ in range(2):
+            np.testing.assert_array_equal(c[start:start + 4000], data[start:start + 4000])
+    assert DECODED.nbytes <= bcolzx.defaults.chunk_cache_bytes
+    assert DECODED.nbytes == 16 * 8000                   # the 16 most recent chunks
+
+
+def test_knob_checks_its_value():
+    with pytest.raises(TypeError):
+        bcolzx.defaults.chunk_cache_bytes = 1.5
+    with pytest.raises(TypeError):
+        bcolzx.defaults.chunk_cache_bytes = True
+    with pytest.raises(ValueError):
+        bcolzx.defaults.chunk_cache_bytes = -1
+    bcolzx.defaults.chunk_cache_bytes = np.int64(1 << 20)
+    assert bcolzx.defaults.chunk_cache_bytes == 1 << 20 == chunkcache.DECODED_BYTES
+    assert "chunk_cache_bytes=1048576" in repr(bcolzx.defaults)
+
+
+def test_a_chunk_decoded_before_a_change_is_not_admitted_after_it(arr):
+    c, data = arr
+    eng = c.engine
+    epoch = DECODED.epoch(eng._owner)
+    c[1500]                                              # seen once
+    stale = eng.read(1000, 2000).copy()
+    c[1500] = -1                                         # drops chunk 1: a new epoch
+    DECODED.put(eng._owner, 1, stale, epoch)             # a slow reader's late offer
+    assert DECODED.get(eng._owner, 1) is None
+    assert c[1500] == -1
+
+
+def test_reads_on_many_threads_agree(arr):
+    c, data = arr
+    errors = []
+
+    def reader(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            for _ in range(300):
+                i = int(rng.integers(0, len(data) - 2000))
+                if c[i] != data[i]:
+                    errors.append((i, c[i]))
+                np.testing.assert_array_equal(c[i:i + 2000], data[i:i + 2000])
+        except AssertionError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert DECODED.nbytes > 0
