@@ -330,3 +330,29 @@ def test_timeout_is_a_remote_timeout_error(url, so):
         with pytest.raises(RemoteTimeoutError) as info:
             bcolzx.open(url, storage_options=opts)
     assert isinstance(info.value, TimeoutError) and url in str(info.value)
+
+
+def test_what_the_refusal_says_to_do_works(tmp_path, url, so):
+    """AppendOnlyError says: copy to a local directory, change it there, write it back."""
+    a = _data(SC + 10)
+    _write(url, so, a)
+    local = bcolzx.open(url, storage_options=so).copy(rootdir=str(tmp_path / "l"))
+    local[0] = -1.0
+    local.trim(5)
+    local.flush()
+    back = local.copy(rootdir=f"{url}-fixed", storage_options=so)
+    want = np.concatenate([[-1.0], a[1:-5]])
+    np.testing.assert_array_equal(bcolzx.open(f"{url}-fixed", storage_options=so)[:], want)
+    assert len(back) == len(want)
+
+
+def test_ctable_copy_and_fromiter_publish_once(url, so):
+    t = bcolzx.ctable([np.arange(5000), np.arange(5000) * 2.0], names=["a", "b"])
+    t.copy(rootdir=url, storage_options=so)
+    r = bcolzx.open(url, storage_options=so)
+    np.testing.assert_array_equal(r["b"][:], np.arange(5000) * 2.0)
+    f = bcolzx.fromiter(iter(range(3000)), dtype="i8", count=3000, rootdir=f"{url}-it",
+                        storage_options=so, mode="w", chunklen=CL)
+    assert len(f) == 3000
+    np.testing.assert_array_equal(bcolzx.open(f"{url}-it", storage_options=so)[:],
+                                  np.arange(3000))
