@@ -7,8 +7,9 @@ Reading (:class:`ObjectStore`, :class:`LegacyObjectStore`)
     ctable); each is read once.  A read of chunks then needs, per superchunk
     object, its head (header and index copies: one ranged request, cached for
     the life of the store) and one ranged request per run of chunks that lie
-    next to each other in the object; an object all of whose chunks are
-    wanted is fetched whole, head included, in one request.  The requests of
+    next to each other in the object (or less than :data:`MAX_GAP` apart); an
+    object all of whose chunks are wanted is fetched whole, head included, in
+    one request.  The requests of
     one read go out together (:class:`~bcolzx._storage.objects.Objects`), and
     every chunk's checksum is verified as on disk.  Objects never change once
     written, so a reader needs no retries: what its ``meta/sizes`` names stays
@@ -67,6 +68,10 @@ ATTRS = layout.ATTRS_FILE
 ROOTDIRS = layout.ROOTDIRS_FILE
 #: The small files of a carray, read together when it is opened.
 CARRAY_KEYS = (STORAGE, SIZES, ATTRS, ZONEMAP, JOURNAL)
+
+#: Bytes between two wanted chunks of an object below which one request fetches
+#: both, gap included: a request costs about as much as a megabyte of transfer.
+MAX_GAP = 1 << 20
 
 _IMMUTABLE = ("objects on object storage are never changed in place, so a dataset there "
               "takes appends only")
@@ -419,9 +424,10 @@ class ObjectStore(ChunkStore):
         runs = []
         csize = g.checksum_size
         i = 0
-        while i < len(data):  # runs of chunks that lie next to each other
+        while i < len(data):  # runs of chunks next to each other, or nearly (MAX_GAP)
             j = i + 1
-            while j < len(data) and data[j][0] == data[j - 1][0] + data[j - 1][1] + csize:
+            while j < len(data) and \
+                    data[j][0] <= data[j - 1][0] + data[j - 1][1] + csize + MAX_GAP:
                 j += 1
             start, end = data[i][0], data[j - 1][0] + data[j - 1][1] + csize
             runs.append((key, start, end, data[i:j]))

@@ -135,6 +135,11 @@ def test_reads_are_coalesced_and_heads_cached(url, so, monkeypatch):
     np.testing.assert_array_equal(r[SC + CL * 13:SC + CL * 14], a[SC + CL * 13:SC + CL * 14])
     assert len(count.ranges) == 1  # the head is cached
     count.reset()
+    rows = [SC * 2 + 7, SC * 2 + CL * 5, SC * 2 + CL * 40 + 3]  # chunks 0, 5 and 40 of object 2
+    np.testing.assert_array_equal(r[rows], a[rows])
+    # its head, then one request: the chunks between are less than MAX_GAP bytes
+    assert len(count.ranges) == 2 and count.ranges[1][0] == "data/__2.bin", count.ranges
+    count.reset()
     np.testing.assert_array_equal(r[:], a)
     assert len(count.ranges) + len(count.wholes) <= 4 + 1  # one per object (head of 1 cached)
 
