@@ -21,6 +21,7 @@ asked for.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
@@ -33,6 +34,10 @@ from bcolzx._query.scope import resolve_names, split_operands
 from bcolzx._query.zonemap import may_match
 
 __all__ = ["matches", "operands", "select", "zone_skipper"]
+
+#: Cells of the common grid a column's chunk may be cut into when the
+#: columns' chunk lengths differ (a finer grid costs more than it prunes).
+_MAX_CELLS_PER_CHUNK = 64
 
 class Table(Protocol):
     """The columns of a table by name, as a ctable's ``cols`` (or a dict) offers them."""
@@ -218,8 +223,13 @@ def _chunk_stats(column: Any) -> np.ndarray | None:
 def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[str, Any]
                  ) -> Callable[[int, int], bool] | None:
     """A ``skip_block`` for :func:`~bcolzx._query.blocks.evaluate_blocks`, from
-    the columns' chunk bounds; None when some column has none or the columns'
-    chunks differ in length.
+    the columns' chunk bounds; None when some column has none.
+
+    Columns whose chunks differ in length (a table of int64 and int32
+    columns) are compared on a common grid: cells of the greatest common
+    divisor of their chunk lengths, each with the bounds of the chunk that
+    holds it (None if that grid would be finer than :data:`_MAX_CELLS_PER_CHUNK`
+    cells a chunk).
 
     Raises
     ------
@@ -229,11 +239,15 @@ def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[
     if not all(hasattr(c, "engine") for c in columns.values()):
         return None
     found = {n: _chunk_stats(c) for n, c in columns.items()}
-    chunklens = {c.chunklen for c in columns.values()}
     stats = {n: st for n, st in found.items() if st is not None}
-    if len(chunklens) != 1 or len(stats) != len(found):
+    if len(stats) != len(found) or not stats:
         return None
-    (cl,) = chunklens
+    chunklens = {n: columns[n].chunklen for n in stats}
+    cl = math.gcd(*chunklens.values())
+    if max(chunklens.values()) // cl > _MAX_CELLS_PER_CHUNK:
+        return None
+    stats = {n: np.repeat(st, chunklens[n] // cl) if chunklens[n] != cl else st
+             for n, st in stats.items()}
     nchunks = min(len(st) for st in stats.values())
     maybe = np.ones(nchunks, dtype=bool)
 

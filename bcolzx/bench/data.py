@@ -94,6 +94,24 @@ def selective_query(n: int) -> str:
     return f"(f0 > {mid}) & (f0 < {mid + width})"
 
 
+def compound_query(n: int) -> str:
+    """The compound selective query: :func:`selective_query` on the sorted ``f0``
+    and a comparison on the unsorted ``f2`` (about half of those rows).
+
+    A planner that prunes chunks only for a single comparison scans the whole
+    table here; one that follows ``&`` reads what the selective query reads.
+    """
+    return f"{selective_query(n)} & (f2 < 500)"
+
+
+def hot_window(n: int, width: int) -> tuple[int, int]:
+    """Rows ``(start, stop)`` of the hot region of the ``hot-slice`` workload: a
+    twentieth of the array (at least one slice), from a third of the way in."""
+    size = min(n, max(width, n // 20))
+    start = min(n // 3, n - size)
+    return start, start + size
+
+
 def structured(cols: dict[str, np.ndarray]) -> np.ndarray:
     """The columns as one NumPy structured array (row-oriented)."""
     names = list(cols)

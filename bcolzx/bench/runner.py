@@ -28,10 +28,11 @@ from bcolzx.bench.systems import ALIASES, SYSTEMS, disk_usage, have_pandas, rmtr
 SCHEMA = 1
 
 #: Every workload, in the order they run and are reported.
-WORKLOADS = ("build-mem", "build-disk", "append", "open", "read", "slice", "getitem", "sum",
-             "ct-build", "ct-query-sel", "ct-query-broad", "ct-todf")
-ARRAY_WORKLOADS = WORKLOADS[:8]
-TABLE_WORKLOADS = WORKLOADS[8:]
+WORKLOADS = ("build-mem", "build-disk", "append", "open", "read", "slice", "hot-slice",
+             "getitem", "sum", "ct-build", "ct-open", "ct-query-sel", "ct-query-and",
+             "ct-query-broad", "ct-todf")
+ARRAY_WORKLOADS = WORKLOADS[:9]
+TABLE_WORKLOADS = WORKLOADS[9:]
 
 #: What each workload does (for the reports).
 WORKLOAD_DOC = {
@@ -41,33 +42,39 @@ WORKLOAD_DOC = {
     "open": "open the on-disk array (and read its length), then close it",
     "read": "read everything back into a new NumPy array",
     "slice": "random slices of 1000 items",
+    "hot-slice": "random slices of 1000 items within a twentieth of the array (repeated "
+                 "reads of hot chunks)",
     "getitem": "random single items",
     "sum": "sum of all items",
     "ct-build": "build a 3-column table on disk (NumPy/pandas: in memory)",
+    "ct-open": "open the on-disk table (and read its length), then close it",
     "ct-query-sel": "selective query, (f0 > a) & (f0 < b), ~0.2% of rows, sorted column",
+    "ct-query-and": "compound query, (f0 > a) & (f0 < b) & (f2 < 500), ~0.1% of rows: the "
+                    "selective range and an unsorted column",
     "ct-query-broad": f"broad query, {D.BROAD_QUERY}, ~5% of rows",
     "ct-todf": "the table as a pandas DataFrame",
 }
 
 #: Unit shown for each workload: throughput (MB/s), latency (µs) or time (ms).
 UNIT = {w: "MB/s" for w in WORKLOADS}
-UNIT.update({"open": "µs", "slice": "µs", "getitem": "µs", "ct-query-sel": "ms",
+UNIT.update({"open": "µs", "slice": "µs", "hot-slice": "µs", "getitem": "µs",
+             "ct-open": "µs", "ct-query-sel": "ms", "ct-query-and": "ms",
              "ct-query-broad": "ms"})
 
 #: Workloads whose memory should stay flat as the data grows (streaming).
-STREAMING = ("build-disk", "append", "open", "slice", "getitem", "sum", "ct-build",
-             "ct-query-sel")
+STREAMING = ("build-disk", "append", "open", "slice", "hot-slice", "getitem", "sum",
+             "ct-build", "ct-open", "ct-query-sel", "ct-query-and")
 
 #: Workloads that read a dataset built beforehand.
-NEEDS_DATASET = ("open", "read", "slice", "getitem", "sum", "ct-query-sel", "ct-query-broad",
-                 "ct-todf")
+NEEDS_DATASET = ("open", "read", "slice", "hot-slice", "getitem", "sum", "ct-open",
+                 "ct-query-sel", "ct-query-and", "ct-query-broad", "ct-todf")
 
 #: Workloads of the 1-vs-N-threads experiment.
 THREAD_WORKLOADS = ("build-disk", "read", "sum", "ct-query-broad")
 
 GROUPS = {"array": ARRAY_WORKLOADS, "table": TABLE_WORKLOADS, "all": WORKLOADS,
           "ctable": TABLE_WORKLOADS, "build": ("build-mem", "build-disk", "ct-build"),
-          "query": ("ct-query-sel", "ct-query-broad")}
+          "query": ("ct-query-sel", "ct-query-and", "ct-query-broad")}
 
 
 @dataclass
@@ -329,6 +336,8 @@ class Group:
         self.items = rng.integers(0, n, size=cfg.max_calls + 1).tolist()
         w = min(cfg.slice_width, n)
         self.starts = rng.integers(0, n - w + 1, size=cfg.max_calls + 1).tolist()
+        lo, hi = D.hot_window(n, w)
+        self.hot_starts = rng.integers(lo, hi - w + 1, size=cfg.max_calls + 1).tolist()
 
     @property
     def nbytes(self) -> int:
@@ -400,6 +409,32 @@ def _check_sum(expect):
     return check
 
 
+def _open_latency(g: Group, s, wl: str, opener, length, closer) -> dict:
+    """Latency of opening `s`'s dataset (built first if need be), reading its
+    length and closing it."""
+    g.ensure_built(s)
+    path, n = g.path(s), g.n
+
+    def op(_):
+        h = opener(path)
+        k = length(h)
+        closer(h)
+        return k
+
+    def check(_, k):
+        if k != n:
+            raise AssertionError(f"{wl}: length {k} != {n}")
+    return per_call(op, range(g.cfg.max_calls + 1), g.cfg.latency_budget, g.cfg.max_calls,
+                    check)
+
+
+def _query_of(wl: str, n: int) -> str:
+    """The expression of a query workload on `n` rows."""
+    if wl == "ct-query-sel":
+        return D.selective_query(n)
+    return D.compound_query(n) if wl == "ct-query-and" else D.BROAD_QUERY
+
+
 def run_workload(g: Group, s, wl: str) -> dict:
     """Measure one workload of one system; the record (without the keys)."""
     cfg, n, a = g.cfg, g.n, g.data
@@ -430,31 +465,19 @@ def run_workload(g: Group, s, wl: str) -> dict:
             rmtree(path)
         rec.update(batch=batch)
     elif wl == "open":
-        g.ensure_built(s)
-        path = g.path(s)
-
-        def op(_):
-            h = s.open(path)
-            k = s.length(h)
-            s.close(h)
-            return k
-
-        def check(_, k):
-            if k != n:
-                raise AssertionError(f"open: length {k} != {n}")
-        rec.update(per_call(op, range(cfg.max_calls + 1), cfg.latency_budget, cfg.max_calls,
-                            check))
+        rec.update(_open_latency(g, s, wl, s.open, s.length, s.close))
     elif wl == "read":
         h = g.handle(s)
         rec.update(timed(lambda: s.read(h), cfg.repeat, cfg.budget,
                          check=_check_array(a, "read")))
-    elif wl == "slice":
+    elif wl in ("slice", "hot-slice"):
         h = g.handle(s)
         w = min(cfg.slice_width, n)
 
         def check(i, out):
-            _check_array(a[i:i + w], "slice")(out)
-        rec.update(per_call(lambda i: s.slice(h, i, i + w), g.starts, cfg.latency_budget,
+            _check_array(a[i:i + w], wl)(out)
+        starts = g.starts if wl == "slice" else g.hot_starts
+        rec.update(per_call(lambda i: s.slice(h, i, i + w), starts, cfg.latency_budget,
                             cfg.max_calls, check), width=w)
     elif wl == "getitem":
         h = g.handle(s)
@@ -477,8 +500,10 @@ def run_workload(g: Group, s, wl: str) -> dict:
             g.built.add(s.key)
             files, size = disk_usage(path)
             rec.update(files=files, disk_bytes=size, cratio=g.nbytes / size if size else None)
-    elif wl in ("ct-query-sel", "ct-query-broad"):
-        expr = D.selective_query(n) if wl == "ct-query-sel" else D.BROAD_QUERY
+    elif wl == "ct-open":
+        rec.update(_open_latency(g, s, wl, s.ct_open, s.ct_length, s.ct_close))
+    elif wl in ("ct-query-sel", "ct-query-and", "ct-query-broad"):
+        expr = _query_of(wl, n)
         expect = int(np.count_nonzero(D.query_mask(a, expr)))
         h = g.handle(s)
 
@@ -580,10 +605,15 @@ def child_measure(spec: dict) -> dict:
         elif wl == "read":
             h = handle()
             op = lambda: s.read(h)  # noqa: E731
-        elif wl == "slice":
+        elif wl == "ct-open":
+            def op():
+                for _ in range(20):
+                    s.ct_close(s.ct_open(path))
+        elif wl in ("slice", "hot-slice"):
             h = handle()
             w = min(spec["slice_width"], n)
-            starts = rng.integers(0, n - w + 1, 200).tolist()
+            lo, hi = D.hot_window(n, w) if wl == "hot-slice" else (0, n)
+            starts = rng.integers(lo, hi - w + 1, 200).tolist()
 
             def op():
                 for i in starts:
@@ -598,9 +628,9 @@ def child_measure(spec: dict) -> dict:
         elif wl == "sum":
             h = handle()
             op = lambda: s.sum(h)  # noqa: E731
-        elif wl in ("ct-query-sel", "ct-query-broad"):
+        elif wl in ("ct-query-sel", "ct-query-and", "ct-query-broad"):
             h = handle()
-            expr = D.selective_query(n) if wl == "ct-query-sel" else D.BROAD_QUERY
+            expr = _query_of(wl, n)
             op = lambda: s.ct_query(h, expr)  # noqa: E731
         elif wl == "ct-todf":
             h = handle()

@@ -130,8 +130,9 @@ def _memname() -> str:
 
 
 ARRAY_OPS = frozenset({"build-mem", "build-disk", "append", "open", "read", "slice",
-                       "getitem", "sum"})
-TABLE_OPS = frozenset({"ct-build", "ct-query-sel", "ct-query-broad", "ct-todf"})
+                       "hot-slice", "getitem", "sum"})
+TABLE_OPS = frozenset({"ct-build", "ct-open", "ct-query-sel", "ct-query-and", "ct-query-broad",
+                       "ct-todf"})
 
 
 class System:
@@ -267,6 +268,14 @@ class System:
     def ct_query(self, t, expr: str):
         raise NotImplementedError
 
+    def ct_length(self, t) -> int:
+        """Rows of a table from :meth:`ct_open`."""
+        return len(t)
+
+    def ct_close(self, t) -> None:
+        """Release a table from :meth:`ct_open`."""
+        self.close(t)
+
     def ct_todf(self, t):
         raise NotImplementedError
 
@@ -282,8 +291,9 @@ class NumpyMemory(System):
     modules = ("numpy",)
     pip = "numpy"
     where = "memory"
-    WORKLOADS = frozenset({"build-mem", "append", "read", "slice", "getitem", "sum",
-                           "ct-build", "ct-query-sel", "ct-query-broad", "ct-todf"})
+    WORKLOADS = frozenset({"build-mem", "append", "read", "slice", "hot-slice", "getitem",
+                           "sum", "ct-build", "ct-query-sel", "ct-query-and", "ct-query-broad",
+                           "ct-todf"})
     notes = {"append": "into a preallocated array", "ct-build": "copies of the columns",
              "ct-query": "NumPy boolean masks", "ct-todf": "pandas.DataFrame(columns)"}
 
@@ -328,8 +338,9 @@ class Npy(System):
     modules = ("numpy",)
     pip = "numpy"
     suffix = ".npy"
-    WORKLOADS = frozenset({"build-disk", "append", "open", "read", "slice", "getitem", "sum",
-                           "ct-build", "ct-query-sel", "ct-query-broad", "ct-todf"})
+    WORKLOADS = frozenset({"build-disk", "append", "open", "read", "slice", "hot-slice",
+                           "getitem", "sum", "ct-build", "ct-open", "ct-query-sel",
+                           "ct-query-and", "ct-query-broad", "ct-todf"})
     notes = {"open": "np.load(mmap_mode='r')", "slice": "memory map", "getitem": "memory map",
              "sum": "memory map .sum()", "ct-build": "one .npy per column",
              "ct-query": "memory maps + NumPy masks"}
@@ -374,6 +385,13 @@ class Npy(System):
         names = sorted(f[:-4] for f in os.listdir(path) if f.endswith(".npy"))
         return {k: np.load(os.path.join(path, k + ".npy"), mmap_mode="r") for k in names}
 
+    def ct_length(self, t):
+        return len(next(iter(t.values())))
+
+    def ct_close(self, t):
+        for col in t.values():
+            self.close(col)
+
     def ct_query(self, t, expr):
         mask = query_mask(t, expr)
         return structured({k: v[mask] for k, v in t.items()})
@@ -391,7 +409,7 @@ class Pandas(System):
     modules = ("pandas",)
     pip = "pandas"
     where = "memory"
-    WORKLOADS = frozenset({"ct-build", "ct-query-sel", "ct-query-broad"})
+    WORKLOADS = frozenset({"ct-build", "ct-query-sel", "ct-query-and", "ct-query-broad"})
     notes = {"ct-build": "pandas.DataFrame(columns), copied", "ct-query": "DataFrame.query"}
 
     def settings(self) -> str:

@@ -101,3 +101,51 @@ def test_planning_is_lazy(table):
     rows = planner.select("a > nowhere", table, {}, None)  # nothing runs yet
     with pytest.raises(ExpressionError):
         next(rows)
+
+
+def test_columns_of_different_chunk_lengths_share_a_grid():
+    """int64 and int32 columns of one table have different chunk lengths: the
+    bounds of both still prune, on the grid of their common divisor."""
+    a = bcolzx.carray(np.arange(120), chunklen=10)              # sorted
+    b = bcolzx.carray(np.arange(120) % 7, chunklen=20)          # no pruning of its own
+    skip = planner.zone_skipper(compile_expression("(a >= 40) & (a < 50) & (b < 3)"),
+                                {"a": a, "b": b}, {})
+    assert skip is not None
+    assert [lo for lo in range(0, 120, 10) if not skip(lo, lo + 10)] == [40]
+    assert not skip(35, 45)                    # a block over the chunk that may match
+    # Chunks of b whose bounds rule it out prune blocks of a's length too.
+    b2 = bcolzx.carray(np.repeat([5, 0, 5, 0, 5, 0], 20), chunklen=20)
+    skip = planner.zone_skipper(compile_expression("(b < 3) | (a < 0)"), {"a": a, "b": b2}, {})
+    assert [lo for lo in range(0, 120, 10) if not skip(lo, lo + 10)] == [20, 30, 60, 70, 100, 110]
+
+
+def test_a_grid_finer_than_the_chunks_allow_is_not_used():
+    a = bcolzx.carray(np.arange(2000), chunklen=1000)
+    b = bcolzx.carray(np.arange(2000), chunklen=999)             # common divisor 1
+    assert planner.zone_skipper(compile_expression("(a < 5) & (b < 5)"), {"a": a, "b": b},
+                                {}) is None
+
+
+def test_compound_query_on_a_mixed_table_reads_only_the_selective_chunks(tmp_path):
+    n = 4 * 262_144               # full chunks only: a leftover is never pruned
+    f0, f2 = np.arange(n, dtype="i8"), (np.arange(n) * 7919 % 1000).astype("i4")
+    t = bcolzx.ctable([f0, f2], names=["f0", "f2"], rootdir=str(tmp_path / "t"))
+    t.flush()
+    t = bcolzx.open(str(tmp_path / "t"), mode="r")
+    assert t.cols["f0"].chunklen != t.cols["f2"].chunklen   # 8- and 4-byte items
+    rows = {"f0": 0, "f2": 0}
+    for name in rows:
+        engine = t.cols[name].engine
+        read = engine.read
+
+        def counted(start, stop, out=None, _read=read, _name=name):
+            rows[_name] += stop - start
+            return _read(start, stop, out)
+        engine.read = counted
+    expr = "(f0 > 600000) & (f0 < 600100) & (f2 < 500)"
+    got = t.fetchwhere(expr, outcols=["nrow__"], out_flavor="numpy")["nrow__"]
+    np.testing.assert_array_equal(got, np.flatnonzero((f0 > 600000) & (f0 < 600100)
+                                                      & (f2 < 500)))
+    # One block (of the longest chunk) of the condition's columns, not the table.
+    block = max(t.cols["f0"].chunklen, t.cols["f2"].chunklen)
+    assert 0 < rows["f2"] <= block < n and 0 < rows["f0"] <= block
