@@ -47,6 +47,7 @@ from bcolzx.errors import (
     PickleNotAllowedError,
     ReadOnlyError,
     TruncatedDataError,
+    UnsafeFileError,
     UnsupportedFormatError,
 )
 from bcolzx.params import cparams, filters
@@ -172,5 +173,6 @@ __all__ = [
     "PickleNotAllowedError",
     "ReadOnlyError",
     "TruncatedDataError",
+    "UnsafeFileError",
     "UnsupportedFormatError",
 ]

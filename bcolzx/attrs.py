@@ -45,13 +45,63 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"an object of type {type(obj).__name__} is not JSON-serialisable")
 
 
+def _json_key(key: Any) -> str:
+    """The name a key of a dict becomes in JSON (what ``json.dumps`` makes of it).
+
+    Raises
+    ------
+    TypeError
+        For a key JSON cannot hold.
+    """
+    if isinstance(key, np.generic):
+        key = key.item()
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key, allow_nan=True)
+    raise TypeError(f"a dict key of type {type(key).__name__} is not JSON-serialisable")
+
+
+def _check_keys(obj: Any, depth: int = 0) -> None:
+    """Refuse dicts (at any depth) whose keys would merge in JSON: ``{1: 'a', '1': 'b'}``
+    would be stored as ``{'1': 'b'}``, one value silently lost.
+
+    Raises
+    ------
+    ValueError
+        For two keys with the same JSON name.
+    TypeError
+        For a key JSON cannot hold, or nesting too deep to store.
+    """
+    if depth > 500:
+        raise TypeError("attribute value is nested too deeply to store")
+    if isinstance(obj, dict):
+        seen: dict[str, Any] = {}
+        for key, value in obj.items():
+            name = _json_key(key)
+            if name in seen:
+                raise ValueError(f"the keys {seen[name]!r} and {key!r} both become {name!r} in "
+                                 "JSON, and one value would be lost: use distinct str keys")
+            seen[name] = key
+            _check_keys(value, depth + 1)
+    elif isinstance(obj, (list, tuple)):
+        for value in obj:
+            _check_keys(value, depth + 1)
+
+
 def _to_json_value(obj: Any) -> Any:
     """The value `obj` becomes once stored: its JSON form, decoded again.
+
+    NaN and infinities are kept, written as legacy bcolz writes them (Python's
+    ``NaN``, ``Infinity``), so that they round-trip; dict keys that would merge
+    in JSON are refused.
 
     Raises
     ------
     TypeError
         If `obj` (or anything inside it) cannot be represented in JSON.
+    ValueError
+        If it holds a dict whose keys merge in JSON (``{1: 'a', '1': 'b'}``).
     """
     try:
         text = json.dumps(obj, allow_nan=True, default=_json_default)
@@ -59,6 +109,7 @@ def _to_json_value(obj: Any) -> Any:
         raise TypeError(f"attribute value is not JSON-serialisable: {exc}") from None
     except TypeError as exc:
         raise TypeError(f"attribute value is not JSON-serialisable: {exc}") from None
+    _check_keys(obj)  # after dumps, which refuses a cycle
     return json.loads(text)
 
 
@@ -252,7 +303,9 @@ class attrs:  # noqa: N801 - legacy name
             If `name` is not a string or `obj` is not JSON-serialisable;
             nothing is changed.
         ValueError
-            If `name` is ``'__crc32c__'`` or ``'__uid__'`` (reserved).
+            If `name` is ``'__crc32c__'`` or ``'__uid__'`` (reserved), or `obj`
+            holds a dict whose keys would merge in JSON (``{1: 'a', '1': 'b'}``);
+            nothing is changed.
         OSError
             If ``__attrs__`` cannot be written; nothing is changed.
         """

@@ -26,6 +26,7 @@ __all__ = [
     "PickleNotAllowedError",
     "ReadOnlyError",
     "LockedError",
+    "UnsafeFileError",
     "ConcurrentModificationError",
     "BufferTooSmallError",
     "BcolzxMemoryError",
@@ -185,6 +186,32 @@ class LockedError(BcolzxError, BlockingIOError):
         self.rootdir = rootdir
         self.pid = pid
         self.host = host
+
+
+class UnsafeFileError(BcolzxError, PermissionError):
+    """A file bcolzx would write is not its own: a symbolic link, a FIFO, a device...
+
+    bcolzx never writes through a symbolic link, and never opens anything but
+    a regular file where one of its own files belongs (the lock file, a
+    temporary file, a superchunk file, the append journal, a JSON file):
+    something planted there would make it write outside the dataset or wait
+    for ever.  Nothing was read or written through it; remove it (the
+    message names it) and try again.  A :class:`PermissionError` (so an ``IOError``), as
+    the operating system's own refusal to write would be.
+
+    Parameters
+    ----------
+    path : str
+        The offending file.
+    what : str
+        What was found there, e.g. ``"a symbolic link"``.
+    """
+
+    def __init__(self, path: str, what: str) -> None:
+        super().__init__(errno.EPERM, f"{path} is {what}, not a regular file of bcolzx's own; "
+                                      "nothing was read or written through it: remove it "
+                                      "and try again", path)
+        self.path = path
 
 
 class ConcurrentModificationError(BcolzxError, RuntimeError):

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from typing import Any
 
+from bcolzx._format import files as _files
 from bcolzx._format import seal as _seal
 from bcolzx.errors import CorruptDataError
 
 
 def fsync_dir(path: str) -> None:
     """fsync a directory, so that a rename or a new file in it is durable."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY | _files.CLOEXEC)
     try:
         os.fsync(fd)
     finally:
@@ -23,8 +23,12 @@ def fsync_dir(path: str) -> None:
 def write_atomic(path: str, data: bytes, *, durable: bool = True) -> None:
     """Replace the file at `path` with `data` so that readers see old or new, never half.
 
-    Writes a temporary file in the same directory, fsyncs it, renames it over
-    `path` and fsyncs the directory.
+    Writes a temporary file with a random name in the same directory, fsyncs
+    it, renames it over `path` and fsyncs the directory.  The temporary file
+    is created exclusively (``O_EXCL``, never through a link) with mode 0o666
+    less the umask, and both it and the rename are made relative to the
+    directory opened once (a dataset's ``meta/`` or ``data/`` never through a
+    link): see :mod:`bcolzx._format.files`.
 
     Parameters
     ----------
@@ -37,26 +41,33 @@ def write_atomic(path: str, data: bytes, *, durable: bool = True) -> None:
 
     Raises
     ------
+    UnsafeFileError
+        If the directory is a dataset subdirectory replaced by a link.
     OSError
         If the file system refuses; `path` is then unchanged.
     """
     directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    name = os.path.basename(path)
+    dfd = _files.open_dir(directory, name)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            if durable:
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+        fd, tmp = _files.unique_temp(dfd, ".tmp-", directory)
         try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    if durable:
-        fsync_dir(directory)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                if durable:
+                    os.fsync(f.fileno())
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dfd)
+            except FileNotFoundError:
+                pass
+            raise
+        if durable:
+            os.fsync(dfd)
+    finally:
+        os.close(dfd)
 
 
 def write_json(path: str, obj: Any, *, durable: bool = True, seal: bool = True,
@@ -99,9 +110,10 @@ def read_json_sealed(path: str, *, kind: type | None = dict) -> tuple[Any, _seal
     CorruptDataError
         If it is not valid JSON (UTF-8), not of type `kind`, or its seal
         does not match.
+    UnsafeFileError
+        If it is a FIFO, a device or a directory.
     """
-    with open(path, "rb") as f:
-        raw = f.read()
+    raw = _files.read_regular(path)[0]
     return loads_sealed(raw, os.path.basename(path), path, kind=kind)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from bcolzx._ext import codec as _codec
+from bcolzx._format import files as _files
 from bcolzx._format import layout
 from bcolzx._format import seal as _seal
 from bcolzx._format.jsonfile import read_json_sealed, write_json
@@ -379,6 +380,11 @@ class Sizes:
     cbytes: int
     #: The index generation of each superchunk file this state was committed with.
     generations: tuple[int, ...] = ()
+    #: Truncations the dataset went through (§1): a reader whose commit has
+    #: another epoch knows that rows it counts may have been removed.
+    epoch: int = 0
+    #: Rows the latest truncation kept (with `epoch` > 0).
+    cut: int = 0
     #: Part objects continuing superchunks (§5): ``(superchunk, first slot,
     #: generation)``, in order of superchunk, then of writing.
     parts: tuple[tuple[int, int, int], ...] = ()
@@ -387,12 +393,23 @@ class Sizes:
         out = {"shape": list(self.shape), "nbytes": self.nbytes, "cbytes": self.cbytes}
         if self.generations:
             out["generations"] = list(self.generations)
+        if self.epoch:
+            out["epoch"] = self.epoch
+            out["cut"] = self.cut
         if self.parts:
             out["parts"] = [list(p) for p in self.parts]
         return out
 
     @classmethod
     def from_json(cls, obj: dict, path: str | None = None) -> "Sizes":
+        """Decode ``meta/sizes``, every number checked for what it can be.
+
+        Raises
+        ------
+        CorruptDataError
+            For a missing key, a value of the wrong type, or a negative
+            count (shape, bytes, epoch, cut) or a generation below 1.
+        """
         try:
             shape = tuple(_int(x) for x in obj["shape"])
             if not shape or any(x < 0 for x in shape):
@@ -403,8 +420,13 @@ class Sizes:
             parts = tuple(_part(p, len(gens)) for p in obj.get("parts", ()))
             if list(parts) != sorted(parts, key=lambda p: p[0]):
                 raise ValueError("parts are not in superchunk order")
-            return cls(shape, _int(obj.get("nbytes", 0)), _int(obj.get("cbytes", 0)), gens,
-                       parts)
+            nbytes, cbytes = _int(obj.get("nbytes", 0)), _int(obj.get("cbytes", 0))
+            epoch, cut = _int(obj.get("epoch", 0)), _int(obj.get("cut", 0))
+            for name, value in (("nbytes", nbytes), ("cbytes", cbytes), ("epoch", epoch),
+                                ("cut", cut)):
+                if value < 0:
+                    raise ValueError(f"negative {name} {value}")
+            return cls(shape, nbytes, cbytes, gens, epoch, cut, parts)
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptDataError(f"invalid sizes metadata: {exc}", path=path) from None
 
@@ -472,8 +494,7 @@ def _newer_version(path: str, exc: CorruptDataError) -> None:
     """Raise UnsupportedFormatError if the file at `path`, whose seal `exc` refused,
     says it is of a newer format version: a newer bcolzx may seal differently."""
     try:
-        with open(path, "rb") as f:
-            obj = json.loads(f.read())
+        obj = json.loads(_files.read_regular(path)[0])
         newer = obj.get("format") == layout.FORMAT_NAME and \
             int(obj.get("format_version")) > layout.FORMAT_VERSION
     except (OSError, ValueError, TypeError, AttributeError, RecursionError):
@@ -489,7 +510,10 @@ def read_sizes(rootdir: str, storage: Storage | None = None) -> Sizes:
     """Read and validate ``meta/sizes`` (its seal included, §2c).
 
     With the dataset's `storage`, also check that the file is sealed when
-    ``meta/storage`` is and belongs to the same dataset.
+    ``meta/storage`` is and belongs to the same dataset, and that
+    ``meta/storage`` is sealed when this file is: a bcolzx writer seals both
+    or (before seals) neither, so a seal missing from ``meta/storage`` alone
+    was taken off, and what it guarded (the dtype) cannot be trusted (§2c).
 
     Raises
     ------
@@ -514,6 +538,12 @@ def sizes_from_sealed(obj: dict, seal, storage: Storage | None, path: str | None
     """
     if storage is not None:
         _seal.check_member(seal, _seal.Seal(storage.sealed, storage.uid), "meta/sizes", path)
+        if seal.sealed and not storage.sealed:
+            raise CorruptDataError(
+                f"meta/storage has no {_seal.CRC_KEY} checksum although meta/sizes has one: "
+                "its seal was removed, and what it describes (the dtype) cannot be trusted",
+                path=None if path is None else
+                f"{path.rsplit('/', 1)[0]}/{layout.STORAGE_FILE}")
     return Sizes.from_json(obj, path)
 
 

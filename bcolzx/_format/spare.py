@@ -10,9 +10,8 @@ leaves it torn in exactly the same way.
 
 from __future__ import annotations
 
-import os
-
 from bcolzx._ext import index as _index
+from bcolzx._format import files as _files
 from bcolzx.errors import CorruptDataError
 
 __all__ = ["spare_copy_note"]
@@ -38,11 +37,9 @@ def spare_copy_note(path: str, geometry, generation: int) -> str | None:
     """
     isize = _index.index_size(geometry.nslots)
     try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
-            f.seek(_index.HEADER_SIZE)
-            copies = f.read(2 * isize)
-    except OSError:
+        head, st = _files.read_regular(path, _index.HEADER_SIZE + 2 * isize)
+        size, copies = st.st_size, head[_index.HEADER_SIZE:]
+    except OSError:  # UnsafeFileError (a FIFO...) included
         return None
     if len(copies) != 2 * isize:
         return None

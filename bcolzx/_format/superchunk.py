@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from bcolzx._ext import index as _index
 from bcolzx._ext import writeback
+from bcolzx._format import files as _files
 from bcolzx._format.jsonfile import fsync_dir
 from bcolzx.errors import CorruptDataError, TruncatedDataError
 
@@ -164,8 +165,13 @@ class SuperchunkFile:
         self.geometry = geometry
         self.index = index
         self._current = current_copy
-        # Never write below the end of the data the durable index references.
+        # Never write below the end of the file: bytes once written are never
+        # written over (a reader of an older commit may still read them), not
+        # even after a truncation freed them (docs/format/README.md §3).
         self._floor = index.data_extent(geometry.checksum_size)
+        #: A descriptor of the file as loaded, read through instead of opening
+        #: `path` (``load(keep_open=True)``); None: each read opens `path`.
+        self.fd: int | None = None
         self._dirty = False       # index changed since the last commit
         self._unsynced = False    # data written since the last fsync
         self._wb = (0, 0)         # bytes written whose write-back is not started yet
@@ -173,12 +179,14 @@ class SuperchunkFile:
     # -- opening ---------------------------------------------------------------
 
     @classmethod
-    def create(cls, path: str, number: int, geometry: Geometry) -> "SuperchunkFile":
+    def create(cls, path: str, number: int, geometry: Geometry, *,
+               keep_open: bool = False) -> "SuperchunkFile":
         """Write a new, empty superchunk file (replacing any stale one) and return it.
 
         Copy A is written empty with a random generation (1 to 2**31) and
         copy B empty with generation 0, as the spec requires; the file is fsynced and renamed
         into place, so a crash leaves either no file or a complete one.
+        `keep_open` as in :meth:`load`.
 
         Raises
         ------
@@ -195,27 +203,52 @@ class SuperchunkFile:
         a.generation = first_generation()
         b = _index.Index(g.nslots)
         tmp = path + ".tmp"
+        _files.check_own_dir(tmp)
+        # Never through a link planted at the temporary name (files.py).
+        fd = _files.create_temp(tmp, read=keep_open)
         try:
-            with open(tmp, "wb") as f:
+            with os.fdopen(fd, "wb", closefd=False) as f:
                 f.write(header + a.encode() + b.encode())
                 f.flush()
                 os.fsync(f.fileno())
+            os.replace(tmp, path)
         except BaseException:
+            os.close(fd)
             _discard(tmp)  # a full disk keeps no half-written file
             raise
-        os.replace(tmp, path)
+        sc = cls(path, number, g, a, 0)
+        sc._floor = _index.data_start(g.nslots)
+        if keep_open:
+            sc.fd = fd
+        else:
+            os.close(fd)
         fsync_dir(os.path.dirname(path))
-        return cls(path, number, g, a, 0)
+        return sc
 
     @classmethod
     def load(cls, path: str, number: int, geometry: Geometry,
-             generation: int | None = None) -> "SuperchunkFile":
+             generation: int | None = None, *, keep_open: bool = False,
+             past_end: bool = True) -> "SuperchunkFile":
         """Open an existing superchunk file: check its header, select its index.
 
         `generation` is the index generation ``meta/sizes`` recorded for this
         file: the copy with that generation is the committed one, whatever
         the other copy holds (a newer, uncommitted generation, or an older
         one).  Without it, the valid copy with the higher generation is used.
+
+        With `keep_open`, the descriptor the file was loaded through stays
+        open (attribute ``fd``) and every read goes through it: the object
+        reads the very file it loaded, even once another one was renamed over
+        it or it was removed (bytes once written are never written over,
+        docs/format/README.md §3), until :meth:`close`.
+
+        With `past_end` (the default), new chunks are written past the end
+        of the file, never into space at its end that no index references
+        any more: a truncation may have freed it while a reader of an older
+        commit still reads it.  Without it (a dataset that was never
+        truncated, where no commit ever referenced such space: the bytes of
+        a write that failed), they are written right after the data the
+        index references.
 
         Raises
         ------
@@ -230,21 +263,58 @@ class SuperchunkFile:
         g = geometry
         isize = _index.index_size(g.nslots)
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, _files.READ_FLAGS)
         except FileNotFoundError:
             raise TruncatedDataError("superchunk file is missing", path=path) from None
+        keep = False
         try:
-            size = os.fstat(fd).st_size
+            size = _files.check_regular(fd, path).st_size
             if size < _index.data_start(g.nslots):
                 raise TruncatedDataError(
                     f"superchunk file has {size} bytes, fewer than its header and indexes "
                     f"({_index.data_start(g.nslots)})", path=path)
             check_header(_pread_exact(fd, _index.HEADER_SIZE, 0, path), number, g, path)
             copies = _pread_exact(fd, 2 * isize, _index.HEADER_SIZE, path)
+            sc = cls._select(path, number, g, copies, size, generation)
+            if past_end:
+                sc._floor = max(sc._floor, size)
+            if keep_open:
+                sc.fd, keep = fd, True
+            return sc
         finally:
-            os.close(fd)
+            if not keep:
+                os.close(fd)
+
+    @classmethod
+    def _select(cls, path: str, number: int, g: Geometry, copies: bytes, size: int,
+                generation: int | None) -> "SuperchunkFile":
+        """The file with the index copy :meth:`load` selects (see there)."""
         idx, which = select_copy(copies, g, size, generation, path)
         return cls(path, number, g, idx, which)
+
+    # -- the descriptor a loaded file keeps --------------------------------------
+
+    def close(self) -> None:
+        """Close the descriptor kept by ``load(keep_open=True)``, if any.
+
+        Only when nothing reads through it any more: by its last user, or
+        the garbage collector.
+        """
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        if getattr(self, "fd", None) is not None:
+            self.close()
+
+    def _reading(self) -> int:
+        """A descriptor to read through: the one kept, or `path` opened now."""
+        return self.fd if self.fd is not None else os.open(self.path, _files.READ_FLAGS)
+
+    def _done(self, fd: int) -> None:
+        if fd != self.fd:
+            os.close(fd)
 
     # -- reading ---------------------------------------------------------------
 
@@ -273,11 +343,11 @@ class SuperchunkFile:
         off, nb = idx.entry(slot)
         g = self.geometry
         csize = g.checksum_size
-        fd = os.open(self.path, os.O_RDONLY)
+        fd = self._reading()
         try:
             blob = _pread_exact(fd, nb + csize, off, self.path)
         finally:
-            os.close(fd)
+            self._done(fd)
         if not csize:
             return blob
         view = memoryview(blob)
@@ -322,7 +392,7 @@ class SuperchunkFile:
             return out
         csize = g.checksum_size
         wanted.sort()
-        fd = os.open(self.path, os.O_RDONLY)
+        fd = self._reading()
         try:
             i = 0
             while i < len(wanted):
@@ -342,7 +412,7 @@ class SuperchunkFile:
                     out[pos] = chunk
                 i = j
         finally:
-            os.close(fd)
+            self._done(fd)
         return out
 
     # -- writing ---------------------------------------------------------------
@@ -387,7 +457,7 @@ class SuperchunkFile:
                     idx.set_special(slot, entry.kind, entry.value, g.header_typesize)
                 else:
                     if fd is None:
-                        fd = os.open(self.path, os.O_WRONLY)
+                        fd = _files.open_own(self.path, os.O_WRONLY)
                     offset = max(self._floor, idx.data_extent(csize))
                     parts = [entry]
                     if csize:
@@ -399,6 +469,7 @@ class SuperchunkFile:
                     lo, hi = (offset, offset + total) if lo == hi else \
                         (min(lo, offset), max(hi, offset + total))
                     idx.set_data(slot, offset, len(entry))
+                    self._floor = offset + total
                     self._unsynced = True
                 if slot == idx.nchunks:
                     idx.nchunks = slot + 1
@@ -448,7 +519,7 @@ class SuperchunkFile:
             return
         idx = self.index
         target = 1 - self._current
-        fd = os.open(self.path, os.O_WRONLY)
+        fd = _files.open_own(self.path, os.O_WRONLY)
         try:
             idx.generation = idx.generation + 1
             data = idx.encode()
@@ -459,7 +530,7 @@ class SuperchunkFile:
         finally:
             os.close(fd)
         self._current = target
-        self._floor = idx.data_extent(self.geometry.checksum_size)
+        self._floor = max(self._floor, idx.data_extent(self.geometry.checksum_size))
         self._dirty = self._unsynced = False
         self._wb = (0, 0)
 
@@ -503,9 +574,13 @@ class SuperchunkFile:
         header = _index.encode_header(g.checksum_type, g.header_typesize, g.chunk_size,
                                       g.nslots, self.number)
         tmp = self.path + ".compact"
-        src = os.open(self.path, os.O_RDONLY)
+        _files.check_own_dir(tmp)
+        src = self._reading()
+        # Never through a link planted at the temporary name (files.py); kept
+        # open to read the new file through, when this object keeps one.
+        out = _files.create_temp(tmp, read=True)
         try:
-            with open(tmp, "wb") as f:
+            with os.fdopen(out, "r+b", closefd=False) as f:
                 f.seek(pos)
                 for slot in range(idx.nchunks):
                     kind = idx.kind(slot)
@@ -522,13 +597,19 @@ class SuperchunkFile:
                 f.write(header + new.encode() + _index.Index(g.nslots).encode())
                 f.flush()
                 os.fsync(f.fileno())
+            os.replace(tmp, self.path)
         except BaseException:
+            os.close(out)
             _discard(tmp)  # the old file stays, whole; a full disk keeps no partial copy
             raise
         finally:
-            os.close(src)
-        os.replace(tmp, self.path)
+            self._done(src)
+        if self.fd is not None:  # read the new file from now on
+            self.close()
+            self.fd = out
+        else:
+            os.close(out)
         fsync_dir(os.path.dirname(self.path))
         self.index, self._current = new, 0
-        self._floor = new.data_extent(csize)
+        self._floor = pos
         return old_size - pos

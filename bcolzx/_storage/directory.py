@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import replace
-from math import ceil
+from math import ceil, prod
 
+from bcolzx._format import files as _files
 from bcolzx._format import journal, layout
 from bcolzx._format.jsonfile import fsync_dir, write_json
 from bcolzx._format.meta import (
@@ -17,7 +19,7 @@ from bcolzx._format.meta import (
     write_storage,
 )
 from bcolzx._format.superchunk import SPECIAL_CBYTES, Geometry, SuperchunkFile
-from bcolzx._storage import snapshot
+from bcolzx._storage import pins, snapshot
 from bcolzx._storage.base import ChunkStore, Special
 from bcolzx.errors import CorruptDataError, ReadOnlyError
 
@@ -39,6 +41,36 @@ def geometry_of(storage: Storage, rowshape: tuple, path: str | None) -> tuple[Ge
     typesize = 1 if storage.vlen else storage.dtype.itemsize
     return Geometry(storage.chunks_per_superchunk, chunk_bytes, typesize,
                     layout.CHECKSUMS[storage.checksum]), rowbytes
+
+
+def _check_sizes(rootdir: str, storage: Storage, sizes: Sizes) -> None:
+    """Check ``meta/sizes`` against ``meta/storage`` before anything is sized by it.
+
+    Its byte count follows from its shape, and it names one index generation
+    per superchunk file its length needs: a length that no file backs (a
+    forged or damaged shape of 2**62 rows) is refused here, before a reader
+    allocates or loops over it.
+
+    Raises
+    ------
+    CorruptDataError
+        If the numbers do not agree.
+    """
+    path = layout.meta_path(rootdir, layout.SIZES_FILE)
+    rows = sizes.shape[0]
+    nchunks = ceil(rows / storage.chunklen)
+    per_row = layout.VLEN_ROW_NBYTES if storage.vlen else \
+        storage.dtype.itemsize * prod(sizes.shape[1:])
+    if sizes.nbytes != rows * per_row:
+        raise CorruptDataError(f"nbytes is {sizes.nbytes}, but {rows} rows of {per_row} bytes "
+                               f"hold {rows * per_row}", path=path)
+    nfiles = ceil(nchunks / storage.chunks_per_superchunk)
+    # One more when a stored last chunk holds rows past the length (a shrink
+    # inside it keeps the chunk, format §1).
+    if not nfiles <= len(sizes.generations) <= nfiles + 1:
+        raise CorruptDataError(
+            f"{rows} rows need {nfiles} superchunk files, but the file names the index "
+            f"generations of {len(sizes.generations)}", path=path)
 
 
 class DirectoryStore(ChunkStore):
@@ -71,6 +103,13 @@ class DirectoryStore(ChunkStore):
             if self.nchunks else 0
         self.cbytes = sizes.cbytes
         self._generations = list(sizes.generations)
+        # Truncations so far, and the rows the latest one kept (snapshot.py);
+        # the rows of the last commit.
+        self.epoch, self.cut = sizes.epoch, sizes.cut
+        self._rows = length
+        #: The first chunk holding rows that a writer may have removed since
+        #: this store's snapshot, as far as it learned (snapshot.note_cuts).
+        self.lost_chunk = sys.maxsize
         self._readonly = readonly
         self._files: dict[int, SuperchunkFile] = {}
         self._rowbytes = rowbytes
@@ -136,6 +175,7 @@ class DirectoryStore(ChunkStore):
             from bcolzx._storage.objects import LocalObjects
 
             return remote.open_store(LocalObjects(rootdir), readonly)  # type: ignore[return-value]
+        _check_sizes(rootdir, storage, sizes)
         return cls(rootdir, storage, sizes, readonly)
 
     @property
@@ -168,11 +208,25 @@ class DirectoryStore(ChunkStore):
             return sc
         path = layout.data_path(self.rootdir, number)
         if create:
-            sc = SuperchunkFile.create(path, number, self.geometry)
+            sc = SuperchunkFile.create(path, number, self.geometry, keep_open=pins.enabled())
         else:  # the committed index, kept to this store's rows (snapshot.py)
             sc = snapshot.load_file(self, number)
         self._files[number] = sc
+        if sc.fd is not None:
+            pins.keep(self, number, sc)
         return sc
+
+    def forget_file(self, number: int, sc: SuperchunkFile) -> None:
+        """Drop the cached index of superchunk `number` if it is `sc` and it is
+        exactly what ``meta/sizes`` last recorded (no uncommitted change, no
+        commit of its index still to be recorded): the budget of kept
+        descriptors (pins.py).  It is loaded again when needed; its
+        descriptor closes once no read uses it.  Any thread may call this."""
+        gens = self._generations
+        if sc.dirty or number >= len(gens) or gens[number] != sc.index.generation:
+            return
+        if self._files.get(number) is sc:
+            self._files.pop(number, None)
 
     def files(self) -> list[str]:
         """Paths of the superchunk files the metadata calls for."""
@@ -191,7 +245,7 @@ class DirectoryStore(ChunkStore):
             number, slot = divmod(i, k)
             end = min(stop, (number + 1) * k)
             slots = list(range(slot, slot + end - i))
-            out.extend(snapshot.read(self, number, lambda sc, slots=slots: sc.read(slots)))
+            out.extend(snapshot.read(self, number, lambda sc, slots=slots: sc.read(slots), end))
             i = end
         return out
 
@@ -199,7 +253,7 @@ class DirectoryStore(ChunkStore):
         if not 0 <= i < self.nchunks:
             raise IndexError(f"chunk {i} outside 0..{self.nchunks}")
         number, slot = divmod(i, self.geometry.nslots)
-        return snapshot.read(self, number, lambda sc: sc.read_one(slot))
+        return snapshot.read(self, number, lambda sc: sc.read_one(slot), i + 1)
 
     def put(self, items: list[tuple[int, object, int]]) -> None:
         self._check_writable()
@@ -218,6 +272,7 @@ class DirectoryStore(ChunkStore):
                 self.cbytes -= sc.stored_nbytes(slot)
                 self.cbytes += SPECIAL_CBYTES if isinstance(entry, Special) else len(entry)
             sc.write(group)
+            self._files[number] = sc  # what commit() records, whatever the budget did
             self.nchunks = max(self.nchunks, number * k + sc.index.nchunks)
         last_i, _, last_size = max(items, key=lambda t: t[0]) if items else (None, None, None)
         if last_i is not None and last_i == self.nchunks - 1:
@@ -242,9 +297,7 @@ class DirectoryStore(ChunkStore):
 
     def journal_rows(self, max_rows: int) -> bytes:
         try:
-            with open(self._journal_path(), "rb") as f:
-                st = os.fstat(f.fileno())
-                data = f.read()
+            data, st = _files.read_regular(self._journal_path())
         except FileNotFoundError:
             self._known_journal = None
             return b""
@@ -267,7 +320,7 @@ class DirectoryStore(ChunkStore):
         self._check_writable()
         head = journal.header(self._journal_base)
         if self._journal_fd is None:
-            fd = os.open(self._journal_path(), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            fd = _files.open_own(self._journal_path(), os.O_RDWR | os.O_CREAT)  # never a link
             try:
                 if self._journal_end < journal.HEADER_SIZE:  # none, or another commit's
                     os.ftruncate(fd, 0)
@@ -310,13 +363,19 @@ class DirectoryStore(ChunkStore):
         """Write ``meta/sizes``: the commit point, naming each file's index generation."""
         nfiles = ceil(self.nchunks / self.geometry.nslots)
         gens = self._generations[:nfiles]
-        for number, sc in self._files.items():
+        for number, sc in list(self._files.items()):  # pins.py may forget one meanwhile
             if number < nfiles:
                 gens += [0] * (number + 1 - len(gens))
                 gens[number] = sc.index.generation
         if 0 in gens:
             raise AssertionError(f"superchunks without a generation: {gens}")
-        committed = replace(sizes, cbytes=self.cbytes, generations=tuple(gens))
+        if sizes.shape[0] < self._rows:
+            # Fewer rows: a new epoch (a reader of an older one may count rows
+            # that are gone, and whose chunk numbers new rows will reuse).
+            self.epoch, self.cut = self.epoch + 1, sizes.shape[0]
+        self._rows = sizes.shape[0]
+        committed = replace(sizes, cbytes=self.cbytes, generations=tuple(gens),
+                            epoch=self.epoch, cut=self.cut)
         write_sizes(self.rootdir, committed, self.storage)
         self._generations = gens
         self._known_sizes = committed.to_json()
@@ -343,7 +402,7 @@ class DirectoryStore(ChunkStore):
         if nchunks > self.nchunks:
             raise IndexError(f"cannot truncate {self.nchunks} chunks to {nchunks}")
         k = self.geometry.nslots
-        for sc in self._files.values():  # pending writes first
+        for sc in list(self._files.values()):  # pending writes first
             sc.commit()
         nfiles = ceil(nchunks / k)
         for number in range(nfiles - 1 if nfiles else 0, ceil(self.nchunks / k)):
@@ -358,6 +417,7 @@ class DirectoryStore(ChunkStore):
             sc = self._file(nfiles - 1)
             sc.truncate(nchunks - (nfiles - 1) * k, last_size)
             sc.commit()
+            self._files[nfiles - 1] = sc
             self._record(sizes)
         self._remove_files_from(nfiles)
 

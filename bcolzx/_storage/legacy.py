@@ -15,6 +15,7 @@ from math import ceil
 
 import numpy as np
 
+from bcolzx._format import files as _files
 from bcolzx._format import layout
 from bcolzx._format import legacy as v1
 from bcolzx._format.jsonfile import fsync_dir, write_atomic, write_json
@@ -185,8 +186,7 @@ class LegacyStore(ChunkStore):
     def _read(self, i: int):
         path = v1.chunk_path(self.rootdir, i)
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = _files.read_regular(path)[0]
         except FileNotFoundError:
             raise snapshot.legacy_missing(self, i, path) from None
         return v1.unpack_chunk(data, path, i)
@@ -199,6 +199,19 @@ class LegacyStore(ChunkStore):
         if not 0 <= first <= stop <= self.nchunks:
             raise IndexError(f"chunks {first}..{stop} outside 0..{self.nchunks}")
         return [self._read(i) for i in range(first, stop)]
+
+    def present_chunks(self) -> int:
+        """One more than the highest chunk number with a file in ``data/`` (for
+        :meth:`ChunkReader.verify`: the chunks that can exist at all).
+
+        Raises
+        ------
+        OSError
+            If ``data/`` cannot be listed.
+        """
+        numbers = (v1.chunk_number(n) for n in os.listdir(os.path.join(self.rootdir,
+                                                                         layout.DATA_DIR)))
+        return max((n + 1 for n in numbers if n is not None), default=0)
 
     def _stored_cbytes(self, i: int) -> int:
         try:

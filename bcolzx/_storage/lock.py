@@ -37,13 +37,16 @@ import json
 import math
 import os
 import socket
+import stat
+import struct
 import threading
 import time
 import weakref
 from collections.abc import Callable
 
+from bcolzx._format import files as _files
 from bcolzx._format.layout import LOCK_FILE
-from bcolzx.errors import ConcurrentModificationError, LockedError
+from bcolzx.errors import ConcurrentModificationError, LockedError, UnsafeFileError
 
 try:
     import fcntl
@@ -211,6 +214,7 @@ class WriterLock:
                 if not _names_file(self.path, key):
                     os.close(fd)  # the file was replaced or removed meanwhile: the new one
                     return _AGAIN
+                _announce(fd)
                 _record_holder(fd)
                 held = _Held(fd, key, self)
             except BaseException:  # an interrupt: never keep a lock nobody knows of
@@ -220,10 +224,16 @@ class WriterLock:
             return None
 
     def _open(self) -> int | None:
-        """A descriptor of the lock file (created if needed), or None if impossible."""
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        """A descriptor of the lock file (created if needed), or None if impossible.
+
+        Never through a link, and only a regular file (a FIFO would make the
+        open wait, a link would make the writer truncate and write its
+        target): anything else at the path raises UnsafeFileError.
+        """
         try:
-            return os.open(self.path, flags, 0o666)
+            return _files.open_own(self.path, os.O_RDWR | os.O_CREAT)
+        except UnsafeFileError:
+            raise
         except FileNotFoundError:
             if not os.path.isdir(self.rootdir):
                 raise FileNotFoundError(errno.ENOENT, "no dataset directory at",
@@ -233,7 +243,9 @@ class WriterLock:
             if exc.errno not in _NO_LOCK_ERRNOS:
                 raise
         try:  # someone else's lock file in a directory we may not write: flock it read-only
-            return os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            return _files.open_own(self.path, os.O_RDONLY)
+        except UnsafeFileError:
+            raise
         except OSError as exc:
             if exc.errno in _NO_LOCK_ERRNOS or exc.errno == errno.ENOENT:
                 return None
@@ -293,7 +305,7 @@ class WriterLock:
 
 def _names_file(path: str, key: tuple[int, int]) -> bool:
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except FileNotFoundError:
         return False
     return (st.st_dev, st.st_ino) == key
@@ -313,13 +325,22 @@ def holder_of(rootdir: str) -> dict:
     """Who the lock file of `rootdir` says holds it: ``{'pid': int|None, 'host': str|None}``.
 
     The record is informative only: a holder that died leaves its record in
-    place (but not its lock).
+    place (but not its lock), and its pid may belong to another process
+    since.  Anything but a regular file at the path records nobody.
     """
     try:
-        with open(os.path.join(rootdir, LOCK_FILE), "rb") as f:
-            info = json.loads(f.read(4096) or b"{}")
-    except (OSError, ValueError):
-        info = {}
+        fd = os.open(os.path.join(rootdir, LOCK_FILE), _files.READ_FLAGS)
+    except OSError:
+        fd = None
+    info = {}
+    if fd is not None:
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                info = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        except (OSError, ValueError):
+            info = {}
+        finally:
+            os.close(fd)
     if not isinstance(info, dict):
         info = {}
     pid, host = info.get("pid"), info.get("host")
@@ -328,23 +349,77 @@ def holder_of(rootdir: str) -> dict:
             "same_process": pid == os.getpid() and host == socket.gethostname()}
 
 
-def writer_alive(rootdir: str) -> bool:
-    """Whether the lock file of `rootdir` names a live process of this host.
+# -- is a writer at work? (the flock is the truth) ---------------------------------------
 
-    Never takes the lock (a reader must not disturb a writer): it reads the
-    holder's record and probes its pid.  False when there is no record, or
-    the holder is on another host or has died.
+#: ``struct flock`` for F_OFD_GETLK/F_OFD_SETLK: l_type, l_whence, l_start, l_len,
+#: l_pid; its size padded to the alignment of its 64-bit members, as C pads it.
+_FLOCK_FMT = "@hhqqi"
+_FLOCK_SIZE = struct.calcsize(_FLOCK_FMT + "0q")
+_OFD = fcntl is not None and hasattr(fcntl, "F_OFD_GETLK")
+
+
+def _flock_struct(kind: int) -> bytes:
+    return struct.pack(_FLOCK_FMT, kind, os.SEEK_SET, 0, 0, 0).ljust(_FLOCK_SIZE, b"\0")
+
+
+def _announce(fd: int) -> None:
+    """Also hold an open-file-description write lock on the lock file (Linux):
+    readers can then ask whether a writer is at work (:func:`writer_alive`)
+    without taking anything.  Best effort: it is released with the flock,
+    when `fd` is closed, however the process ends."""
+    if _OFD:
+        try:
+            fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _flock_struct(fcntl.F_WRLCK))
+        except OSError:  # a file system without byte-range locks: readers probe the flock
+            pass
+
+
+def writer_alive(rootdir: str) -> bool:
+    """Whether a writer holds the lock of `rootdir` now.
+
+    The lock itself says so, not the pid recorded in the file (a writer
+    killed leaves its record, and its pid may be reused by another process,
+    such as a restarted container's pid 1).  Where the system can tell
+    without taking anything (Linux: the writer's open-file-description lock,
+    queried with F_OFD_GETLK), it is asked; elsewhere, a shared flock is
+    tried without waiting and dropped at once (a writer taking the lock in
+    that instant may be refused once).  False when there is no lock
+    file, or something else than a regular file at its place.
     """
-    info = holder_of(rootdir)
-    if info["pid"] is None or info["host"] != socket.gethostname():
+    if fcntl is None:  # pragma: no cover - Windows: no locks, no writer to wait for
         return False
     try:
-        os.kill(info["pid"], 0)
-    except ProcessLookupError:
+        fd = os.open(os.path.join(rootdir, LOCK_FILE), _files.READ_FLAGS)
+    except OSError:
         return False
-    except PermissionError:
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        if _OFD:
+            try:
+                got = fcntl.fcntl(fd, fcntl.F_OFD_GETLK, _flock_struct(fcntl.F_RDLCK))
+            except OSError:
+                got = None
+            if got is not None:
+                # A writer of an older bcolzx holds only the flock: not waiting
+                # for it costs nothing but the wait (the columns' common rows
+                # are a state the table had).
+                return struct.unpack_from(_FLOCK_FMT, got)[0] != fcntl.F_UNLCK
+        return _probe_flock(fd)
+    finally:
+        os.close(fd)
+
+
+def _probe_flock(fd: int) -> bool:
+    """Whether an exclusive flock is held on `fd`'s file (tried shared, without waiting)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
         return True
-    return True
+    except OSError:
+        return False
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return False
 
 
 def _after_fork_in_child() -> None:

@@ -19,7 +19,7 @@ from bcolzx._ext.special import fill_special
 from bcolzx._storage.base import Special
 from bcolzx._storage.chunkcache import DECODED
 from bcolzx._storage.zones import bounds
-from bcolzx.errors import CorruptDataError, UnsupportedFormatError
+from bcolzx.errors import CorruptDataError, UnsafeFileError, UnsupportedFormatError
 
 __all__ = ["ChunkReader"]
 
@@ -381,11 +381,11 @@ class ChunkReader:
 
         Returns
         -------
-        list of CorruptDataError or UnsupportedFormatError
+        list of CorruptDataError, UnsupportedFormatError or UnsafeFileError
             The problems found, each naming its file and chunk; empty when
             the data is sound (a damaged chunk header may name a codec that
-            does not exist: UnsupportedFormatError).  Damage never raises
-            from here.
+            does not exist: UnsupportedFormatError; a FIFO or a device in
+            place of a file: UnsafeFileError).  Damage never raises from here.
         """
         problems: list[CorruptDataError] = []
         stats = None
@@ -395,7 +395,24 @@ class ChunkReader:
             problems.append(exc)
         buf = np.empty((self.chunklen, *self.rowshape), dtype=self.dtype)
         stored = self.nfull + (1 if self.nleft and self._leftover_stored else 0)
-        for c in range(stored):
+        # A store with a file per chunk (legacy v1) says how many its files can
+        # hold at most: a length forged to 2**62 rows is one problem, not a
+        # loop over every chunk it claims.
+        present = getattr(self.store, "present_chunks", None)
+        if present is not None and present() < stored:
+            limit = present()
+            problems.append(CorruptDataError(
+                f"the metadata counts {stored} stored chunks, but the files of the highest "
+                f"numbers hold at most {limit}: chunks {limit} to {stored - 1} are missing",
+                path=self.store.rootdir))
+            stored = limit
+        # Chunks per file: the other chunks of a file that failed as a whole
+        # (missing, no valid index) are not tried one by one.
+        geometry = getattr(self.store, "geometry", None)
+        per_file = geometry.nslots if geometry is not None else 1
+        c = -1
+        while c + 1 < stored:
+            c += 1
             rows = self.chunklen if c < self.nfull else self.nleft
             try:
                 entry = self.store.get_one(c)
@@ -414,13 +431,18 @@ class ChunkReader:
                         raise CorruptDataError(
                             f"zone map bounds ({zlo}, {zhi}, nan={znan}) do not cover the "
                             f"chunk's values ({lo}, {hi}, nan={nan})", **self._where(c))
-            except (CorruptDataError, UnsupportedFormatError) as exc:
+            except (CorruptDataError, UnsupportedFormatError, UnsafeFileError) as exc:
                 # A damaged chunk header can name a codec that does not exist.
                 # A problem of a whole file (missing, bad index) is reported once.
                 whole_file = getattr(exc, "chunk", None) is None
                 if not (whole_file and any(type(p) is type(exc) and str(p) == str(exc)
                                            for p in problems)):
                     problems.append(exc)
+                if whole_file and per_file > 1:
+                    last = min(stored, (c // per_file + 1) * per_file) - 1
+                    rows += sum(self.chunklen if k < self.nfull else self.nleft
+                                for k in range(c + 1, last + 1)) if last > c else 0
+                    c = last
             if progress is not None:
                 progress(rows * self.rowbytes)
         return problems

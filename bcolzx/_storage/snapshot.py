@@ -2,21 +2,31 @@
 
 A reader sees the dataset as the ``meta/sizes`` it read at opening describes
 it: that many rows, each file through the index copy of the generation
-recorded there.  The writer never writes over data an earlier commit
-references (appends and rewrites go after all live data, docs/format §3), so
-the reader's rows stay where its indexes say.  What can move under a reader:
+recorded there.  It returns exactly the values of that commit, or raises
+:class:`~bcolzx.errors.ConcurrentModificationError`: never a value of
+another commit for a row the writer removed, never one that no commit held.
+Three rules make it so (docs/reliability-concurrency.md, "Readers across a
+truncation"):
 
-* an index copy: the writer alternates between a file's two copies, so the
-  copy of the generation the reader wants is overwritten two commits later.
-  A file the reader opens after that is read through a later generation that
-  ``meta/sizes`` names now, truncated to the reader's rows (appended rows
-  stay invisible, rows rewritten meanwhile read as the new values, per
-  chunk, as after a crash);
-* a whole file, renamed over by ``compact`` or reused after a truncation:
-  a read that fails its checks while the file or its committed generation
-  changed is retried once on a fresh index;
-* rows themselves, removed by a writer that shrinks the dataset: the reader
-  gets :class:`~bcolzx.errors.ConcurrentModificationError` (open again).
+* bytes once written in a superchunk file are never written over: a writer
+  appends chunks at the end of the file, also after a truncation freed
+  space (docs/format §3), so an index that a commit named describes its
+  bytes for as long as the file lives;
+* a file keeps the descriptor it was loaded through (``keep_open``, within
+  the budget of :mod:`bcolzx._storage.pins`) and is read through it: the
+  reader reads the very file it loaded, whatever is renamed over its path,
+  removed or created anew at it, at the price of no extra system call (one
+  ``pread`` per read, instead of ``open``, ``pread``, ``close``);
+* ``meta/sizes`` counts the truncations (``epoch``) and says how many rows
+  the latest one kept (``cut``).  A file the reader loads later (first use,
+  or after the budget made its store forget it) is loaded through the
+  generation its snapshot names while that copy exists, else through the
+  one ``meta/sizes`` names now, truncated to the reader's rows (appended rows
+  stay invisible, rows rewritten meanwhile read as their new committed
+  values, as after a crash); but when a truncation happened since the
+  snapshot, the rows it may have removed (from ``cut`` on, or every row when
+  more than one happened) are read from no later commit: they raise
+  ConcurrentModificationError, as do rows of a file that is gone.
 
 Damage is never mistaken for a move: a failure is retried only if the
 metadata or the file changed since the reader read them, and a second
@@ -31,10 +41,11 @@ import time
 from bcolzx._format import layout
 from bcolzx._format.meta import read_sizes
 from bcolzx._format.superchunk import SuperchunkFile
+from bcolzx._storage import pins
 from bcolzx._storage.lock import writer_alive
 from bcolzx.errors import ConcurrentModificationError, CorruptDataError, TruncatedDataError
 
-__all__ = ["load_file", "read", "legacy_missing", "agreeing_columns"]
+__all__ = ["load_file", "read", "legacy_missing", "agreeing_columns", "check_rows"]
 
 #: Later generations tried while a writer keeps committing (each try follows a
 #: fresh ``meta/sizes``; a writer would have to commit twice between each).
@@ -69,6 +80,31 @@ def _gone(store) -> ConcurrentModificationError:
         f"past the new end are gone); open it again")
 
 
+def note_cuts(store, sizes) -> None:
+    """Learn from `sizes`, a later ``meta/sizes``, which of the reader's rows a
+    writer may have removed since its snapshot: from then on, reading the
+    chunks that hold them raises (:func:`check_rows`)."""
+    kept = store.length
+    if sizes.epoch != store.epoch:  # a truncation since: the latest kept `cut` rows
+        kept = sizes.cut if sizes.epoch == store.epoch + 1 else 0
+    kept = min(kept, sizes.shape[0])  # a writer that counts no epochs (older bcolzx)
+    if kept < store.length:
+        store.lost_chunk = min(store.lost_chunk, kept // store.storage.chunklen)
+
+
+def check_rows(store, stop_chunk: int) -> None:
+    """Raise if chunks below `stop_chunk` hold rows a writer removed since the
+    reader's snapshot (see :func:`note_cuts`).
+
+    Raises
+    ------
+    ConcurrentModificationError
+        If they do.
+    """
+    if stop_chunk > store.lost_chunk:
+        raise _gone(store)
+
+
 def load_file(store, number: int) -> SuperchunkFile:
     """Superchunk `number` of a :class:`DirectoryStore`, with the store's rows only.
 
@@ -83,14 +119,20 @@ def load_file(store, number: int) -> SuperchunkFile:
     gens = store._generations
     recorded = gens[number] if number < len(gens) else None
     ident = _identity(path)
+    keep = pins.enabled()
     try:
-        sc = SuperchunkFile.load(path, number, store.geometry, recorded)
+        sc = SuperchunkFile.load(path, number, store.geometry, recorded, keep_open=keep,
+                                 past_end=store.epoch > 0)
     except CorruptDataError as exc:
         if _is_writer(store):
             raise
         sc = _load_later(store, number, path, recorded, exc)
     sc.identity = ident
     needed, last = store._needed(number)
+    k = store.geometry.nslots
+    if store.lost_chunk < number * k + needed:  # only the chunks that are still the snapshot's
+        needed = max(0, store.lost_chunk - number * k)
+        last = store.chunk_bytes if needed else 0
     if sc.index.nchunks < needed:
         if not _is_writer(store) and _shrunk(store):
             raise _gone(store)
@@ -110,14 +152,16 @@ def _load_later(store, number: int, path: str, tried, first: CorruptDataError):
             sizes = read_sizes(store.rootdir)
         except (OSError, CorruptDataError):
             raise first from None
-        if _shrunk(store, sizes):
-            raise _gone(store) from first
+        note_cuts(store, sizes)
+        if store.lost_chunk <= number * store.geometry.nslots:
+            raise _gone(store) from first  # none of the file's rows is the snapshot's
         gens = sizes.generations
         gen = gens[number] if number < len(gens) else None
         if gen == tried:  # the metadata still names what failed: damage, not a move
             raise first
         try:
-            return SuperchunkFile.load(path, number, store.geometry, gen)
+            return SuperchunkFile.load(path, number, store.geometry, gen,
+                                       keep_open=pins.enabled(), past_end=True)
         except CorruptDataError:
             tried = gen
     raise first
@@ -134,8 +178,12 @@ def _moved(store, number: int, sc: SuperchunkFile) -> bool:
     return number < len(gens) and gens[number] != sc.index.generation
 
 
-def read(store, number: int, fn):
+def read(store, number: int, fn, stop_chunk: int):
     """``fn(superchunk file number)``, retried once on a fresh index if the file moved.
+
+    `stop_chunk` is one past the last chunk `fn` reads: loading the file may
+    teach the store that a writer removed rows from some chunk on
+    (:func:`note_cuts`), and those are never read.
 
     Raises
     ------
@@ -144,14 +192,19 @@ def read(store, number: int, fn):
     ConcurrentModificationError
         If a writer shortened the dataset under this reader.
     """
+    check_rows(store, stop_chunk)
     sc = store._file(number)
+    check_rows(store, stop_chunk)
     try:
         return fn(sc)
-    except CorruptDataError:
+    except (CorruptDataError, FileNotFoundError):  # not found: a file read by its path
         if _is_writer(store) or not _moved(store, number, sc):
             raise
-    store._files.pop(number, None)
-    return fn(store._file(number))
+    if store._files.get(number) is sc:
+        store._files.pop(number, None)
+    sc = store._file(number)
+    check_rows(store, stop_chunk)
+    return fn(sc)
 
 
 def legacy_missing(store, i: int, path: str) -> Exception:

@@ -197,7 +197,7 @@ def test_writes_are_atomic(tmp_path, monkeypatch):
     a["x"] = 1
     before = read_file(str(tmp_path))
 
-    def failing_replace(src, dst):
+    def failing_replace(src, dst, **dir_fds):
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", failing_replace)
