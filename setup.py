@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
@@ -57,6 +58,22 @@ extensions = [
     Extension(
         "bcolzx._ext.index",
         ["bcolzx/_ext/index.pyx"],
+        extra_compile_args=CFLAGS,
+    ),
+    # NumPy's StringDType arrays (NpyString API): NumPy 2's C API, imported only
+    # for StringDType data.
+    Extension(
+        "bcolzx._ext.strings",
+        ["bcolzx/_ext/strings.pyx"],
+        include_dirs=[numpy.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION"),
+                       ("NPY_TARGET_VERSION", "NPY_2_0_API_VERSION")],
+        extra_compile_args=CFLAGS,
+    ),
+    # Groupby: keys factorized, aggregates accumulated, with the GIL released.
+    Extension(
+        "bcolzx._ext.groupby",
+        ["bcolzx/_ext/groupby.pyx"],
         extra_compile_args=CFLAGS,
     ),
 ]

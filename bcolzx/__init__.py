@@ -43,6 +43,7 @@ from bcolzx.errors import (
     ConcurrentModificationError,
     CorruptDataError,
     InvalidParameterError,
+    LegacyFormatError,
     LockedError,
     PickleNotAllowedError,
     ReadOnlyError,
@@ -51,6 +52,7 @@ from bcolzx.errors import (
     UnsupportedFormatError,
 )
 from bcolzx.params import cparams, filters
+from bcolzx.repair import repair
 from bcolzx.toplevel import (
     arange,
     blosc_compressor_list,
@@ -61,6 +63,7 @@ from bcolzx.toplevel import (
     iterblocks,
     ones,
     open,
+    vlen_dtype,
     walk,
     zeros,
 )
@@ -109,18 +112,19 @@ _INTEROP_NAMES = ("from_dask", "to_bcolzx", "fromhdf5", "from_b2frame", "from_za
 
 
 def __getattr__(name: str) -> _typing.Any:  # PEP 562: optional formats load on first use
-    if name in _INTEROP_NAMES or name == "interop":
+    if name in _INTEROP_NAMES or name in ("interop", "duckdb"):
         import importlib
 
         interop = importlib.import_module("bcolzx.interop")
-        value = interop if name == "interop" else interop.exported(name)
+        value = interop if name == "interop" else (
+            interop.load("duckdb") if name == "duckdb" else interop.exported(name))
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_INTEROP_NAMES, "interop"})
+    return sorted({*globals(), *_INTEROP_NAMES, "interop", "duckdb"})
 
 
 __all__ = [
@@ -146,8 +150,10 @@ __all__ = [
     "fromiter",
     "iterblocks",
     "walk",
+    "vlen_dtype",
     "convert",
     "compact",
+    "repair",
     "verify",
     "from_dask",
     "to_bcolzx",
@@ -169,6 +175,7 @@ __all__ = [
     "ConcurrentModificationError",
     "CorruptDataError",
     "InvalidParameterError",
+    "LegacyFormatError",
     "LockedError",
     "PickleNotAllowedError",
     "ReadOnlyError",

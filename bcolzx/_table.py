@@ -136,7 +136,13 @@ def _even(ct) -> int:
     """Cut every column of `ct` (whose locks are held) to the shortest one's length.
 
     Durable (a column's shrink commits its metadata first); returns the length.
+    A recorded deletion is finished first (its columns are shorter on
+    purpose: bcolzx._analytics.delete).
     """
+    if ct._rootdir is not None:
+        from bcolzx._analytics.delete import finish
+
+        finish(ct._rootdir, dict(ct.cols.items()))
     n = min((len(col) for col in ct.cols.values()), default=0)
     for col in ct.cols.values():
         if len(col) > n:

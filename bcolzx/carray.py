@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from bcolzx import attrs as _attrs
-from bcolzx._format import layout, pickles
+from bcolzx._analytics.methods import Reductions
+from bcolzx._format import layout, pickles, strings
 from bcolzx._format.meta import CParams, Storage, check_item_kind, dflt_to_json
 from bcolzx._storage import DirectoryStore, MemoryStore, engine_for, writer
 from bcolzx._storage.encoding import quantize
@@ -25,12 +26,14 @@ from bcolzx._storage.lock import WriterLock
 from bcolzx._storage.objects import Objects, resolve
 from bcolzx._storage.opening import open_store, seal_of
 from bcolzx.defaults import defaults
-from bcolzx.errors import ReadOnlyError
+from bcolzx.errors import LegacyFormatError, MaskLengthError, ReadOnlyError
 from bcolzx.params import cparams as _cparams
 
 __all__ = ["carray"]
 
 _MODES = ("r", "a", "w")
+#: The codec of strings and bytes carrays created without `cparams`.
+STRINGS_CODEC = "zstd"
 
 
 def _is_sequence(value) -> bool:
@@ -68,6 +71,43 @@ def as_objects(values) -> np.ndarray:
     return out
 
 
+def _item_size(data: np.ndarray, kind: str, sample: int = 64) -> float | None:
+    """Mean stored size of the first `sample` items of `data` (None if empty):
+    their pickles, UTF-8 or bytes, as `kind` says."""
+    if kind == "pickle":
+        return _pickled_size(data, sample)
+    head = data[:sample]
+    if not len(head):
+        return None
+    if kind == "utf8":
+        return sum(len(s.encode("utf-8")) for s in head.tolist() if isinstance(s, str)) / len(head)
+    return sum(len(b) for b in head.tolist()) / len(head)
+
+
+def as_bytes(values, dtype: np.dtype = strings.BYTES_DTYPE) -> np.ndarray:
+    """`values` as a 1-D array of `dtype` (object declared as bytes) holding
+    ``bytes``: a sequence gives one item per element, anything else one item.
+
+    Raises
+    ------
+    TypeError
+        For an item that is not bytes-like (a str is not: encode it first).
+    """
+    if isinstance(values, (bytes, bytearray, memoryview)) or not _is_sequence(values):
+        values = [values]
+    objs = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    out = np.empty(len(objs), dtype=dtype)
+    for i, v in enumerate(objs):
+        if isinstance(v, bytes):
+            out[i] = v
+        elif isinstance(v, (bytearray, memoryview, np.bytes_)):
+            out[i] = bytes(v)
+        else:
+            raise TypeError(f"item {i} of a bytes column is {type(v).__name__}, not bytes "
+                            "(encode text first, or use a StringDType column)")
+    return out
+
+
 def _pickled_size(data: np.ndarray, sample: int = 64) -> float | None:
     """Mean size of the pickles of the first `sample` objects of `data` (None if empty)."""
     if not len(data):
@@ -86,7 +126,18 @@ def _as_cparams(value) -> _cparams:
     raise TypeError(f"cparams must be a bcolzx.cparams or a dict, not {type(value).__name__}")
 
 
-class carray:
+def conversion_error(exc: Exception, what: str) -> Exception:
+    """NumPy's conversion failure `exc` as its builtin class (``ValueError`` or
+    ``TypeError``, as legacy bcolz let through), with `what` failed in front.
+
+    Not ``type(exc)``: NumPy may raise subclasses whose constructors take
+    other arguments (``UnicodeEncodeError``, its ufunc errors).
+    """
+    cls = ValueError if isinstance(exc, ValueError) else TypeError
+    return cls(f"{what}: {exc}")
+
+
+class carray(Reductions):
     """A compressed and chunked array, in memory or on disk (bcolz 1.2 ``carray``).
 
     Parameters
@@ -94,7 +145,9 @@ class carray:
     array : array_like, optional
         Initial data; a scalar becomes one element.
     cparams : cparams or dict, optional
-        Compression parameters (default: ``bcolzx.defaults.cparams``).
+        Compression parameters (default: ``bcolzx.defaults.cparams``; for
+        strings and bytes, its level with the zstd codec and automatic
+        block sizes).
     dtype : numpy.dtype, optional
         Force this dtype (default: the data's, or float64 when empty).
     dflt : scalar, optional
@@ -195,13 +248,32 @@ class carray:
             data = self._convert(array, dtype)
         if data.ndim == 0:
             data = data.reshape(1)
-        objects = data.dtype.hasobject
+        # Variable-length items: pickles (object dtype), strings (StringDType)
+        # or bytes (object declared as bytes), docs/format/strings.md.
+        kind = strings.item_kind(data.dtype)
+        objects = kind == "pickle"
+        if data.dtype.hasobject:
+            check_item_kind(data.dtype, kind)  # TypeError for objects in a structured dtype
+        if kind in ("utf8", "bytes"):
+            if data.ndim != 1:
+                raise ValueError(f"a carray of {data.dtype} is one-dimensional, not of shape "
+                                 f"{data.shape}")
+            if _v1:
+                raise LegacyFormatError(
+                    f"a legacy bcolz (v1) directory cannot hold variable-length "
+                    f"{'strings' if kind == 'utf8' else 'bytes'} ({data.dtype}): store them "
+                    "fixed-width (dtype 'U' or 'S'), or in a bcolzx-format table")
         if objects:
-            check_item_kind(data.dtype, "pickle")  # TypeError for objects in a structured dtype
             # Before anything is written or pickled.
             pickles.require(self._pickle_ok(), "creating a carray of object dtype",
                             self._rootdir)
         cp = _as_cparams(cparams)
+        if cparams is None and kind in ("utf8", "bytes"):
+            # Text and bytes: an entropy coder stores short, repetitive items (tickers,
+            # codes) 1.5-2x smaller than lz4, and more so with blocks as large as the
+            # chunk, which is always decoded whole (benchmarks/bench_strings.py).
+            cp = _cparams(clevel=cp.clevel, shuffle=cp.shuffle, cname=STRINGS_CODEC,
+                          quantize=0, blocksize=0, bytedelta="off")
         rowshape = data.shape[1:]
         rowbytes = data.dtype.itemsize * math.prod(rowshape)
         if rowbytes == 0:
@@ -210,11 +282,11 @@ class carray:
                                         or expectedlen < 0):
             raise ValueError(f"expectedlen must be an int >= 0, not {expectedlen!r}")
         if chunklen is None:
-            chunklen = layout.vlen_chunklen(_pickled_size(data)) if objects and not _v1 else \
+            chunklen = layout.vlen_chunklen(_item_size(data, kind), kind) if kind and not _v1 else \
                 layout.default_chunklen(rowbytes, int(expectedlen or len(data)) or None)
         elif not isinstance(chunklen, (int, np.integer)) or chunklen < 1:
             raise ValueError(f"chunklen must be a positive int, not {chunklen!r}")
-        elif not objects and chunklen * rowbytes >= layout.MAX_CHUNK_BYTES:  # before any write
+        elif not kind and chunklen * rowbytes >= layout.MAX_CHUNK_BYTES:  # before any write
             raise ValueError(f"chunklen {chunklen} makes chunks of {chunklen * rowbytes} bytes; "
                              f"a chunk holds less than {layout.MAX_CHUNK_BYTES} bytes (chunklen "
                              f"< {layout.MAX_CHUNK_BYTES // rowbytes} for rows of {rowbytes} "
@@ -226,8 +298,7 @@ class carray:
                           cparams=CParams(cp.clevel, cp.shuffle, cp.cname, cp.quantize),
                           expectedlen=int(expectedlen or len(data)), dflt=dflt_arr,
                           blocksize=cp.blocksize,
-                          bytedelta="off" if objects else cp.bytedelta,
-                          vlen="pickle" if objects else None)
+                          bytedelta="off" if kind else cp.bytedelta, vlen=kind)
         if self._rootdir is None:
             store = MemoryStore(storage, rowshape)
             self._attrs: _attrs.attrs | None = _attrs.attrs(None)
@@ -240,13 +311,13 @@ class carray:
                     "mode='w' to replace it")
             # _v1: a new column of a legacy (v1) ctable is itself v1.  The write
             # lock comes first: a dataset another writer holds is never replaced.
-            kind = LegacyStore if _v1 else DirectoryStore
+            store_class = LegacyStore if _v1 else DirectoryStore
             store = writer.create(self._rootdir,
-                                  lambda: kind.create(self._rootdir, storage, rowshape),
+                                  lambda: store_class.create(self._rootdir, storage, rowshape),
                                   replace=(mode == "w"), timeout=self._lock_timeout)
             self._attrs = _attrs.attrs(self._rootdir, mode)
         self._engine = engine_for(store, nthreads=defaults.nthreads)
-        if objects:  # as stored (no byte-delta for pickles), so as reopened
+        if kind:  # as stored (no byte-delta for variable-length items), so as reopened
             cp = _cparams(clevel=cp.clevel, shuffle=cp.shuffle, cname=cp.cname,
                           quantize=cp.quantize, blocksize=cp.blocksize, bytedelta="off")
         self._cparams = cp
@@ -331,7 +402,11 @@ class carray:
     def _convert(array, dtype) -> np.ndarray:
         want = np.dtype(dtype) if dtype is not None else None
         if want is not None and want.hasobject:
-            check_item_kind(want, "pickle")  # TypeError for objects in structured/sub-arrays
+            # TypeError for objects in structured/sub-arrays
+            check_item_kind(want, strings.item_kind(want))
+        if strings.is_bytes(want) or (want is None and
+                                      strings.is_bytes(getattr(array, "dtype", None))):
+            return as_bytes(array[:] if isinstance(array, carray) else array)
         objects = np.dtype(object)
         if want == objects or (want is None and getattr(array, "dtype", None) == objects):
             return as_objects(array)
@@ -339,15 +414,22 @@ class carray:
             array = array[:]
         try:
             data = np.ascontiguousarray(array, dtype=want)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"cannot make an array of dtype {dtype} from the data: {exc}") \
-                from None
+        except (TypeError, ValueError) as exc:  # NumPy's class, as append (and legacy)
+            raise conversion_error(exc, f"cannot make an array of dtype {dtype} from the "
+                                        "data") from None
         if data.dtype == object and data.ndim > 1:  # NumPy's guess: rows are the objects
             return as_objects(array)
         return data
 
     @staticmethod
     def _dflt(dflt, dtype: np.dtype) -> np.ndarray:
+        if isinstance(dflt, np.ndarray) and dflt.shape == () and \
+                strings.item_kind(dtype) in ("utf8", "bytes"):
+            dflt = dflt[()]
+        if strings.is_bytes(dtype):
+            return as_bytes(b"" if dflt is None else [dflt], dtype).reshape(())
+        if strings.is_string(dtype) and dflt is None:
+            return np.array("", dtype=dtype)
         if dtype == np.dtype(object):
             if isinstance(dflt, np.ndarray) and dflt.shape == ():
                 dflt = dflt[()]
@@ -367,7 +449,12 @@ class carray:
     @property
     def _objects(self) -> bool:
         """Whether this carray holds Python objects (object dtype, pickled)."""
-        return self._engine.dtype == object
+        return self._engine.store.storage.vlen == "pickle"
+
+    @property
+    def _texts(self) -> bool:
+        """Whether this carray holds strings or bytes (StringDType, bytes), never pickled."""
+        return self._engine.store.storage.vlen in ("utf8", "bytes")
 
     def _pickle_ok(self) -> bool:
         """This carray's ``allow_pickle``, or the global default when not given."""
@@ -423,10 +510,17 @@ class carray:
         eng = self._engine
         if self._objects:
             return self._object_rows(values, n, single)
+        if strings.is_bytes(eng.dtype):
+            arr = as_bytes([values] if single else values, eng.dtype)
+            if n is not None and len(arr) != n:
+                if len(arr) != 1:
+                    raise ValueError(f"cannot put {len(arr)} values into {n} rows")
+                arr = np.repeat(arr, n).astype(eng.dtype)
+            return arr
         try:
             arr = np.asarray(values, dtype=eng.dtype)
         except (TypeError, ValueError) as exc:  # the same class as legacy bcolz's
-            raise type(exc)(f"cannot convert to {eng.dtype}: {exc}") from None
+            raise conversion_error(exc, f"cannot convert to {eng.dtype}") from None
         if n is None:
             if arr.shape == eng.rowshape:
                 arr = arr.reshape((1, *eng.rowshape))
@@ -687,6 +781,50 @@ class carray:
             self._check_rewritable("shorten")
         self._engine.resize(nitems, self._fill_value(nitems > len(self)))
 
+    def delete(self, indices) -> int:
+        """Delete the rows at `indices`, durably, as one commit.
+
+        Only the chunks from the first deleted row on are rewritten (see
+        :meth:`bcolzx._storage.ChunkedArray.delete`): a crash at any instant
+        leaves the old rows or the new ones.
+
+        Parameters
+        ----------
+        indices : int, array of ints or boolean mask
+            The rows (negative from the end; repeats count once).
+
+        Returns
+        -------
+        int
+            Rows deleted.
+
+        Raises
+        ------
+        ReadOnlyError
+            In mode 'r'.
+        AppendOnlyError
+            (a ReadOnlyError) On object storage, whose objects are never
+            rewritten.
+        IndexError
+            For an index out of range.
+        ValueError
+            For a legacy bcolz (v1) dataset, which cannot delete atomically.
+
+        Examples
+        --------
+        >>> import numpy as np, bcolzx
+        >>> c = bcolzx.carray(np.arange(8))
+        >>> c.delete([0, -1]), c[:]
+        (2, array([1, 2, 3, 4, 5, 6]))
+        """
+        from bcolzx._analytics.delete import positions_of
+
+        self._check_writable()
+        self._check_rewritable("delete rows of")
+        pos = positions_of(len(self), indices)
+        self._engine.delete(pos)
+        return len(pos)
+
     def flush(self) -> None:
         """Make appended and changed data durable (on disk; no-op in memory).
 
@@ -774,15 +912,15 @@ class carray:
             If the total size changes.
         """
         newshape = (newshape,) if isinstance(newshape, (int, np.integer)) else tuple(newshape)
-        if self._objects and newshape not in ((len(self),), (-1,)):
-            raise ValueError(f"object carrays are one-dimensional: cannot reshape {self.shape} "
-                             f"into {newshape}")
+        if (self._objects or self._texts) and newshape not in ((len(self),), (-1,)):
+            raise ValueError(f"object, string and bytes carrays are one-dimensional: cannot "
+                             f"reshape {self.shape} into {newshape}")
         if -1 in newshape:
             known = math.prod(x for x in newshape if x != -1)
             newshape = tuple(self.size // known if x == -1 else x for x in newshape)
         if math.prod(newshape) != self.size:
             raise ValueError(f"cannot reshape {self.shape} into {newshape}")
-        if self._objects:
+        if self._objects or self._texts:
             return self.copy(chunklen=None, expectedlen=None)
         return carray(self[:].reshape(newshape), cparams=self._cparams, dflt=self.dflt)
 
@@ -992,7 +1130,7 @@ class carray:
     def _mask(self, key) -> np.ndarray:
         mask = key[:] if isinstance(key, carray) else np.asarray(key)
         if mask.shape != (len(self),):
-            raise IndexError(f"boolean mask of shape {mask.shape} for length {len(self)}")
+            raise MaskLengthError(f"boolean mask of shape {mask.shape} for length {len(self)}")
         return mask
 
     def __getitem__(self, key):
@@ -1012,6 +1150,8 @@ class carray:
         """``self[key]`` as engine rows (pickles for object dtype)."""
         if isinstance(key, (int, np.integer)):
             row = self._engine.read_row(self._index(key))
+            if self._texts:  # a str, bytes or the missing value
+                return row
             return row.item() if self.ndim == 1 else row
         if isinstance(key, slice):
             self._sync_threads()
@@ -1078,7 +1218,12 @@ class carray:
         if arr.dtype.kind not in "iu" or arr.ndim != 1:
             raise IndexError("index arrays must be one-dimensional, of integer or boolean "
                              f"type, not {arr.dtype} of shape {arr.shape}")
-        idx = np.where(arr < 0, arr + n, arr).astype(np.int64)
+        # Range checks and the shift of negative indices in int64, never in the key's own
+        # dtype (a uint8 key on 300 rows: arr + n would overflow, or wrap around).
+        if arr.dtype.kind == "u" and arr.max() >= n:
+            raise IndexError(f"index out of range for length {n}")
+        idx = arr.astype(np.int64)
+        idx[idx < 0] += n
         if idx.min() < 0 or idx.max() >= n:
             raise IndexError(f"index out of range for length {n}")
         return idx
@@ -1098,8 +1243,8 @@ class carray:
             eng.write(self._index(key), self._rows(value, 1, single=True))
             return
         if isinstance(key, tuple):
-            if len(key) == 1:
-                self[key[0]] = value
+            if len(key) <= 1:  # c[()] = v assigns every row, as NumPy (and c[()] reads them)
+                self[key[0] if key else slice(None)] = value
                 return
             first, rest = key[0], key[1:]
             if isinstance(first, (int, np.integer)):
@@ -1221,7 +1366,9 @@ class carray:
             For a boolean mask of more than one dimension (as legacy bcolz).
         """
         if not isinstance(boolarr, carray):
-            boolarr = np.asarray(boolarr)
+            # an empty list is an empty mask (NumPy would make it float64)
+            boolarr = np.asarray(boolarr, dtype=bool if isinstance(boolarr, list) and
+                                 not boolarr else None)
         if boolarr.dtype == np.bool_ and boolarr.ndim > 1:
             raise NotImplementedError(
                 f"where() takes a one-dimensional mask of rows, not one of shape "
@@ -1292,28 +1439,50 @@ class carray:
                     yielded += 1
         return self._iterating(indices())
 
-    def sum(self, dtype=None):
-        """Sum of all elements, as a NumPy scalar (ints widen as NumPy's sum does).
+    def sum(self, dtype=None, axis=None, *, where=None, user_dict=None, vm=None):
+        """Sum of the items (``numpy.sum``: integers widen to the platform
+        integer), as a NumPy scalar (an array for an `axis` that leaves some).
+
+        Parameters
+        ----------
+        dtype : numpy.dtype, optional
+            The accumulator and result dtype (legacy bcolz's first argument).
+        axis : None, int or tuple of ints
+            As NumPy.
+        where : str or boolean array/carray, optional
+            Only the rows where this holds (a condition's names are looked
+            up in `user_dict`, then the caller's variables).
 
         Raises
         ------
         TypeError
             If the dtype cannot be summed.
+
+        Examples
+        --------
+        >>> import numpy as np, bcolzx
+        >>> c = bcolzx.carray(np.arange(10, dtype=np.int8))
+        >>> c.sum(), c.sum(where="c % 2 == 1")
+        (np.int64(45), np.int64(25))
         """
         if self._objects:  # Python's +, as NumPy sums object arrays
+            if axis is not None or where is not None:
+                raise TypeError("sum of an object carray takes neither axis nor where")
             total = None
             for block in iterblocks(self):
                 if len(block):
                     part = np.sum(block, dtype=dtype)
                     total = part if total is None else total + part
             return 0 if total is None else total
-        acc_dtype = np.dtype(dtype) if dtype is not None else \
-            np.sum(np.zeros(1, self.dtype)).dtype
+        return self._reduce("sum", axis=axis, dtype=dtype, where=where, user_dict=user_dict,
+                            vm=vm)
+
+    def _check_reducible(self) -> None:
+        """Reductions compute on fixed-size values: not on pickles."""
+        if self._objects:
+            raise TypeError("reductions other than sum() need values of a fixed-size dtype, "
+                            "not Python objects (reduce c[:] with NumPy)")
         self._sync_threads()
-        total = acc_dtype.type(0)
-        for part in self._engine.map_chunks(lambda rows: np.sum(rows, dtype=acc_dtype)):
-            total = total + part
-        return acc_dtype.type(total)
 
     def __array__(self, dtype=None, copy=None):
         out = self[:]

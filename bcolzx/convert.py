@@ -43,6 +43,7 @@ from bcolzx._ext import codec as _codec
 from bcolzx._format import layout, legacy, pickles
 from bcolzx._format.jsonfile import fsync_dir, read_json, write_json
 from bcolzx._format.meta import read_storage, write_storage
+from bcolzx._format.strings import encode_rows, item_kind
 from bcolzx._storage import writer
 from bcolzx.carray import carray as _carray
 from bcolzx.carray import iterblocks
@@ -178,6 +179,16 @@ def _swap_in(tmp: str, target: str) -> str:
     return backup
 
 
+def _install(tmp: str, target: str, *, in_place: bool) -> str | None:
+    """Put the complete dataset `tmp` at `target`: traded with the dataset there
+    (`in_place`; returns where that one is now, :func:`_swap_in`) or renamed to a
+    `target` that must not exist (returns None, :func:`_install_new`)."""
+    if in_place:
+        return _swap_in(tmp, target)
+    _install_new(tmp, target)
+    return None
+
+
 # -- planning ------------------------------------------------------------------------
 
 
@@ -214,8 +225,8 @@ def _target_cparams(src: _carray, override) -> _cparams:
             raise TypeError(f"unknown cparams keys {sorted(unknown)}; known: "
                             f"{list(_CPARAMS_KEYS)}")
         params.update(override)
-    if src.dtype == object:  # pickles: typesize 1, and no byte-delta (format §2d)
-        params["bytedelta"] = "off"
+    if item_kind(src.dtype) is not None:  # pickles, strings, bytes: typesize 1, no
+        params["bytedelta"] = "off"        # byte-delta (format §2d, strings.md)
     elif params["blocksize"] == layout.DEFAULT_BLOCKSIZE:
         params["blocksize"] = _whole_items(params["blocksize"], src.dtype.itemsize)
     return _cparams(**params)
@@ -311,7 +322,7 @@ def _plan(src: str, cparams, chunklen, allow_pickle=None) -> tuple[str, object, 
                 _check_readable(os.path.join(src, n))
     dataset = _open(src, mode="r", allow_pickle=allow_pickle)
     sources = [dataset] if kind == "carray" else list(dataset.cols.values())
-    if any(c.dtype == object for c in sources):
+    if any(item_kind(c.dtype) == "pickle" for c in sources):
         allowed = defaults.allow_pickle if allow_pickle is None else allow_pickle
         pickles.require(allowed, "converting a dataset of object dtype", src)
     if kind == "carray":
@@ -343,7 +354,7 @@ def _write_carray(col: _Column, rootdir: str, progress=None) -> None:
     write_cp = _cparams(clevel=cp.clevel, shuffle=cp.shuffle, cname=cp.cname, quantize=0,
                         blocksize=cp.blocksize, bytedelta=cp.bytedelta)
     n = len(src)
-    objects = src.dtype == object
+    objects = item_kind(src.dtype) == "pickle"
     chunklen = col.chunklen
     if objects and chunklen is None:  # sized from the pickles (legacy: one per chunk)
         sample = src.engine.read(0, min(n, 64))
@@ -411,7 +422,7 @@ def _as_bytes(block: np.ndarray) -> np.ndarray:
 def _same_dflt(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether two defaults are equal: byte for byte, or (objects: JSON scalars) by
     type and value."""
-    if a.dtype == object or b.dtype == object:
+    if a.dtype.hasobject or b.dtype.hasobject:  # objects, strings, bytes
         x, y = a[()], b[()]
         return a.dtype == b.dtype and type(x) is type(y) and repr(x) == repr(y)
     return np.asarray(a).tobytes() == np.asarray(b).tobytes()
@@ -459,8 +470,18 @@ def _verify_carray(col: _Column, path: str, progress=None) -> None:
         fail(f"chunklen {new.chunklen}, expected {col.chunklen}")
     if _attrs_json(new.attrs) != _attrs_json(src.attrs):
         fail(f"attrs {new.attrs.getall()!r}, the source has {src.attrs.getall()!r}")
-    if src.dtype == object:
+    kind = item_kind(src.dtype)
+    if kind in ("pickle", "bytes"):
         _verify_objects(new, src, fail, progress)
+        return
+    if kind == "utf8":  # the chunks' UTF-8 and lengths (missing values included)
+        blen = max(new.chunklen, 1024)
+        for lo in range(0, len(src), blen):
+            hi = min(len(src), lo + blen)
+            if encode_rows(new[lo:hi], kind) != encode_rows(src[lo:hi], kind):
+                fail(f"rows {lo}..{hi - 1} differ from the source's (UTF-8 compared)")
+            if progress is not None:
+                progress((hi - lo) * layout.VLEN_ROW_NBYTES)
         return
     blen = new.chunklen * max(1, BLOCK_BYTES // (new.chunklen * new.atomsize))
     start = 0
@@ -501,10 +522,11 @@ def _verify(kind: str, dataset, columns: list[_Column], tmp: str, progress=None)
 # -- the public function ---------------------------------------------------------------
 
 
-def _reserve(parent: str, base: str) -> str:
-    """Create and return a new empty hidden directory ``parent/.base.bcolzx-convert-XXXX``."""
+def _reserve(parent: str, base: str, tag: str = _TMP_TAG) -> str:
+    """Create and return a new empty hidden directory ``parent/.base.bcolzx-convert-XXXX``
+    (another `tag` for another tool's temporary directories)."""
     while True:
-        path = os.path.join(parent, f".{base}{_TMP_TAG}{secrets.token_hex(6)}")
+        path = os.path.join(parent, f".{base}{tag}{secrets.token_hex(6)}")
         try:
             os.mkdir(path)
             return path
@@ -699,11 +721,7 @@ def _convert_locked(src_given: str, dst, verify, cparams, chunklen, progress,
         _build(kind, dataset, columns, tmp, progress)
         if verify:
             _verify(kind, dataset, columns, tmp, progress)
-        if dst is None:
-            old = _swap_in(tmp, target)
-        else:
-            _install_new(tmp, target)
-            old = None
+        old = _install(tmp, target, in_place=dst is None)
     except BaseException:
         _remove(tmp)
         raise

@@ -30,17 +30,26 @@ import numpy as np
 
 from bcolzx import _table, _threads
 from bcolzx import attrs as _attrs
+from bcolzx._analytics import delete as _deletion
 from bcolzx._format import jsonfile, layout
 from bcolzx._format.seal import Seal, new_uid
+from bcolzx._format.strings import field_dtype
 from bcolzx._query import planner
 from bcolzx._query.evaluate import evaluate, resolve_flavor
 from bcolzx._query.scope import caller_scope
 from bcolzx._storage import snapshot, writer
 from bcolzx._storage.lock import WriterLock
 from bcolzx._storage.objects import Objects, resolve
-from bcolzx.carray import _is_sequence, as_objects, carray
+from bcolzx.carray import _is_sequence, as_objects, carray, conversion_error
 from bcolzx.defaults import defaults
-from bcolzx.errors import ConcurrentModificationError, DatasetNotFoundError, ReadOnlyError
+from bcolzx.errors import (
+    ColumnNameError,
+    ConcurrentModificationError,
+    DatasetNotFoundError,
+    NoColumnsError,
+    ReadOnlyError,
+    RowConditionError,
+)
 from bcolzx.params import cparams as _cparams
 
 __all__ = ["ctable", "cols"]
@@ -279,8 +288,11 @@ def _discard(objects) -> None:
 
 
 def _check_name(name: Any) -> str:
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"column names must be non-empty strings, not {name!r}")
+    if not isinstance(name, str):  # TypeError (constructor) and ValueError (addcol), as legacy
+        raise ColumnNameError(f"column names must be strings, not {type(name).__name__} "
+                              f"{name!r}")
+    if not name:
+        raise ValueError("column names must be non-empty strings")
     if name.startswith("__") or name == NROW or "/" in name or "\\" in name or \
             name in (".", ".."):
         raise ValueError(f"{name!r} cannot be a column name (reserved or a path)")
@@ -563,11 +575,16 @@ class ctable:  # noqa: N801 - legacy name
             # legacy bcolz's words and KeyError, and a FileNotFoundError too
             raise DatasetNotFoundError(f"Disk-based ctable opened with `r`ead mode yet "
                                        f"`rootdir='{rootdir}'` does not exist")
+        if self._mode == "a" and not os.path.lexists(rootdir):
+            raise NoColumnsError(f"no ctable at {rootdir!r} to open, and no columns given to "
+                                 "create one")
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no ctable at {rootdir} (no {layout.ROOTDIRS_FILE})")
         meta, self._seal = jsonfile.read_json_sealed(path)
         names = layout.column_names(meta, path)
-        if self._mode == "r":
+        # A recorded deletion leaves columns at two lengths (bcolzx._analytics.delete).
+        deleting = os.path.exists(os.path.join(rootdir, _deletion.INTENT))
+        if self._mode == "r" and not deleting:
             lengths = _lengths_without_opening(rootdir, names)
             if lengths is not None:  # each column opened (and checked in full) when used
                 kwargs = {"lock_timeout": self._lock_timeout, "allow_pickle": self._allow_pickle}
@@ -580,7 +597,9 @@ class ctable:  # noqa: N801 - legacy name
             lambda: {name: carray(rootdir=self._coldir(name), mode=self._mode,
                                   lock_timeout=self._lock_timeout,
                                   allow_pickle=self._allow_pickle) for name in names},
-            rootdir, wait=not (self._lock is not None and self._lock.held))
+            rootdir, wait=not deleting and not (self._lock is not None and self._lock.held))
+        if deleting:
+            opened = _deletion.resolve(rootdir, opened, self._lock, self._mode != "r")
         _table.even_columns(opened, self._mode)  # a crash between two columns' commits
         self._cols = cols(list(opened), list(opened.values()), table=self)
         self._attrs = _attrs.attrs(self._rootdir, self._mode, _seal=self._seal)
@@ -609,8 +628,9 @@ class ctable:  # noqa: N801 - legacy name
 
     @property
     def dtype(self) -> np.dtype:
-        """The structured dtype of a row."""
-        return np.dtype([(n, c.dtype, c.shape[1:]) for n, c in self._cols.items()])
+        """The structured dtype of a row (a StringDType column is an object
+        field holding ``str``: NumPy has no StringDType fields)."""
+        return np.dtype([(n, field_dtype(c.dtype), c.shape[1:]) for n, c in self._cols.items()])
 
     @property
     def len(self) -> int:
@@ -677,6 +697,13 @@ class ctable:  # noqa: N801 - legacy name
             raise ReadOnlyError("the ctable is opened read-only (mode 'r')")
         _table.take_table(self)  # the table's and the columns' locks, at the first change
 
+    def _check_rewritable(self, what: str) -> None:
+        """Refuse `what` (a change of stored rows or columns) on object storage."""
+        if self._remote is not None:
+            from bcolzx._storage.remote import append_only
+
+            raise append_only(what, self._rootdir)
+
     def _rows_of(self, rows) -> list[np.ndarray]:
         """`rows` (any form append accepts) as one array per column, validated."""
         names = self.names
@@ -712,7 +739,12 @@ class ctable:  # noqa: N801 - legacy name
             try:
                 arr = np.asarray(arr, dtype=col.dtype)
             except (TypeError, ValueError) as exc:
-                raise type(exc)(f"column {name!r}: {exc}") from None
+                raise conversion_error(exc, f"column {name!r}") from None
+            rowshape = self._cols[name].shape[1:]
+            if not len(rowshape) <= arr.ndim <= len(rowshape) + 1 \
+                    or arr.shape[arr.ndim - len(rowshape):] != rowshape:
+                raise ValueError(f"column {name!r}: its rows have shape {rowshape}, the value "
+                                 f"given has shape {arr.shape}")
             out.append(arr)
         n = max((len(a) if a.ndim > len(self._cols[nm].shape) - 1 else 1)
                 for nm, a in zip(names, out))
@@ -847,6 +879,10 @@ class ctable:  # noqa: N801 - legacy name
             moved.flush()
             dest = os.path.join(self._rootdir, name)
             os.replace(source, dest)
+            # Durable before __rootdirs__ names it (both directories: a rename
+            # between two is durable once both are).
+            jsonfile.fsync_dir(self._rootdir)
+            jsonfile.fsync_dir(os.path.dirname(os.path.abspath(source)))
             col = carray(rootdir=dest, mode=self._mode, lock_timeout=self._lock_timeout,
                          allow_pickle=self._allow_pickle if allow_pickle is None else
                          allow_pickle)
@@ -871,24 +907,23 @@ class ctable:  # noqa: N801 - legacy name
         Raises
         ------
         ValueError
-            For both or neither of a missing name, or a bad `pos`.
+            For both a name and a `pos`.
+        IndexError
+            For a `pos` out of range (as legacy).
         KeyError
             If there is no such column.
         ReadOnlyError
             In mode 'r'.
         """
         self._check_writable()
-        if self._remote is not None:
-            from bcolzx._storage.remote import append_only
-
-            raise append_only("remove a column of", self._rootdir)
+        self._check_rewritable("remove a column of")
         if name is not None and pos is not None:
             raise ValueError("give name or pos, not both")
         if name is None:
             names = self.names
             pos = len(names) - 1 if pos is None else int(pos)
             if not -len(names) <= pos < len(names):
-                raise ValueError(f"pos {pos} out of range for {len(names)} columns")
+                raise IndexError(f"pos {pos} out of range for {len(names)} columns")
             name = names[pos]
         col = self._cols.pop(name)
         self._write_rootdirs()
@@ -998,7 +1033,8 @@ class ctable:  # noqa: N801 - legacy name
 
     def _dtype_of(self, names: list[str]) -> np.dtype:
         return np.dtype([(n, np.int64) if n == NROW else
-                         (n, self._cols[n].dtype, self._cols[n].shape[1:]) for n in names])
+                         (n, field_dtype(self._cols[n].dtype), self._cols[n].shape[1:])
+                         for n in names])
 
     def _read(self, names: list[str], start: int, stop: int, positions=None,
               block: tuple[int, dict] | None = None) -> np.ndarray:
@@ -1023,6 +1059,8 @@ class ctable:  # noqa: N801 - legacy name
 
     def __getitem__(self, key):
         n = len(self)
+        if isinstance(key, tuple) and len(key) == 1:  # t[k,] is t[k], as legacy
+            key = key[0]
         if isinstance(key, (int, np.integer)):
             i = int(key) + n if key < 0 else int(key)
             if not 0 <= i < n:
@@ -1046,7 +1084,8 @@ class ctable:  # noqa: N801 - legacy name
             return ctable([self._cols[k] for k in key], names=key,
                           allow_pickle=self._allow_pickle)
         if isinstance(key, tuple):
-            raise IndexError("a ctable is one-dimensional: index it with one key")
+            raise IndexError("a ctable is one-dimensional: index it with one key, not "
+                             f"{len(key)}")
         if isinstance(key, (list, np.ndarray, carray)):
             first = next(iter(self._cols.values()))
             pos = first._positions(key)
@@ -1061,18 +1100,35 @@ class ctable:  # noqa: N801 - legacy name
     @_table.table_guarded
     def __setitem__(self, key, value) -> None:
         self._check_writable()
+        if isinstance(key, tuple) and len(key) == 1:  # t[k,] = v is t[k] = v, as legacy
+            key = key[0]
         if isinstance(key, str):
             if key in self._cols:  # overwrite the column's values (legacy)
                 self._cols[key] = value
                 if self.auto_flush:
                     self.flush()
                 return
-            key = np.flatnonzero(self.eval(key, out_flavor="numpy", _scope=caller_scope(None)))
+            mask = self.eval(key, out_flavor="numpy", _scope=caller_scope(None))
+            key = np.flatnonzero(self._row_condition(key, mask))
+        elif isinstance(key, tuple):
+            raise IndexError("a ctable is one-dimensional: index it with one key, not "
+                             f"{len(key)}")
         value = _as_rows(value, self.dtype)
         for name, col in self._cols.items():
             col[key] = value[name]
         if self.auto_flush:
             self.flush()
+
+    def _row_condition(self, expression: str, mask: np.ndarray) -> np.ndarray:
+        """`mask`, the value of `expression`, checked to be one boolean per row."""
+        if mask.dtype != np.bool_:
+            raise ValueError(f"{expression!r} gives {mask.dtype} values, not a boolean "
+                             "condition")
+        if mask.shape != (len(self),):
+            raise RowConditionError(f"{expression!r} gives booleans of shape {mask.shape}, "
+                                    f"not one per row ({len(self)}; it compares the items "
+                                    "of an N-D column)")
+        return mask
 
     def __iter__(self) -> Iterator:
         return self.iter()
@@ -1245,7 +1301,11 @@ class ctable:  # noqa: N801 - legacy name
         result = np.concatenate(parts) if parts else np.empty(0, self._dtype_of(names))
         if flavor == "numpy":
             return result
-        return ctable(result, allow_pickle=self._allow_pickle)
+        # String columns come back as StringDType columns, not object fields.
+        columns = [result[n].astype(self._cols[n].dtype) if n in self._cols and
+                   field_dtype(self._cols[n].dtype) != self._cols[n].dtype else result[n]
+                   for n in names]
+        return ctable(columns, names=names, allow_pickle=self._allow_pickle)
 
     def eval(self, expression: str, **kwargs):
         """Evaluate `expression` over the columns (see :func:`bcolzx.eval`).
@@ -1273,6 +1333,196 @@ class ctable:  # noqa: N801 - legacy name
             kwargs.pop("user_dict", None)
         expr, columns, scalars = planner.operands(expression, self._cols, scope)
         return evaluate(expr, columns, scalars, new_carray=carray, length=len(self), **kwargs)
+
+    # -- analytics -----------------------------------------------------------------
+
+    def reduce(self, column: str, how: str = "sum", where=None, *, user_dict=None, vm=None,
+               **kwargs):
+        """Reduce one column (``how``: ``'sum'``, ``'min'``, ``'var'``, ... as the
+        carray methods of that name) over the rows where `where` holds.
+
+        Parameters
+        ----------
+        column : str
+            The column.
+        how : str
+            The reduction (see :data:`bcolzx._analytics.reduce.OPS`).
+        where : str or boolean array/carray, optional
+            A condition on the columns (zone maps skip the chunks that
+            cannot match; a column both tested and reduced is read once).
+        user_dict : dict, optional
+            Values of names in `where` that are not columns.
+        vm : str, optional
+            The condition's virtual machine.
+        **kwargs
+            ``axis``, ``dtype``, ``ddof`` as NumPy.
+
+        Returns
+        -------
+        NumPy scalar or array
+
+        Raises
+        ------
+        KeyError
+            For an unknown column.
+        ValueError, TypeError
+            As the carray method (an unknown `how`, an empty selection for
+            ``min``...).
+
+        Examples
+        --------
+        >>> import numpy as np, bcolzx
+        >>> ct = bcolzx.ctable([np.arange(6), np.arange(6) * 1.5], names=["i", "x"])
+        >>> ct.reduce("x", "mean", where="i >= 3")
+        np.float64(6.0)
+        """
+        from bcolzx._analytics.reduce import reduce_column
+
+        col = self._cols[column]
+        col._check_reducible()
+        scope = caller_scope(user_dict) if isinstance(where, str) else {}
+        return reduce_column(col, how, where=where, table=self._cols, column_name=column,
+                             scope=scope, vm=vm, **kwargs)
+
+    @_table.table_guarded
+    def delete(self, indices=None, where=None, *, user_dict=None, vm=None) -> int:
+        """Delete rows, by index or by condition, durably and as one change.
+
+        Only the chunks from the first deleted row on are rewritten.  On
+        disk the deletion is recorded before any column changes, so a crash
+        at any instant leaves the old table or the new one (whoever opens
+        the table next finishes it; see :mod:`bcolzx._analytics.delete`).
+
+        Parameters
+        ----------
+        indices : int, array of ints or boolean mask, optional
+            The rows (negative from the end; repeats count once).
+        where : str or boolean array/carray, optional
+            A condition on the columns instead.
+        user_dict : dict, optional
+            Values of names in `where` that are not columns.
+        vm : str, optional
+            The condition's virtual machine.
+
+        Returns
+        -------
+        int
+            Rows deleted.
+
+        Raises
+        ------
+        ReadOnlyError
+            In mode 'r'.
+        AppendOnlyError
+            (a ReadOnlyError) On object storage, whose objects are never
+            rewritten.
+        ValueError
+            If neither or both of `indices` and `where` are given.
+        IndexError
+            For an index out of range.
+
+        Examples
+        --------
+        >>> import numpy as np, bcolzx
+        >>> ct = bcolzx.ctable([np.arange(6), np.arange(6) * 10], names=["i", "x"])
+        >>> ct.delete(where="x >= 30"), ct.delete([0])
+        (3, 1)
+        >>> ct["i"][:]
+        array([1, 2])
+        """
+        self._check_writable()
+        self._check_rewritable("delete rows of")  # before the deletion record is written
+        scope = caller_scope(user_dict) if isinstance(where, str) else {}
+        pos = _deletion.positions_of(len(self), indices, where, self._cols, scope, vm)
+        _deletion.delete_rows(self, pos)
+        return len(pos)
+
+    def groupby(self, keys, aggregations, where=None, *, dropna: bool = True, ddof: int = 1,
+                out_flavor: str = "ctable", user_dict=None, vm=None, **kwargs):
+        """Aggregate the rows per group of key values, out of core (as pandas'
+        ``df.groupby(keys).agg(...)``).
+
+        Keys are factorized chunk by chunk and partial aggregates merged, on
+        the shared pool of threads: memory grows with the number of groups,
+        not with the rows.
+
+        Parameters
+        ----------
+        keys : str or list of str
+            Key columns: integers, bools, fixed-width strings, datetimes or
+            timedeltas.
+        aggregations : dict or list
+            ``{name: (column, func)}``, or ``[(column, func), (column, func,
+            name), ...]`` (default name ``column_func``), with `func` one of
+            ``sum``, ``mean``, ``count``, ``min``, ``max``, ``std``, ``var``,
+            ``first``, ``last``, ``nunique``.  NaN values are skipped (as
+            pandas); ``count`` counts the values that are not NaN/NaT.
+        where : str or boolean array/carray, optional
+            Only the rows where this holds.
+        dropna : bool
+            Drop the rows whose key is NaT (pandas' default); False keeps
+            them as a group.
+        ddof : int
+            Delta degrees of freedom of ``std`` and ``var`` (pandas: 1).
+        out_flavor : {'ctable', 'dataframe'}
+            A ctable with the keys then the aggregates as columns, or a
+            pandas DataFrame indexed by the keys.
+        user_dict : dict, optional
+            Values of names in `where` that are not columns.
+        vm : str, optional
+            The condition's virtual machine.
+        **kwargs
+            For the result ctable (``rootdir``, ``mode``, ``cparams``...).
+
+        Returns
+        -------
+        ctable or pandas.DataFrame
+            One row per group, sorted by the keys.
+
+        Raises
+        ------
+        KeyError
+            For an unknown column.
+        TypeError
+            For a key or value column of a dtype the operation does not take.
+        ValueError
+            For malformed aggregations or a bad `out_flavor`.
+
+        Examples
+        --------
+        >>> import numpy as np, bcolzx
+        >>> ct = bcolzx.ctable([np.array([1, 2, 1, 2, 1]), np.arange(5.0)], names=["k", "x"])
+        >>> g = ct.groupby("k", {"total": ("x", "sum"), "n": ("x", "count")})
+        >>> g["k"][:], g["total"][:], g["n"][:]
+        (array([1, 2]), array([6., 4.]), array([3, 2]))
+        """
+        from bcolzx._analytics import groupby as _groupby
+
+        if out_flavor not in ("ctable", "dataframe"):
+            raise ValueError(f"out_flavor must be 'ctable' or 'dataframe', not {out_flavor!r}")
+        keys = [keys] if isinstance(keys, str) else list(keys)
+        if not keys or len(set(keys)) != len(keys):
+            raise ValueError(f"keys must be one or more distinct column names, not {keys!r}")
+        for key in keys:
+            self._cols[key]  # noqa: B018 - KeyError for an unknown name
+        specs = _groupby.parse_aggregations(aggregations, self._cols, keys)
+        scope = caller_scope(user_dict) if isinstance(where, str) else {}
+        self._sync_threads()
+        key_values, results = _groupby.groupby(
+            self._cols, keys, specs, where=where, scope=scope, vm=vm, dropna=dropna,
+            ddof=int(ddof), nthreads=defaults.nthreads)
+        names = [s.name for s in specs]
+        if out_flavor == "dataframe":
+            import pandas as pd
+
+            index = pd.MultiIndex.from_arrays(key_values, names=keys) if len(keys) > 1 \
+                else pd.Index(key_values[0], name=keys[0])
+            return pd.DataFrame(dict(zip(names, results)), index=index)
+        return ctable([*key_values, *results], names=[*keys, *names], **kwargs)
+
+    def _sync_threads(self) -> None:
+        for col in self._cols.values():
+            col._sync_threads()
 
     # -- interop -------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ __all__ = [
     "TruncatedDataError",
     "UnsupportedFormatError",
     "PickleNotAllowedError",
+    "LegacyFormatError",
     "ReadOnlyError",
     "LockedError",
     "UnsafeFileError",
@@ -36,7 +37,11 @@ __all__ = [
     "RemoteError",
     "RemoteTimeoutError",
     "AppendOnlyError",
+    "NoColumnsError",
+    "MaskLengthError",
+    "ColumnNameError",
     "ExpressionError",
+    "RowConditionError",
     "blosc2_error",
 ]
 
@@ -143,6 +148,19 @@ class PickleNotAllowedError(UnsupportedFormatError, TypeError):
         self.path = path
 
 
+class LegacyFormatError(UnsupportedFormatError, TypeError):
+    """Data that a legacy bcolz (v1) directory cannot hold, such as
+    variable-length strings or bytes (NumPy's StringDType).
+
+    Raised before anything is written.  Legacy bcolz stored text only as
+    fixed-width ``S``/``U`` items: store the column fixed-width (for
+    :func:`bcolzx.fromdataframe`, ``strings="fixed"``) or use a bcolzx-format
+    table.  Both an :class:`UnsupportedFormatError` (a :class:`ValueError`)
+    and a :class:`TypeError`, which legacy bcolz raised for a dtype it could
+    not store.
+    """
+
+
 class ReadOnlyError(BcolzxError, PermissionError):
     """A write was attempted on data opened read-only (mode ``'r'``)."""
 
@@ -244,6 +262,16 @@ class ExpressionError(BcolzxError, ValueError):
     """
 
 
+class RowConditionError(ExpressionError, NotImplementedError):
+    """A query condition gives more than one boolean per row.
+
+    A condition over an N-D column (``'a > 0'`` where each row of ``a`` is
+    an array) compares items, not rows, so it cannot select rows.  Both an
+    :class:`ExpressionError` (so a ``ValueError``) and a
+    :class:`NotImplementedError`, which legacy bcolz raised for it.
+    """
+
+
 class DatasetNotFoundError(BcolzxError, FileNotFoundError, KeyError):
     """A dataset opened for reading does not exist.
 
@@ -293,6 +321,33 @@ class AppendOnlyError(ReadOnlyError):
 
 def _remote_error(cls, message, url):
     return cls(message, url=url)
+
+
+class NoColumnsError(BcolzxError, FileNotFoundError, ValueError):
+    """A ctable to open does not exist, and no columns were given to create one.
+
+    ``ctable(rootdir=path)`` in mode ``'a'`` (the default) where nothing
+    exists.  A :class:`FileNotFoundError` (so an ``IOError``), and a
+    :class:`ValueError`, which legacy bcolz raised for it (it took the call
+    for a creation in mode ``'w'`` without columns).
+    """
+
+
+class MaskLengthError(BcolzxError, IndexError, ValueError):
+    """A boolean mask used as a key does not have one boolean per row.
+
+    An :class:`IndexError`, as NumPy raises for it, and a
+    :class:`ValueError`, as legacy bcolz raised (it ran boolean keys through
+    ``where()``).
+    """
+
+
+class ColumnNameError(BcolzxError, TypeError, ValueError):
+    """A column name that is not a string.
+
+    A :class:`TypeError`, as legacy bcolz's constructor raised for it, and a
+    :class:`ValueError`, as its ``addcol`` did.
+    """
 
 
 class UndefinedNameError(ExpressionError, NameError):

@@ -38,7 +38,7 @@ from bcolzx.errors import UnsupportedFormatError as _UnsupportedFormatError
 # Imports are aliased with a leading underscore: the module's public names
 # are the functions below (and iterblocks), as in legacy bcolz.toplevel.
 __all__ = ["arange", "blosc_compressor_list", "blosc_version", "eval", "fill", "fromiter",
-           "iterblocks", "ones", "open", "walk", "zeros"]
+           "iterblocks", "ones", "open", "vlen_dtype", "walk", "zeros"]
 
 
 def blosc_version() -> tuple[str, str]:
@@ -161,6 +161,43 @@ def _fill_ctable(n: int, dflt, dtype: _np.dtype, kwargs: dict):
     return _ctable(cols, names=names, **table, **kwargs)
 
 
+def vlen_dtype(kind) -> _np.dtype:
+    """The dtype of a column of variable-length items of `kind`, stored
+    natively (never pickled; docs/format/strings.md), as h5py's ``vlen_dtype``.
+
+    Parameters
+    ----------
+    kind : {str, bytes}
+        ``str``: NumPy's ``StringDType()`` (text, stored as UTF-8).
+        ``bytes``: object declared as bytes (``dtype('O')`` with metadata
+        ``{'vlen': bytes}``, the dtype ``h5py.vlen_dtype(bytes)`` returns),
+        each row a ``bytes`` of any length.
+
+    Returns
+    -------
+    numpy.dtype
+
+    Raises
+    ------
+    TypeError
+        For another `kind`, or ``str`` on NumPy 1 (which has no StringDType).
+
+    Examples
+    --------
+    >>> import bcolzx
+    >>> c = bcolzx.carray([b"", b"\\x00\\xff", b"abc"], dtype=bcolzx.vlen_dtype(bytes))
+    >>> c[1]
+    b'\\x00\\xff'
+    """
+    from bcolzx._format import strings
+
+    if kind is bytes:
+        return strings.BYTES_DTYPE
+    if kind is str:
+        return strings.string_dtype()
+    raise TypeError(f"vlen_dtype takes str or bytes, not {kind!r}")
+
+
 def zeros(shape, dtype=float, **kwargs) -> _carray:
     """A carray of zeros (legacy ``bcolz.zeros``); see :func:`fill`.
 
@@ -238,16 +275,69 @@ def arange(start=None, stop=None, step=None, dtype=None, **kwargs) -> _carray:
         else len(_np.arange(start, stop, step))
     _layout.check_rows(n, dtype.itemsize)  # before anything is created
     kwargs.setdefault("expectedlen", n)
+    head = _arange_head(start, step, n, dtype)  # NumPy's errors before anything is created
     ca = _carray(_np.empty(0, dtype), **kwargs)
     blen = ca.chunklen * 16
     ints = all(isinstance(x, (int, _np.integer)) for x in (start, stop, step))
     for i in range(0, n, blen):
-        steps = i + _np.arange(min(blen, n - i), dtype=_np.int64 if ints else _np.float64)
-        block = (start + steps * step).astype(dtype)
+        if head is not None:
+            block = _arange_block(head, i, min(blen, n - i))
+        else:
+            steps = i + _np.arange(min(blen, n - i), dtype=_np.int64 if ints else _np.float64)
+            block = (start + steps * step).astype(dtype)
         ca.engine.append(ca._rows(block) if ca._objects else block)
     if ca.rootdir is not None:
         ca.flush()
     return ca
+
+
+def _arange_head(start, step, n: int, dtype: _np.dtype) -> _np.ndarray | None:
+    """The first two values of ``numpy.arange`` in a numeric `dtype` (None for other dtypes).
+
+    NumPy stores `start` and ``start + step`` into the dtype (so with its
+    conversions and errors: -2.5 becomes -2 in an integer dtype, -6 raises
+    OverflowError in uint16) and continues the progression of those two
+    values; :func:`_arange_block` does the same.
+    """
+    if dtype.kind not in "biufcmM" or n == 0:
+        return None
+    if dtype.kind == "b" and n > 2:
+        raise TypeError("arange() of booleans has at most 2 values (as numpy.arange)")
+    head = _np.empty(2, dtype)
+    head[0] = start
+    head[1] = start + step if n > 1 else start
+    return head
+
+
+def _arange_block(head: _np.ndarray, first: int, count: int) -> _np.ndarray:
+    """Values `first` to ``first + count - 1`` of the progression of `head`, as numpy.arange.
+
+    NumPy computes ``start + i * delta``, with ``delta = head[1] - head[0]``,
+    in the dtype's own arithmetic from the third value on: modulo 2**bits for
+    integers and datetimes (wrapping around as NumPy does), in float32 for
+    float16 and float32, per part for complex numbers.
+    """
+    dtype = head.dtype
+    i = first + _np.arange(count, dtype=_np.int64)
+    if dtype.kind == "b":
+        return head[first:first + count].copy()
+    if dtype.kind in "iumM":
+        ints = head.view(f"i{dtype.itemsize}") if dtype.kind in "mM" else head
+        h0, delta = int(ints[0]), int(ints[1]) - int(ints[0])
+        modulo = _np.uint64(h0 % 2**64) + i.astype(_np.uint64) * _np.uint64(delta % 2**64)
+        return modulo.astype(ints.dtype).view(dtype)
+    if dtype.kind == "c":
+        out = _np.empty(count, dtype)
+        out.real = _arange_block(head.real.copy(), first, count)
+        out.imag = _arange_block(head.imag.copy(), first, count)
+        return out
+    calc = _np.dtype(_np.float32) if dtype.itemsize <= 4 else dtype
+    h0 = head[0].astype(calc)
+    delta = head[1].astype(calc) - h0
+    out = (h0 + i.astype(calc) * delta).astype(dtype)
+    k = min(count, max(0, 2 - first))
+    out[:k] = head[first:first + k]  # the first two values are head's, as stored
+    return out
 
 
 def fromiter(iterable, dtype, count, **kwargs) -> _carray:

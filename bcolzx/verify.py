@@ -9,7 +9,7 @@ from bcolzx import attrs as _attrs
 from bcolzx._format import jsonfile, layout
 from bcolzx._format import legacy as _legacy
 from bcolzx._format.meta import read_sizes
-from bcolzx._format.spare import spare_copy_note
+from bcolzx._format.spare import committed_copy_problem, spare_copy_note
 from bcolzx._table import torn_lengths
 from bcolzx.errors import BcolzxError
 
@@ -122,13 +122,17 @@ def _verify_carray(path: str, report: Report, progress=None) -> int | None:
 
 
 def _spare_copies(path: str, store, report: Report) -> None:
-    """Notes on the index copies the dataset does not use (see bcolzx._format.spare)."""
+    """Damaged headers and committed index copies (problems, though reads get past them),
+    and notes on the index copies the dataset does not use (see bcolzx._format.spare)."""
     try:
         generations = read_sizes(path).generations
     except (BcolzxError, OSError):
         return  # reported when the carray was opened
     for number, generation in enumerate(generations):
         file = layout.data_path(path, number)
+        damage = committed_copy_problem(file, number, store.geometry, generation)
+        if damage is not None:
+            report.problems.append(Problem(file, None, damage))
         note = spare_copy_note(file, store.geometry, generation)
         if note is not None:
             report.notes.append(Problem(file, None, note))

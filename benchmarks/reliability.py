@@ -5,6 +5,7 @@ script runs them from the source tree, with bcolzx built in place::
 
     python benchmarks/reliability.py crash --kills 1000        # SIGKILL campaign
     python benchmarks/reliability.py corruption                 # byte flips & co.
+    python benchmarks/reliability.py salvage                    # chunks lost per damage
     python benchmarks/reliability.py fuzz --runs 1000000        # = fuzz_formats.py
 
 Each prints a human summary, then one line of JSON with every figure.  The
@@ -34,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     corrupt.add_argument("--chunk-flips", type=int, default=10_000)
     corrupt.add_argument("--masks", type=int, default=8, help="XOR masks per byte")
     corrupt.add_argument("--seed", type=int, default=0)
+    salvage = sub.add_parser("salvage", help="chunks each damage costs; what repair recovers")
+    salvage.add_argument("--masks", type=int, default=8, help="XOR masks per byte")
+    salvage.add_argument("--seed", type=int, default=0)
     fuzz = sub.add_parser("fuzz", help="fuzz the parsers with atheris")
     fuzz.add_argument("--runs", type=int, default=1_000_000)
     args = parser.parse_args(argv)
@@ -51,6 +55,12 @@ def main(argv: list[str] | None = None) -> int:
             failed = result["kills"] < args.kills or bool(result["failures"])
             for line in result["failures"]:
                 print(line)
+        elif args.campaign == "salvage":
+            result = campaigns.salvage_campaign(workdir, args.masks, seed=args.seed)
+            for name, figures in result["families"].items():
+                print(f"{name}: {figures}")
+            print(f"repair: {result['repair']}")
+            failed = bool(result["wrong"] or result["repair"]["bad"])
         else:
             result = campaigns.corruption_campaign(workdir, args.chunk_flips, args.masks,
                                                    args.seed)

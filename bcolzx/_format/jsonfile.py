@@ -20,7 +20,35 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str, data: bytes, *, durable: bool = True) -> None:
+def make_dirs(path: str) -> None:
+    """``os.makedirs(path, exist_ok=True)``, each directory it creates made durable.
+
+    A new directory's name lives in its parent: the parent is fsynced after
+    each ``mkdir``, so that a power cut cannot take the new directory away
+    with everything later written and fsynced inside it.
+
+    Raises
+    ------
+    OSError
+        If a directory cannot be created (FileExistsError if `path` is a file).
+    """
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        return
+    parent = os.path.dirname(path)
+    if parent != path:
+        make_dirs(parent)
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+        return
+    fsync_dir(parent)
+
+
+def write_atomic(path: str, data: bytes, *, durable: bool = True,
+                 sync_dir: bool = True) -> None:
     """Replace the file at `path` with `data` so that readers see old or new, never half.
 
     Writes a temporary file with a random name in the same directory, fsyncs
@@ -38,6 +66,10 @@ def write_atomic(path: str, data: bytes, *, durable: bool = True) -> None:
         Its new contents.
     durable : bool
         fsync file and directory (default); False only for throwaway data.
+    sync_dir : bool
+        With `durable`, also fsync the directory (default).  False when the
+        caller fsyncs it once for several files: the rename may then be lost
+        to a power cut, but never reaches the disk before the file's bytes.
 
     Raises
     ------
@@ -64,7 +96,7 @@ def write_atomic(path: str, data: bytes, *, durable: bool = True) -> None:
             except FileNotFoundError:
                 pass
             raise
-        if durable:
+        if durable and sync_dir:
             os.fsync(dfd)
     finally:
         os.close(dfd)

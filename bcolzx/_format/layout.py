@@ -20,8 +20,10 @@ VLEN_FORMAT_VERSION = 2
 #: ``meta/sizes``, §5: appends on object storage).
 PARTS_FORMAT_VERSION = 3
 #: ``meta/storage["vlen"]`` values: how the items of a variable-length dataset
-#: are encoded ("pickle": object dtype, one pickle per value).
-VLEN_CODECS = ("pickle",)
+#: are encoded ("pickle": object dtype, one pickle per value; "utf8": NumPy's
+#: StringDType, UTF-8 text; "bytes": object dtype declared as bytes, the
+#: bytes themselves; docs/format/strings.md).
+VLEN_CODECS = ("pickle", "utf8", "bytes")
 #: NumPy's ``nbytes`` per row of an object-dtype dataset, whatever the platform:
 #: what ``meta/sizes["nbytes"]`` counts for variable-length datasets.
 VLEN_ROW_NBYTES = 8
@@ -69,15 +71,24 @@ VLEN_CHUNK_BYTES = 64 << 10
 VLEN_GUESS_ITEM_BYTES = 64
 #: ... and holds at most this many rows (a read of one row decodes its chunk).
 VLEN_MAX_CHUNKLEN = 4096
+#: Strings and bytes ("utf8", "bytes"): items and lengths of a chunk aim at
+#: this many bytes (larger chunks compress text better; a read of one row
+#: decodes its whole chunk, under a millisecond) ...
+STRING_CHUNK_BYTES = 512 << 10
+#: ... with at most this many rows (each costs 4 bytes of lengths, and 16 in a
+#: StringDType array).
+STRING_MAX_CHUNKLEN = 1 << 16
 
 
-def vlen_chunklen(item_bytes: float | None = None) -> int:
-    """Rows per chunk of a new variable-length dataset whose items average
-    `item_bytes` (None: not known yet).
+def vlen_chunklen(item_bytes: float | None = None, kind: str = "pickle") -> int:
+    """Rows per chunk of a new variable-length dataset of `kind` (a
+    :data:`VLEN_CODECS` value) whose items average `item_bytes` (None: not
+    known yet).
 
-    A power of two, so that a chunk holds about :data:`VLEN_CHUNK_BYTES` of
-    items, between 1 and :data:`VLEN_MAX_CHUNKLEN`: 1024 rows when nothing is
-    known.
+    A power of two.  Pickles: a chunk holds about :data:`VLEN_CHUNK_BYTES` of
+    items, between 1 and :data:`VLEN_MAX_CHUNKLEN` rows (1024 when nothing is
+    known).  Strings and bytes: about :data:`STRING_CHUNK_BYTES` of items and
+    lengths, up to :data:`STRING_MAX_CHUNKLEN` rows.
 
     Returns
     -------
@@ -88,8 +99,13 @@ def vlen_chunklen(item_bytes: float | None = None) -> int:
     None
     """
     size = VLEN_GUESS_ITEM_BYTES if not item_bytes or item_bytes <= 0 else item_bytes
-    rows = max(1, int(VLEN_CHUNK_BYTES // size))
-    return min(VLEN_MAX_CHUNKLEN, 1 << (rows.bit_length() - 1))
+    if kind == "pickle":
+        target, most = VLEN_CHUNK_BYTES, VLEN_MAX_CHUNKLEN
+    else:
+        target, most = STRING_CHUNK_BYTES, STRING_MAX_CHUNKLEN
+        size += 4  # its length
+    rows = max(1, int(target // size))
+    return min(most, 1 << (rows.bit_length() - 1))
 
 
 def default_chunklen(rowbytes: int, expectedlen: int | None = None) -> int:

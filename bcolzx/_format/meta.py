@@ -12,7 +12,7 @@ import numpy as np
 
 from bcolzx._ext import codec as _codec
 from bcolzx._format import files as _files
-from bcolzx._format import layout
+from bcolzx._format import layout, strings
 from bcolzx._format import seal as _seal
 from bcolzx._format.jsonfile import read_json_sealed, write_json
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
@@ -104,6 +104,14 @@ def dflt_to_json(value: np.ndarray) -> Any:
         For an object default that is not such a scalar.
     """
     kind = value.dtype.kind
+    if strings.is_string(value.dtype):  # a str, or null when missing (docs/format/strings.md)
+        item = value.item()
+        return item if isinstance(item, str) else None
+    if strings.is_bytes(value.dtype):
+        item = value.item()
+        if not isinstance(item, bytes):
+            raise ValueError(f"the default of a bytes carray must be bytes, not {item!r}")
+        return item.decode("latin-1")
     if kind == "O":
         item = value.item()
         if not _json_scalar(item) or type(item) not in (type(None), bool, int, float, str):
@@ -131,6 +139,21 @@ def dflt_from_json(obj: Any, dtype: np.dtype, path: str | None = None) -> np.nda
     CorruptDataError
         If `obj` cannot be a value of `dtype`.
     """
+    if strings.is_string(dtype):
+        if obj is None and hasattr(dtype, "na_object"):
+            return np.array(dtype.na_object, dtype=dtype)
+        if not isinstance(obj, str):
+            raise CorruptDataError(f"invalid dflt {obj!r} for {dtype} (a string)", path=path)
+        return np.array(obj, dtype=dtype)
+    if strings.is_bytes(dtype):
+        try:
+            item = obj.encode("latin-1")
+        except (AttributeError, UnicodeError):
+            raise CorruptDataError(f"invalid dflt {obj!r} for bytes (a string of latin-1 "
+                                   "characters)", path=path) from None
+        out = np.empty((), dtype=dtype)
+        out[()] = item
+        return out
     if dtype.kind == "O":
         # Never raw bytes: those of an object item are a pointer.
         if not _json_scalar(obj):
@@ -195,7 +218,8 @@ class Storage:
     blocksize: int = layout.DEFAULT_BLOCKSIZE
     bytedelta: str = layout.DEFAULT_BYTEDELTA
     #: How variable-length items are encoded (§2d): "pickle" for object dtype,
-    #: None for fixed-size items.
+    #: "utf8" for StringDType, "bytes" for object declared as bytes
+    #: (docs/format/strings.md), None for fixed-size items.
     vlen: str | None = None
     #: The dataset's random identity (§2c): new for every new Storage; None for a
     #: dataset written without one (older bcolzx, legacy bcolz).
@@ -206,12 +230,22 @@ class Storage:
     parted: bool = field(default=False, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+        dtype = np.dtype(self.dtype)
+        if self.vlen == "bytes" and dtype == np.dtype(object):
+            dtype = strings.BYTES_DTYPE  # declared as bytes, whatever the metadata given
+        object.__setattr__(self, "dtype", dtype)
         check_item_kind(self.dtype, self.vlen)
         if self.dflt is None:
-            # Object datasets default to None (NumPy's zeros would be the int 0).
-            object.__setattr__(self, "dflt", np.empty((), dtype=object) if self.vlen else
-                               np.zeros((), dtype=self.dtype))
+            # Object datasets default to None (NumPy's zeros would be the int 0),
+            # strings to "" and bytes to b"".
+            if self.vlen == "bytes":
+                dflt = np.empty((), dtype=self.dtype)
+                dflt[()] = b""
+            elif self.vlen == "pickle":
+                dflt = np.empty((), dtype=object)
+            else:
+                dflt = np.zeros((), dtype=self.dtype)
+            object.__setattr__(self, "dflt", dflt)
         if self.chunklen < 1:
             raise ValueError(f"chunklen must be >= 1, not {self.chunklen}")
         if not 1 <= self.chunks_per_superchunk <= 1 << 20:
@@ -241,7 +275,8 @@ class Storage:
 
     def to_json(self) -> dict:
         out = {
-            "dtype": "|O" if self.vlen else dtype_to_json(self.dtype),
+            "dtype": strings.STRING_CHAR if self.vlen == "utf8" else "|O" if self.vlen else
+            dtype_to_json(self.dtype),
             "cparams": self.cparams.to_json(),
             "chunklen": self.chunklen,
             "expectedlen": self.expectedlen,
@@ -256,6 +291,9 @@ class Storage:
         }
         if self.vlen:
             out["vlen"] = self.vlen
+        na = strings.na_name(self.dtype) if self.vlen == "utf8" else None
+        if na is not None:
+            out["na_object"] = na
         return out
 
     @classmethod
@@ -284,9 +322,8 @@ class Storage:
                                "checksum") if k not in obj]
         if missing:
             raise CorruptDataError(f"missing keys {missing}", path=path)
-        dtype = dtype_from_json(obj["dtype"], path)
         vlen = obj.get("vlen")
-        _check_item_kind_json(dtype, vlen, version, path)
+        dtype = _stored_dtype(obj, vlen, version, path)
         cparams = CParams.from_json(obj["cparams"], path)
         # What C-Blosc2 would refuse when compressing is damage here, not a bad argument.
         if cparams.cname not in _codec.CODECS or not 0 <= cparams.clevel <= 9 or \
@@ -314,44 +351,96 @@ def check_item_kind(dtype: np.dtype, vlen: str | None) -> None:
     """Refuse a dtype and item encoding that do not go together.
 
     Python objects are stored only as the items of a one-dimensional
-    object-dtype dataset, pickled (``vlen="pickle"``); a structured dtype with
-    an object field is not supported (nor was it by legacy bcolz).
+    object-dtype dataset, pickled (``vlen="pickle"``) or, declared as bytes,
+    as bytes (``vlen="bytes"``); NumPy's StringDType as UTF-8
+    (``vlen="utf8"``); a structured dtype with an object field is not
+    supported (nor was it by legacy bcolz).
 
     Raises
     ------
     TypeError
-        For a structured (or sub-array) dtype holding objects.
+        For a structured (or sub-array) dtype holding objects, or a
+        StringDType whose missing value is not NaN or None.
     ValueError
-        For object dtype without ``vlen="pickle"``, or `vlen` with another dtype.
+        For object dtype without ``vlen="pickle"`` or ``"bytes"``, a
+        StringDType without ``vlen="utf8"``, or `vlen` with another dtype.
     """
-    if dtype.hasobject and dtype != np.dtype(object):
+    kind = strings.item_kind(dtype)
+    if dtype.hasobject and kind is None:
         raise TypeError(f"dtype {dtype} holds Python objects inside a structured or sub-array "
                         "dtype, which bcolzx does not store (nor did legacy bcolz): use a "
                         "ctable with an object column per field, or dtype object")
     if vlen is not None and vlen not in layout.VLEN_CODECS:
         raise ValueError(f"unknown variable-length encoding {vlen!r} (known: "
                          f"{layout.VLEN_CODECS})")
-    if dtype.hasobject != (vlen == "pickle"):
+    if kind == "utf8":
+        strings.check_string_dtype(dtype)
+        if vlen != "utf8":
+            raise ValueError(f"dtype {dtype} with vlen={vlen!r}: StringDType goes with "
+                             "vlen='utf8', and only it")
+    elif (kind is not None) != (vlen in ("pickle", "bytes")) or \
+            (kind == "bytes" and vlen != "bytes"):
         raise ValueError(f"dtype {dtype} with vlen={vlen!r}: object dtype goes with "
-                         "vlen='pickle', and only it")
+                         "vlen='pickle' (or 'bytes', declared by strings.BYTES_DTYPE), and "
+                         "only it")
 
 
-def _check_item_kind_json(dtype: np.dtype, vlen: Any, version: int, path: str | None) -> None:
-    """:func:`check_item_kind` for a ``meta/storage`` being read.
+def _stored_dtype(obj: dict, vlen: Any, version: int, path: str | None) -> np.dtype:
+    """The dtype of a ``meta/storage`` being read, checked against its item encoding
+    (§2d, docs/format/strings.md).
 
     Raises
     ------
     UnsupportedFormatError
-        For a variable-length encoding this bcolzx does not know, or objects
-        inside a structured dtype.
+        For a variable-length encoding or a missing value this bcolzx does
+        not know, objects inside a structured dtype, or strings on NumPy 1.
     CorruptDataError
-        For object dtype without ``"vlen"`` (items would be read as pointers),
-        ``"vlen"`` with another dtype, or ``"vlen"`` in a version-1 file.
+        For an invalid dtype, object dtype without ``"vlen"`` (items would be
+        read as pointers), ``"vlen"`` with another dtype, ``"vlen"`` in a
+        version-1 file, or ``"na_object"`` outside a StringDType dataset.
     """
     if vlen is not None and (not isinstance(vlen, str) or vlen not in layout.VLEN_CODECS):
         raise UnsupportedFormatError(f"{path}: variable-length items encoded as {vlen!r}, "
                                      f"which this bcolzx does not read (it knows "
                                      f"{layout.VLEN_CODECS})")
+    raw, na = obj["dtype"], obj.get("na_object")
+    if na is not None and vlen != "utf8":
+        raise CorruptDataError(f"'na_object' in a dataset of dtype {raw!r}, vlen={vlen!r} "
+                               "(only strings have one)", path=path)
+    if (raw == strings.STRING_CHAR) != (vlen == "utf8"):
+        raise CorruptDataError(f"dtype {raw!r} with vlen={vlen!r}: StringDType "
+                               f"({strings.STRING_CHAR!r}) goes with vlen='utf8', and only it",
+                               path=path)
+    if vlen == "utf8":
+        if version < layout.VLEN_FORMAT_VERSION:
+            raise CorruptDataError(f"'vlen' in a format_version {version} file "
+                                   "(variable-length datasets are version "
+                                   f"{layout.VLEN_FORMAT_VERSION})", path=path)
+        if na is not None and (not isinstance(na, str) or na not in strings.NA_OBJECTS):
+            raise UnsupportedFormatError(f"{path}: strings whose missing value is {na!r}, "
+                                         "which this bcolzx does not read (it knows "
+                                         f"{sorted(strings.NA_OBJECTS)})")
+        try:
+            return strings.string_dtype(na)
+        except TypeError as exc:
+            raise UnsupportedFormatError(f"{path}: {exc}") from None
+    dtype = dtype_from_json(raw, path)
+    _check_item_kind_json(dtype, vlen, version, path)
+    return strings.BYTES_DTYPE if vlen == "bytes" else dtype
+
+
+def _check_item_kind_json(dtype: np.dtype, vlen: Any, version: int, path: str | None) -> None:
+    """:func:`check_item_kind` for the fixed-size or object dtype of a
+    ``meta/storage`` being read (`vlen` is known).
+
+    Raises
+    ------
+    UnsupportedFormatError
+        For objects inside a structured dtype.
+    CorruptDataError
+        For object dtype without ``"vlen"`` (items would be read as pointers),
+        ``"vlen"`` with another dtype, or ``"vlen"`` in a version-1 file.
+    """
     if dtype.hasobject and dtype != np.dtype(object):
         raise UnsupportedFormatError(f"{path}: dtype {dtype} holds objects inside a structured "
                                      "dtype, which bcolzx does not read")

@@ -1,4 +1,9 @@
-"""The index copy a superchunk file is not using: checked by :func:`bcolzx.verify` only.
+"""The index copies of a superchunk file as :func:`bcolzx.verify` reports them.
+
+The committed copy (and the header) must be intact even when reads no
+longer need it to be: a damaged one is salvaged by readers
+(docs/format/superchunk.md §6), so :func:`committed_copy_problem` is how
+the damage is still reported.
 
 Readers use exactly the copy whose generation ``meta/sizes`` names
 (docs/format/superchunk.md §3); the other one, the *spare*, holds an older
@@ -10,11 +15,13 @@ leaves it torn in exactly the same way.
 
 from __future__ import annotations
 
+import os
+
 from bcolzx._ext import index as _index
 from bcolzx._format import files as _files
-from bcolzx.errors import CorruptDataError
+from bcolzx.errors import BcolzxError, CorruptDataError
 
-__all__ = ["spare_copy_note"]
+__all__ = ["spare_copy_note", "committed_copy_problem"]
 
 
 def spare_copy_note(path: str, geometry, generation: int) -> str | None:
@@ -62,3 +69,22 @@ def spare_copy_note(path: str, geometry, generation: int) -> str | None:
     return (f"index copy {'AB'[spare]}, which the dataset does not use, is invalid "
             f"({errors[-1]}): damaged, or torn by a writer that stopped while writing it; "
             "no data depends on it and the next commit rewrites it")
+
+
+def committed_copy_problem(path: str, number: int, geometry, generation: int) -> str | None:
+    """What is wrong with the header or the committed index copy of `path`, or None.
+
+    Readers get past such damage through what the file still proves (the
+    chunks they cannot prove raise on their own); this is the one report of
+    the damage itself.  A missing file is reported elsewhere (None).
+    """
+    from bcolzx._format.superchunk import SuperchunkFile
+
+    if not os.path.exists(path):
+        return None
+    try:
+        SuperchunkFile.load(path, number, geometry, generation)
+    except BcolzxError as exc:  # damage, or a file that is not ours to read (a FIFO)
+        return (f"the header or the committed index copy is damaged ({exc}); reads use what "
+                "the file still proves; `bcolzx repair` rebuilds the dataset")
+    return None

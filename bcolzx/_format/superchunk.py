@@ -92,6 +92,42 @@ def _pread_exact(fd: int, n: int, offset: int, path: str) -> bytes:
     return data
 
 
+def read_head(path: str, geometry: Geometry) -> tuple[int, bytes]:
+    """(size of the superchunk file `path`, its header and both index copies).
+
+    Raises
+    ------
+    TruncatedDataError
+        If the file is missing or shorter than its header and indexes.
+    """
+    try:
+        fd = os.open(path, _files.READ_FLAGS)
+    except FileNotFoundError:
+        raise TruncatedDataError("superchunk file is missing", path=path) from None
+    try:
+        size = _files.check_regular(fd, path).st_size
+        start = _index.data_start(geometry.nslots)
+        if size < start:
+            raise TruncatedDataError(f"superchunk file has {size} bytes, fewer than its header "
+                                     f"and indexes ({start})", path=path)
+        return size, _pread_exact(fd, start, 0, path)
+    finally:
+        os.close(fd)
+
+
+def header_mismatch(head: dict, number: int, geometry: Geometry) -> str | None:
+    """Why a decoded header is not that of superchunk `number` of a dataset of
+    `geometry` (a file renamed, swapped or of another dataset), or None."""
+    g = geometry
+    expected = {"superchunk_number": number, "nslots": g.nslots, "chunk_size": g.chunk_size,
+                "checksum_type": g.checksum_type, "typesize": g.header_typesize}
+    wrong = {k: (head[k], v) for k, v in expected.items() if head[k] != v}
+    if not wrong:
+        return None
+    return "superchunk header does not match the dataset's metadata: " + ", ".join(
+        f"{k} is {got}, expected {want}" for k, (got, want) in wrong.items())
+
+
 def check_header(head, number: int, geometry: Geometry, path: str | None) -> None:
     """Check the 32-byte header of superchunk `number` against the dataset's `geometry`.
 
@@ -102,16 +138,9 @@ def check_header(head, number: int, geometry: Geometry, path: str | None) -> Non
     UnsupportedFormatError
         If it is of a newer format version.
     """
-    head = _index.decode_header(head, path)
-    g = geometry
-    expected = {"superchunk_number": number, "nslots": g.nslots, "chunk_size": g.chunk_size,
-                "checksum_type": g.checksum_type, "typesize": g.header_typesize}
-    wrong = {k: (head[k], v) for k, v in expected.items() if head[k] != v}
+    wrong = header_mismatch(_index.decode_header(head, path), number, geometry)
     if wrong:
-        raise CorruptDataError(
-            "superchunk header does not match the dataset's metadata: " + ", ".join(
-                f"{k} is {got}, expected {want}" for k, (got, want) in wrong.items()),
-            path=path)
+        raise CorruptDataError(wrong, path=path)
 
 
 def select_copy(copies, geometry: Geometry, size: int, generation: int | None,
@@ -175,6 +204,10 @@ class SuperchunkFile:
         self._dirty = False       # index changed since the last commit
         self._unsynced = False    # data written since the last fsync
         self._wb = (0, 0)         # bytes written whose write-back is not started yet
+        #: Slots a damaged index could not prove ({slot: reason}), see :meth:`salvage`.
+        self.lost: dict[int, str] = {}
+        #: How a damaged index was rebuilt ("" for an intact file).
+        self.salvaged = ""
 
     # -- opening ---------------------------------------------------------------
 
@@ -292,6 +325,45 @@ class SuperchunkFile:
         idx, which = select_copy(copies, g, size, generation, path)
         return cls(path, number, g, idx, which)
 
+    @classmethod
+    def salvage(cls, path: str, number: int, geometry: Geometry, generation: int,
+                needed: int, last_size: int) -> "SuperchunkFile":
+        """Open a file whose committed index copy (or header) is damaged.
+
+        The index is rebuilt from what can be proved (:mod:`bcolzx._format.salvage`,
+        docs/format/superchunk.md §6); the chunks of the slots in ``lost``
+        raise :class:`CorruptDataError` when read, the others read normally.
+        Call it only when :meth:`load` failed and no writer explains it.  A
+        file with lost slots refuses every write (repair it first).
+
+        Raises
+        ------
+        CorruptDataError, TruncatedDataError
+            If nothing can be proved (a file of another dataset or number,
+            one cut inside its indexes, no copy of the named generation).
+        """
+        from bcolzx._format.salvage import salvage
+
+        got = salvage(path, number, geometry, generation, needed, last_size)
+        sc = cls(path, number, geometry, got.index, got.copy)
+        sc.lost = dict(got.lost)
+        for slot in range(needed):
+            if slot not in sc.lost and got.index.kind(slot) == "empty":
+                sc.lost[slot] = "its entry is empty"
+        sc.salvaged = got.how or "damaged"
+        return sc
+
+    def _refuse_if_lost(self) -> None:
+        if self.lost:
+            raise CorruptDataError(
+                f"the index of this file is damaged and chunks {self.lost_chunks()} cannot be "
+                "proved: it is read-only until `bcolzx repair` rebuilds the dataset",
+                path=self.path)
+
+    def lost_chunks(self) -> list[int]:
+        """Global numbers of the chunks a damaged index could not prove."""
+        return [self.global_number(s) for s in sorted(self.lost)]
+
     # -- the descriptor a loaded file keeps --------------------------------------
 
     def close(self) -> None:
@@ -385,6 +457,10 @@ class SuperchunkFile:
             elif kind == "data":
                 off, nb = idx.entry(slot)
                 wanted.append((off, nb, pos, slot))
+            elif slot in self.lost:
+                raise CorruptDataError(f"chunk lost: the file's index is damaged and "
+                                       f"{self.lost[slot]} ({self.salvaged})", path=self.path,
+                                       chunk=self.global_number(slot))
             else:
                 raise CorruptDataError("chunk slot is empty", path=self.path,
                                        chunk=self.global_number(slot))
@@ -443,6 +519,7 @@ class SuperchunkFile:
         OSError
             If the file system refuses.
         """
+        self._refuse_if_lost()
         idx, g = self.index, self.geometry
         csize = g.checksum_size
         fd = None
@@ -517,6 +594,7 @@ class SuperchunkFile:
         """
         if not self._dirty:
             return
+        self._refuse_if_lost()
         idx = self.index
         target = 1 - self._current
         fd = _files.open_own(self.path, os.O_WRONLY)
@@ -563,6 +641,7 @@ class SuperchunkFile:
         """
         if self._dirty:
             raise ValueError("commit before compacting")
+        self._refuse_if_lost()
         g, idx = self.geometry, self.index
         csize = g.checksum_size
         old_size = os.path.getsize(self.path)

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from bcolzx._format import strings
 from bcolzx._query import numexpr_vm, parse
 from bcolzx._query.parse import MAX_DEPTH, MAX_LENGTH
 from bcolzx._query.pyvm import python_vm
@@ -242,7 +243,7 @@ def check_operands(columns: Mapping[str, Any]) -> None:
     """
     for name, column in columns.items():
         dtype = getattr(column, "dtype", None)
-        if dtype is not None and np.dtype(dtype).hasobject:
+        if dtype is not None and np.dtype(dtype).hasobject and not strings.is_string(dtype):
             raise ExpressionError(
                 f"{name!r} holds Python objects (dtype {dtype}): expressions compute on numbers, "
                 "booleans, strings and dates only; select rows with a condition on other "

@@ -29,8 +29,9 @@ zone maps (:mod:`~bcolzx._query.zonemap`) apply them to interval ends:
 
 Dtypes numexpr has no kind for (uint64, longdouble, datetime64,
 timedelta64, bytes and str) follow NumPy's own rules, with literals as
-Python scalars.  Strings can only be compared (and searched with
-``contains``); a ``str`` literal compared with a bytes column is encoded
+Python scalars.  Strings (fixed-width, and NumPy's variable-width
+``StringDType``) can only be compared (and searched with ``contains``,
+``startswith`` and ``endswith``); a ``str`` literal compared with a bytes column is encoded
 as ASCII, and compared with a datetime64 column is parsed as a date.
 
 An operand is a NumPy array or a :class:`Literal` (a Python constant, typed
@@ -46,6 +47,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from bcolzx._format.strings import missing_rows
 from bcolzx._query.tree import BINARY_SYMBOLS
 from bcolzx.errors import ExpressionError
 
@@ -279,7 +281,7 @@ def binary(op: str, x: Operand, y: Operand) -> np.ndarray:
     arrays = _kinds(x, y)
     if arrays is not None:
         return _kind_binary(op, *arrays)
-    if any(array_of(v).dtype.kind in "SU" for v in (x, y)):
+    if any(array_of(v).dtype.kind in "SUT" for v in (x, y)):
         raise ExpressionError(f"strings can only be compared, not combined with "
                               f"{BINARY_SYMBOLS[op]!r}")
     return _numpy_call(_NUMPY_BINARY[op], weak(x), weak(y))
@@ -320,7 +322,7 @@ def _coerce_foreign(x: Operand, y: Operand) -> tuple[Any, Any]:
     ta, tb = array_of(x), array_of(y)
     a = _coerce_to(a, ta, tb.dtype)
     b = _coerce_to(b, tb, ta.dtype)
-    strings = [t.dtype.kind in "SU" for t in (np.asarray(a), np.asarray(b))]
+    strings = [t.dtype.kind in "SUT" for t in (np.asarray(a), np.asarray(b))]
     if any(strings) and not all(strings):
         raise ExpressionError(f"cannot compare {ta.dtype} with {tb.dtype}")
     return a, b
@@ -351,7 +353,7 @@ def unary(op: str, x: Operand) -> np.ndarray:
         If the operator does not apply to the operand.
     """
     a = array_of(x)
-    if a.dtype.kind in "SU":
+    if a.dtype.kind in "SUT":
         raise ExpressionError("strings can only be compared")
     if op == "pos":
         return a
@@ -377,7 +379,7 @@ def logical(op: str, operands: list[Operand]) -> np.ndarray:
     """
     func = np.logical_and if op == "and" else np.logical_or
     arrays = [array_of(x) for x in operands]
-    if any(a.dtype.kind in "SU" for a in arrays):
+    if any(a.dtype.kind in "SUT" for a in arrays):
         raise ExpressionError(f"'{op}' needs numbers or booleans, not strings")
     return functools.reduce(lambda a, b: np.asarray(_numpy_call(func, a, b)), arrays)
 
@@ -406,6 +408,8 @@ def call(func: str, args: list[Operand]) -> np.ndarray:
         return _where(*args)
     if func == "contains":
         return _contains(*args)
+    if func in ("startswith", "endswith"):
+        return _affix(func, *args)
     arrays = _kinds(*args)
     if arrays is None:
         return _foreign_call(func, args)
@@ -451,7 +455,7 @@ def _complex(kind: np.dtype, real: np.ndarray, imag: np.ndarray) -> np.ndarray:
 
 def _where(cond: Operand, x: Operand, y: Operand) -> np.ndarray:
     c = array_of(cond)
-    if c.dtype.kind in "SU":
+    if c.dtype.kind in "SUT":
         raise ExpressionError("the condition of where() cannot be a string")
     arrays = _kinds(x, y)
     if arrays is None:
@@ -460,17 +464,43 @@ def _where(cond: Operand, x: Operand, y: Operand) -> np.ndarray:
     return np.where(c, cast(arrays[0], kind), cast(arrays[1], kind))
 
 
-def _contains(x: Operand, y: Operand) -> np.ndarray:
+def _text_args(func: str, x: Operand, y: Operand) -> tuple[np.ndarray, np.ndarray]:
     a, b = _coerce_foreign(x, y)
     a, b = np.asarray(a), np.asarray(b)
-    if a.dtype.kind not in "SU" or b.dtype.kind not in "SU":
-        raise ExpressionError("contains() takes two strings")
-    return np.asarray(np.char.find(a, b) >= 0, dtype=BOOL)
+    if a.dtype.kind not in "SUT" or b.dtype.kind not in "SUT":
+        raise ExpressionError(f"{func}() takes two strings")
+    return a, b
+
+
+def _search(func: Callable, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``func(a, b)`` where NumPy refuses missing values of a StringDType
+    operand: a missing value searches as ``""`` and gives False."""
+    missing = None
+    for i, arr in enumerate((a, b)):
+        if arr.dtype.kind == "T" and hasattr(arr.dtype, "na_object"):
+            mask = missing_rows(arr)
+            missing = mask if missing is None else missing | mask
+            plain = np.where(mask, "", arr).astype(np.dtypes.StringDType())
+            a, b = (plain, b) if i == 0 else (a, plain)
+    out = np.asarray(_numpy_call(func, a, b), dtype=BOOL)
+    return out if missing is None else out & ~missing
+
+
+def _contains(x: Operand, y: Operand) -> np.ndarray:
+    a, b = _text_args("contains", x, y)
+    return _search(lambda p, q: np.char.find(p, q) >= 0, a, b)
+
+
+def _affix(func: str, x: Operand, y: Operand) -> np.ndarray:
+    """``startswith``/``endswith``: whether each string of `x` starts (ends) with `y`
+    (False for a missing value)."""
+    a, b = _text_args(func, x, y)
+    return _search(getattr(np.char, func), a, b)
 
 
 def _foreign_call(func: str, args: list[Operand]) -> np.ndarray:
     arrays = [array_of(a) for a in args]
-    if any(a.dtype.kind in "SU" for a in arrays):
+    if any(a.dtype.kind in "SUT" for a in arrays):
         raise ExpressionError(f"{func}() does not take strings")
     if func in _PREDICATES:
         return np.asarray(_numpy_call(_PREDICATES[func], arrays[0]), dtype=BOOL)

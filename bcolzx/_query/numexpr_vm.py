@@ -138,8 +138,9 @@ class _Translator:
         return f"({left} {BINARY_SYMBOLS[node.op]} {right})"
 
     def call(self, node: Call) -> str:
-        if node.func == "contains" or (node.func not in ("where", "real", "imag")
-                                       and COMPLEX in map(self.kind, node.args)):
+        if node.func in ("contains", "startswith", "endswith") or (
+                node.func not in ("where", "real", "imag")
+                and COMPLEX in map(self.kind, node.args)):
             raise _UntranslatableError(node.func)
         return f"{node.func}({', '.join(self.source(a) for a in node.args)})"
 

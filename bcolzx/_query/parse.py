@@ -128,8 +128,12 @@ def _check_nodes(tree: ast.Expression) -> None:
         _check_node(node, string_ok)
         # Strings are data only where they are compared or searched.
         strings = isinstance(node, ast.Compare) or (
-            isinstance(node, ast.Call) and _callee(node.func)[0] == "contains")
+            isinstance(node, ast.Call) and _callee(node.func)[0] in _STRING_FUNCTIONS)
         stack.extend((child, depth + 1, strings) for child in _children(node))
+
+
+#: The functions whose arguments may be strings.
+_STRING_FUNCTIONS = ("contains", "startswith", "endswith")
 
 
 def _describe(node: ast.AST) -> str:
@@ -154,7 +158,8 @@ def _check_node(node: ast.AST, string_ok: bool) -> None:
         if isinstance(node.value, (str, bytes)):
             if not string_ok:
                 raise ExpressionError(f"string {node.value!r} can only be compared (or "
-                                      "searched with contains())")
+                                      "searched with contains(), startswith() or "
+                                      "endswith())")
         elif not isinstance(node.value, _NUMBER_TYPES):
             raise ExpressionError(f"constant {node.value!r} is not allowed in an expression")
     elif isinstance(node, ast.Call):

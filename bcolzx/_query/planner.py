@@ -32,6 +32,7 @@ from bcolzx._query.evaluate import engine_for, resolve_vm
 from bcolzx._query.expr import Expression, check_operands, compile_expression
 from bcolzx._query.scope import resolve_names, split_operands
 from bcolzx._query.zonemap import may_match
+from bcolzx.errors import RowConditionError
 
 __all__ = ["matches", "operands", "select", "zone_skipper"]
 
@@ -131,6 +132,9 @@ def matches(expression: Any, table: Table, scope: Mapping[str, Any],
     ValueError
         For a mask of the wrong dtype or length, a condition that does not
         give booleans, or an unknown `vm`.
+    RowConditionError
+        For a condition that gives more than one boolean per row (over an
+        N-D column).
     """
     length = _length(table)
     if not isinstance(expression, str):
@@ -157,6 +161,10 @@ def matches(expression: Any, table: Table, scope: Mapping[str, Any],
         if mask.dtype != np.bool_:
             raise ValueError(f"{expression!r} gives {mask.dtype} values, not a boolean "
                              "condition")
+        if mask.ndim != 1:
+            raise RowConditionError(f"{expression!r} gives booleans of shape {mask.shape[1:]} "
+                                    "per row (it compares the items of an N-D column), not "
+                                    "one per row: a query needs one boolean per row")
         hits = np.flatnonzero(mask)
         if len(hits):
             # Only the table's own columns may stand in for a later read.
@@ -220,6 +228,17 @@ def _chunk_stats(column: Any) -> np.ndarray | None:
     return None if engine is None else engine.chunk_stats()
 
 
+def _span(stats: np.ndarray, a: int, b: int) -> tuple:
+    """The bounds of chunks ``a .. b-1`` together (strings: bytes, None for none)."""
+    if stats.dtype["min"] == np.dtype(object):  # strings (bcolzx._format.zonemap)
+        los = [v for v in stats["min"][a:b].tolist() if v is not None]
+        his = [v for v in stats["max"][a:b].tolist() if v is not None]
+        return (min(los) if los else None, max(his) if his else None,
+                bool(stats["nan"][a:b].any()))
+    return (np.fmin.reduce(stats["min"][a:b]), np.fmax.reduce(stats["max"][a:b]),
+            bool(stats["nan"][a:b].any()))
+
+
 def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[str, Any]
                  ) -> Callable[[int, int], bool] | None:
     """A ``skip_block`` for :func:`~bcolzx._query.blocks.evaluate_blocks`, from
@@ -252,8 +271,7 @@ def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[
     maybe = np.ones(nchunks, dtype=bool)
 
     def can_match(a: int, b: int) -> bool:
-        bounds = {name: (np.fmin.reduce(st["min"][a:b]), np.fmax.reduce(st["max"][a:b]),
-                         bool(st["nan"][a:b].any())) for name, st in stats.items()}
+        bounds = {name: _span(st, a, b) for name, st in stats.items()}
         return may_match(expr, bounds, scalars)
 
     def narrow(a: int, b: int) -> None:

@@ -26,14 +26,15 @@ __all__ = ["BINARY_SYMBOLS", "COMPARE_SYMBOLS", "FUNCTIONS", "MODULES", "REDUCTI
 #: ``abs``, ``conj``, ``real``, ``imag``, ``complex``, ``contains``) plus
 #: ``fmod``, ``floor``, ``ceil``, ``isnan``, ``isinf`` and ``isfinite``, which
 #: recent numexpr versions have too (with a numexpr that lacks one, expressions
-#: using it run on the python VM).
+#: using it run on the python VM), and the string predicates ``startswith``
+#: and ``endswith``, which numexpr lacks (the python VM runs them).
 FUNCTIONS: Mapping[str, int] = {
     **dict.fromkeys(
         ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
          "arcsinh", "arccosh", "arctanh", "log", "log10", "log1p", "exp", "expm1",
          "sqrt", "abs", "floor", "ceil", "conj", "real", "imag", "isnan", "isinf",
          "isfinite"), 1),
-    **dict.fromkeys(("arctan2", "fmod", "complex", "contains"), 2),
+    **dict.fromkeys(("arctan2", "fmod", "complex", "contains", "startswith", "endswith"), 2),
     "where": 3,
 }
 

@@ -21,6 +21,15 @@ integer overflow or NaN).  Anything else is "maybe".
 
 NaN never satisfies ``<``, ``<=``, ``>``, ``>=`` or ``==`` but does satisfy
 ``!=``, so ``~(a < 5)`` and ``a != 5`` may be true in a block of NaNs.
+
+A column of strings (NumPy's StringDType) has bounds ``(min, max, has_na)``
+of ``bytes``: prefix bounds of the UTF-8 of its smallest and largest string
+(:func:`bcolzx._format.strings.bounds`), None when the block holds no
+string, `has_na` whether it holds a missing value.  Comparisons of such a
+column with a ``str`` constant (``==``, ``!=``, ``<``, ``<=``, ``>``,
+``>=``) and ``startswith(column, "prefix")`` are decided on the UTF-8 bytes
+(code point order, NumPy's order for strings); anything else on strings is
+"maybe".
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from bcolzx._format.strings import BOUND_BYTES as _BOUND_BYTES
 from bcolzx._format.zonemap import KINDS as _ORDERED
 from bcolzx._query import kinds
 from bcolzx._query.expr import Expression
@@ -69,7 +79,17 @@ class _Range(NamedTuple):
         return kinds.array_of(self.lo).dtype
 
 
-_Abstract = _Truth | _Range | None  # None: nothing known
+class _Text(NamedTuple):
+    """Prefix bounds of a block of strings: every string ``s`` (as UTF-8) has
+    ``lo <= s <= hi``; `lo` and `hi` are None when the block holds no
+    string; `nan`: a missing value is possible."""
+
+    lo: bytes | None
+    hi: bytes | None
+    nan: bool
+
+
+_Abstract = _Truth | _Range | _Text | None  # None: nothing known
 
 
 def may_match(expr: Expression, bounds: Mapping[str, tuple],
@@ -105,10 +125,10 @@ def may_match(expr: Expression, bounds: Mapping[str, tuple],
     >>> may_match(e, {"a": (np.int64(0), np.int64(5)), "b": (np.int64(-3), np.int64(3))})
     False
     """
-    leaves = {}
+    leaves: dict[str, Any] = {}
     for name in expr.names:
         if name in bounds:
-            leaves[name] = _bounds_range(name, bounds[name])
+            leaves[name] = _text_bounds(bounds[name]) or _bounds_range(name, bounds[name])
         elif scalars is not None and name in scalars:
             leaves[name] = _point(np.asarray(scalars[name]))
         else:
@@ -116,6 +136,17 @@ def may_match(expr: Expression, bounds: Mapping[str, tuple],
     with np.errstate(all="ignore"):
         result = _Analyser(leaves).analyse(expr.tree)
     return _truth(result).true
+
+
+def _text_bounds(entry: Any) -> _Text | None:
+    """The bounds of a block of strings (bytes or None ends), else None."""
+    if not isinstance(entry, tuple) or len(entry) not in (2, 3) or not all(
+            e is None or isinstance(e, bytes) for e in entry[:2]):
+        return None
+    lo, hi = entry[0], entry[1]
+    if (lo is None) != (hi is None):
+        return _Text(None, None, True)  # inconsistent: assume anything
+    return _Text(lo, hi, bool(entry[2]) if len(entry) == 3 else False)
 
 
 def _bounds_range(name: str, entry: tuple) -> _Range | None:
@@ -173,13 +204,21 @@ class _Analyser:
         if isinstance(node, Const):
             return self.constant(node.value)
         if isinstance(node, Compare):
-            return _compare(node.op, self.analyse(node.left), self.analyse(node.right))
+            left, right = self.analyse(node.left), self.analyse(node.right)
+            if isinstance(left, _Text) or isinstance(right, _Text):
+                return _compare_text(node.op, left, right)
+            return _compare(node.op, left, right)
         if isinstance(node, Logical):
             return _combine(node.op, [_truth(self.analyse(o)) for o in node.operands])
         if isinstance(node, Unary):
             return self.unary(node)
         if isinstance(node, Binary):
             return self.binary(node)
+        if isinstance(node, Call) and node.func == "startswith":
+            text, prefix = self.analyse(node.args[0]), _utf8_of(self.analyse(node.args[1]))
+            if isinstance(text, _Text) and prefix is not None:
+                return _startswith(text, prefix)
+            return None
         if isinstance(node, Call) and node.func == "isnan":
             arg = self.analyse(node.args[0])
             if isinstance(arg, _Range):
@@ -245,6 +284,50 @@ def _combine(op: str, truths: list[_Truth]) -> _Truth:
 def _holds(op: str, x: Any, y: Any) -> bool:
     """The python VM's comparison of two interval ends (same casts as on data)."""
     return bool(kinds.compare(op, x, y))
+
+
+def _utf8_of(value: _Abstract) -> bytes | None:
+    """The UTF-8 of a ``str`` constant's range, else None."""
+    if isinstance(value, _Range) and isinstance(value.lo, kinds.Literal) and \
+            isinstance(value.lo.value, str):
+        try:
+            return value.lo.value.encode("utf-8")
+        except UnicodeError:  # a lone surrogate: no string equals it
+            return None
+    return None
+
+
+_SWAPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def _compare_text(op: str, x: _Abstract, y: _Abstract) -> _Truth:
+    """A comparison of a block of strings with a ``str`` constant (else "maybe")."""
+    if isinstance(y, _Text):
+        x, y, op = y, x, _SWAPPED[op]
+    value = _utf8_of(y)
+    if not isinstance(x, _Text) or value is None:
+        return _MAYBE
+    if op == "ne":  # a missing value may compare unequal to anything
+        if x.nan or x.lo is None:
+            return _MAYBE if x.nan else _Truth(False, True)
+        # lo == hi == value, shorter than a cut bound: every string is value
+        only = x.lo == x.hi == value and len(value) < _BOUND_BYTES
+        return _Truth(not only, True)
+    if x.lo is None:  # no string: ==, <... are false for missing values
+        return _Truth(False, True)
+    lo, hi = x.lo, x.hi
+    assert hi is not None
+    true = {"eq": lo <= value <= hi, "lt": lo < value, "le": lo <= value,
+            "gt": hi > value, "ge": hi >= value}[op]
+    return _Truth(true, True)
+
+
+def _startswith(x: _Text, prefix: bytes) -> _Truth:
+    """``startswith`` of a block of strings: a string with `prefix` is at least
+    `prefix`, and its first ``len(prefix)`` bytes are at least those of ``lo``."""
+    if x.lo is None or x.hi is None:
+        return _MAYBE if x.nan else _Truth(False, True)
+    return _Truth(x.hi >= prefix and x.lo[:len(prefix)] <= prefix, True)
 
 
 def _compare(op: str, x: _Abstract, y: _Abstract) -> _Truth:

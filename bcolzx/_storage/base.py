@@ -135,20 +135,23 @@ class ChunkStore(abc.ABC):
         return [self.get_one(i) for i in chunks]
 
     def load_zonemap(self, dtype):
-        """The stored zone map (``meta/zonemap``) for items of `dtype`, or None.
+        """The stored zone map (``meta/zonemap``) for items of `dtype` and its
+        exact flags, ``(stats, exact)`` as :func:`bcolzx._format.zonemap.load`
+        returns them (each None when absent).
 
         Raises
         ------
         CorruptDataError
             If it is damaged.
         """
-        return None if self.rootdir is None else \
-            zonemap.read(self.rootdir, dtype, self.storage)
+        return (None, None) if self.rootdir is None else \
+            zonemap.load(self.rootdir, dtype, self.storage)
 
-    def save_zonemap(self, stats) -> None:
-        """Store the zone map `stats` before the next commit (atomically)."""
+    def save_zonemap(self, stats, exact=None) -> None:
+        """Store the zone map `stats` and its per-chunk `exact` flags (when given)
+        before the next commit (atomically)."""
         if self.rootdir is not None:
-            zonemap.write(self.rootdir, stats, storage=self.storage)
+            zonemap.write(self.rootdir, stats, storage=self.storage, exact=exact)
 
     def journal_rows(self, max_rows: int) -> bytes:
         """The rows the journal adds to the committed state, at most `max_rows`

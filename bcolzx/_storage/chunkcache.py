@@ -10,7 +10,7 @@ wanted and nothing else; in memory the store is its own cache.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 
 import numpy as np
 
@@ -110,6 +110,9 @@ class DecodedCache:
         self._epochs: dict[int, int] = {}
         self._bytes = 0
         self._lock = threading.Lock()
+        # Owners whose state was garbage collected, noted without the lock
+        # (see forget) and removed at the next locked use.
+        self._gone: deque = deque()
 
     @property
     def limit(self) -> int:
@@ -159,6 +162,7 @@ class DecodedCache:
         rows.flags.writeable = False
         key = (owner, chunk)
         with self._lock:
+            self._purge_gone()
             if self._epochs.get(owner, 0) != epoch:
                 return
             old = self._entries.pop(key, None)
@@ -181,26 +185,47 @@ class DecodedCache:
     def drop_owner(self, owner: int, gone: bool = False) -> None:
         """Forget every chunk of `owner` (and `owner` itself when it is `gone`)."""
         with self._lock:
-            if gone:
-                self._epochs.pop(owner, None)
-            else:
-                self._epochs[owner] = self._epochs.get(owner, 0) + 1
-            for key in [k for k in self._entries if k[0] == owner]:
-                self._bytes -= self._entries.pop(key).nbytes
-            for key in [k for k in self._seen if k[0] == owner]:
-                del self._seen[key]
+            self._purge_gone()
+            self._remove(owner, gone)
+
+    def forget(self, owner: int) -> None:
+        """`owner`'s state was garbage collected: its chunks go at the next use.
+
+        The finalizer that calls this may run inside any locked section of
+        this cache (a collection can start at any allocation), so it only
+        notes the owner, without the lock (``deque.append`` is atomic).
+        """
+        self._gone.append(owner)
+
+    def _purge_gone(self) -> None:
+        """Remove the owners :meth:`forget` noted (the lock held)."""
+        while self._gone:
+            self._remove(self._gone.popleft(), True)
+
+    def _remove(self, owner: int, gone: bool) -> None:
+        if gone:
+            self._epochs.pop(owner, None)
+        else:
+            self._epochs[owner] = self._epochs.get(owner, 0) + 1
+        for key in [k for k in self._entries if k[0] == owner]:
+            self._bytes -= self._entries.pop(key).nbytes
+        for key in [k for k in self._seen if k[0] == owner]:
+            del self._seen[key]
 
     def clear(self) -> None:
         """Forget everything (the limit changed to 0, or a test asks)."""
         with self._lock:
+            self._gone.clear()
             self._entries.clear()
             self._seen.clear()
-            self._bytes = 0
+            self._bytes = 0  # the epochs stay: a drop before this is still a drop
 
     @property
     def nbytes(self) -> int:
         """Bytes held now."""
-        return self._bytes
+        with self._lock:
+            self._purge_gone()
+            return self._bytes
 
 
 #: The one cache of decompressed chunks.

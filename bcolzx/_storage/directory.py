@@ -9,7 +9,7 @@ from math import ceil, prod
 
 from bcolzx._format import files as _files
 from bcolzx._format import journal, layout
-from bcolzx._format.jsonfile import fsync_dir, write_json
+from bcolzx._format.jsonfile import fsync_dir, make_dirs, write_json
 from bcolzx._format.meta import (
     Sizes,
     Storage,
@@ -142,6 +142,7 @@ class DirectoryStore(ChunkStore):
         rootdir = os.fspath(rootdir)
         if os.path.exists(rootdir) and set(os.listdir(rootdir)) - {layout.LOCK_FILE}:
             raise FileExistsError(f"{rootdir} exists and is not empty")
+        make_dirs(rootdir)  # its name made durable in its parent (meta/, data/: below)
         os.makedirs(os.path.join(rootdir, layout.META_DIR), exist_ok=True)
         os.makedirs(os.path.join(rootdir, layout.DATA_DIR), exist_ok=True)
         write_storage(rootdir, storage)
@@ -450,6 +451,9 @@ class DirectoryStore(ChunkStore):
         dead = 0
         for number in range(ceil(self.nchunks / self.geometry.nslots)):
             sc = self._file(number)
+            if sc.lost:  # where the lost chunks lie is not known
+                raise CorruptDataError(f"dead space unknown: chunks {sc.lost_chunks()} are "
+                                       f"lost ({sc.salvaged})", path=sc.path)
             dead += os.path.getsize(sc.path) - sc.live_extent()
         return dead
 

@@ -121,9 +121,10 @@ class ChunkedArray(ChunkReader):
         # This state's key in the decompressed-chunk cache: a new one each
         # time the array is (re)read, its entries dropped when it goes.
         self._owner = next(_owners)
-        weakref.finalize(self, DECODED.drop_owner, self._owner, True)
+        weakref.finalize(self, DECODED.forget, self._owner)
         self._zones = ZoneMap(store, self.dtype, store.native and self.rowshape == ()
-                              and self.dtype.kind in zonemap.KINDS, empty=length == 0)
+                              and zonemap.has_zonemap(self.dtype), empty=length == 0)
+        self._zones.partial = self.nfull if self.nleft else None
         # The commit this array was read at, and the rows past it that are
         # safe against a crash of the process (the append journal).
         self._durable_len, self._durable_nfull = length, self.nfull
@@ -448,6 +449,7 @@ class ChunkedArray(ChunkReader):
                                         self.chunk_bytes)
             self._decode_into(entry, out, self.nfull, nbytes // self.rowbytes)
         self._stored_part(entry)
+        self.decoded_bytes += len(out) * self.rowbytes  # stored rows, decoded at first use
 
     # -- writing ---------------------------------------------------------------
 
@@ -663,13 +665,117 @@ class ChunkedArray(ChunkReader):
         elif keep:
             last = self.chunk_bytes
         self.store.truncate(keep, last, self._sizes())
-        self._zones.truncate(keep)  # the kept leftover chunk keeps its (wider) bounds
+        # The kept leftover chunk keeps its (wider) bounds.
+        self._zones.truncate(keep, partial=bool(self.nleft))
         self._leftover_stored = True
         self._dirty = False
         self._committed()
         if self.nleft and not self.store.native:  # rewrite it holding exactly its rows
             self._leftover_stored, self._dirty = False, True
             self.flush()
+
+    @writer.guarded
+    def delete(self, positions: np.ndarray) -> None:
+        """Remove the rows at `positions` (sorted, distinct, within the array),
+        durably, as one commit.
+
+        Only the chunks from the first removed row on are rewritten: the
+        rows kept are re-encoded into chunks from there (a chunk's rows read
+        before the chunk is written over, so memory holds about two chunks),
+        the store is cut to the new number of chunks, and the new last
+        chunk holds the leftover.  Order (docs/format/README.md §3): the new
+        chunks (after all committed data), the zone map with bounds covering
+        old and new rows, then ``meta/sizes`` (the commit: a crash before it
+        leaves the old rows, after it the new ones); then the zone map again
+        with the rewritten chunks' exact bounds.
+
+        Raises
+        ------
+        ValueError
+            If `positions` are not sorted, distinct row numbers of the array,
+            or the store is legacy (format v1 rewrites files in place: no
+            commit point to make a deletion atomic).
+        ReadOnlyError
+            If the store is read-only.
+        AppendOnlyError
+            (a ReadOnlyError) If the store takes appends only (object storage).
+        """
+        self._check_writable()
+        if self._store.append_only:
+            from bcolzx._storage.remote import append_only
+
+            raise append_only("delete rows of", self._store.rootdir)
+        pos = np.asarray(positions, dtype=np.int64).reshape(-1)
+        n = len(self)
+        if len(pos) and (pos[0] < 0 or pos[-1] >= n or np.any(np.diff(pos) <= 0)):
+            raise ValueError(f"positions must be sorted, distinct rows of 0..{n - 1}")
+        if not self._store.native:
+            raise ValueError("deleting rows needs the bcolzx format (a legacy bcolz v1 "
+                             "dataset rewrites its files in place); convert it first")
+        if not len(pos):
+            return
+        self.flush()  # what came before is one commit, the deletion the next
+        self.free_cache()
+        cl, old_nfull, old_nleft = self.chunklen, self.nfull, self.nleft
+        old_chunks = self._stored_chunks()
+        c0 = int(pos[0]) // cl
+        keep = np.ones(cl, dtype=bool)
+        pending = []  # kept rows not yet in a chunk, in order
+        held = 0
+        written, w = [], c0
+        for c in range(c0, old_nfull + (1 if old_nleft else 0)):
+            lo, hi = c * cl, min(n, (c + 1) * cl)
+            rows = self.read(lo, hi)
+            gone = pos[(pos >= lo) & (pos < hi)] - lo
+            if len(gone):
+                keep[:hi - lo] = True
+                keep[gone] = False
+                rows = rows[keep[:hi - lo]]
+            pending.append(rows)
+            held += len(rows)
+            while held >= cl:  # a full chunk of kept rows: it replaces chunk w (<= c)
+                block = np.concatenate(pending)
+                chunk, rest = block[:cl], block[cl:]
+                self._put([(w, self._encode(chunk), self.chunk_bytes)])
+                self._note(w, chunk)
+                written.append((w, chunk))
+                pending, held, w = [rest], len(rest), w + 1
+        tail = np.concatenate(pending) if pending else self._leftover[:0]
+        length = n - len(pos)
+        self.nfull, self.nleft = w, len(tail)
+        nchunks = w + (1 if len(tail) else 0)
+        if len(tail):
+            # The new last chunk.  Only the last slot of a superchunk file may
+            # hold a short chunk, and this one is not the last until the
+            # commit: it is stored full, its first rows the leftover (a reader
+            # uses the first rows of a longer last chunk, format §1), the rest
+            # copies of its first row (bounds unchanged, compressed away).
+            self._leftover[:len(tail)] = tail
+            padded = np.empty((cl, *self.rowshape), dtype=self.dtype)
+            padded[:len(tail)] = tail
+            padded[len(tail):] = tail[0]
+            self._put([(w, self._encode(padded), self.chunk_bytes)])
+            self._note(w, tail)
+            written.append((w, tail))
+        elif w < old_chunks:
+            self._zones.partial = None
+        last = self.chunk_bytes if nchunks else 0
+        # Bounds of old and new rows alike, every old chunk still described.
+        self._zones.save()
+        self.store.truncate(nchunks, last, Sizes((length, *self.rowshape), length
+                                                   * self.rowbytes, self.store.cbytes))
+        self._zones.truncate(nchunks, partial=bool(len(tail)))
+        self._leftover_stored = True
+        self._dirty = False
+        self._committed()
+        self.free_cache()  # nothing read while rewriting outlives it (chunk numbers reused)
+        # Committed: the rewritten chunks' bounds may narrow to their rows.
+        for chunk, rows in written:
+            self._zones.reset(chunk, rows)
+        try:
+            self._zones.save()
+        except OSError:  # the wider bounds stay right; the next flush writes these
+            self._zones.dirty = True
 
     @writer.guarded
     def flush(self, journal: bool = False) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 from bcolzx._format import files as _files
 from bcolzx._format import layout
 from bcolzx._format import legacy as v1
-from bcolzx._format.jsonfile import fsync_dir, write_atomic, write_json
+from bcolzx._format.jsonfile import fsync_dir, make_dirs, write_atomic, write_json
 from bcolzx._format.meta import Sizes, Storage
 from bcolzx._storage import snapshot
 from bcolzx._storage.base import ChunkStore, Special
@@ -155,6 +155,7 @@ class LegacyStore(ChunkStore):
         if storage.cparams.cname not in v1.BLOSC1_CODECS:
             raise ValueError(f"codec {storage.cparams.cname!r} does not exist in the legacy "
                              f"format (one of {v1.BLOSC1_CODECS})")
+        make_dirs(rootdir)  # its name made durable in its parent (meta/, data/: below)
         os.makedirs(os.path.join(rootdir, layout.META_DIR), exist_ok=True)
         os.makedirs(os.path.join(rootdir, layout.DATA_DIR), exist_ok=True)
         # Never sealed (docs/format/README.md §2c): legacy bcolz rewrites these files.
@@ -230,7 +231,11 @@ class LegacyStore(ChunkStore):
             if full and i < self._nfull:
                 self._full_cbytes -= self._stored_cbytes(i)
             path = v1.chunk_path(self.rootdir, i)
-            write_atomic(path, v1.pack_chunk(entry), durable=False)
+            # The bytes are fsynced before the rename: renamed over a committed
+            # chunk, unsynced bytes could reach the disk after the new name
+            # does, and a power cut would leave that chunk empty.  The
+            # directory is fsynced once, by the commit (_sync).
+            write_atomic(path, v1.pack_chunk(entry), sync_dir=False)
             self._pending.add(path)
             self.nchunks = max(self.nchunks, i + 1)
             if full:
@@ -243,12 +248,8 @@ class LegacyStore(ChunkStore):
             self._count()
 
     def _sync(self) -> None:
-        for path in sorted(self._pending):
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        """Make the chunk files written since the last commit durable (their bytes
+        already are: put): their names, by an fsync of ``data/``."""
         if self._pending:
             fsync_dir(os.path.join(self.rootdir, layout.DATA_DIR))
         self._pending.clear()

@@ -41,7 +41,15 @@ class ChunkReader:
     ``_zones`` (:class:`~bcolzx._storage.zones.ZoneMap`), ``_items_per_row``
     and ``_owner`` (its key in the decompressed-chunk cache,
     :data:`~bcolzx._storage.chunkcache.DECODED`).
+
+    :attr:`decoded_bytes` counts the uncompressed bytes of the stored rows
+    that reads decompressed so far (the stored leftover once, when first
+    used; rows held in memory or copied from the decompressed-chunk cache
+    are not counted): what a query or a scan cost in decompression.
     """
+
+    #: Uncompressed bytes of stored rows decoded by this reader (see above).
+    decoded_bytes: int = 0
 
     def _entry(self, chunk: int):
         """The verified stored entry of `chunk`, through the cache of compressed chunks."""
@@ -91,6 +99,20 @@ class ChunkReader:
         """
         self.settle()
         return self._zones.stats(self.nfull, self._stored_chunks())
+
+    def exact_chunks(self) -> np.ndarray | None:
+        """Per full chunk, whether its zone-map bounds (:meth:`chunk_stats`) are
+        values it holds (then its min and max need no read); None without a
+        zone map.  Chunks rewritten with other bounds, and zone maps written
+        by older versions, are not exact.
+
+        Raises
+        ------
+        CorruptDataError
+            If the stored zone map is damaged.
+        """
+        self.settle()
+        return self._zones.exact_flags(self.nfull, self._stored_chunks())
 
 
     def _decode_into(self, entry, out: np.ndarray, chunk: int, stored_rows: int) -> None:
@@ -188,6 +210,9 @@ class ChunkReader:
             epoch = DECODED.epoch(self._owner)
             hot = {c: rows for c in range(c0, c1)
                    if (rows := DECODED.get(self._owner, c)) is not None}
+            self.decoded_bytes += self.rowbytes * sum(
+                min(stop, (c + 1) * cl) - max(start, c * cl) for c in range(c0, c1)
+                if c not in hot)
             admit = DECODED.admits((stop - start) * self.rowbytes)
             # One chunk (small reads): through the chunk cache; more: one read per file.
             entries = [None] * (c1 - c0) if len(hot) == c1 - c0 else \
@@ -311,32 +336,64 @@ class ChunkReader:
         admit = DECODED.admits(self.nfull * self.chunk_bytes)
         epoch = DECODED.epoch(self._owner)
 
-        def one(job):
+        def one(job):  # (fn's result, whether the chunk was decompressed)
             c, entry = job
             cached = DECODED.get(self._owner, c)
             if cached is not None:
-                return fn(cached)
+                return fn(cached), False
             rows = _threads.buffer(self.chunk_bytes).view(self.dtype).reshape(shape)
-            if isinstance(entry, Special):
-                fill_special(rows, entry.kind, self.itemsize, entry.value)
-                return fn(rows)
-            self._check_full(entry, c)
-            try:
-                _threads.decompressor().decompress(entry, rows)
-            except CorruptDataError as exc:
-                raise self._located(exc, c) from None
-            if admit and DECODED.hot(self._owner, c):
+            self.decode_chunk(entry, c, rows)
+            if admit and not isinstance(entry, Special) and DECODED.hot(self._owner, c):
                 DECODED.put(self._owner, c, rows, epoch)
-            return fn(rows)
+            return fn(rows), True
 
         results = []
         for c0 in range(0, self.nfull, batch):
             c1 = min(self.nfull, c0 + batch)
-            results.extend(_threads.map_ordered(one, zip(range(c0, c1), self.store.get(c0, c1)),
-                                                self.nthreads))
+            for result, decoded in _threads.map_ordered(
+                    one, zip(range(c0, c1), self.store.get(c0, c1)), self.nthreads):
+                results.append(result)
+                self.decoded_bytes += self.chunk_bytes if decoded else 0
         if self.nleft:
             results.append(fn(self._leftover[:self.nleft]))
         return results
+
+    def entries(self, c0: int, c1: int) -> list:
+        """The stored entries of full chunks ``c0 .. c1-1``, verified (checksums),
+        for :meth:`decode_chunk`: read on the calling thread (stores are
+        read from one thread), decoded on others.  Counted in
+        :attr:`decoded_bytes`.
+
+        Raises
+        ------
+        IndexError
+            If the chunks are not full chunks of the array.
+        CorruptDataError, ChecksumError
+            If a chunk is damaged.
+        """
+        if not 0 <= c0 <= c1 <= self.nfull:
+            raise IndexError(f"chunks {c0}..{c1} outside the full chunks 0..{self.nfull}")
+        self.decoded_bytes += (c1 - c0) * self.chunk_bytes
+        return self.store.get(c0, c1)
+
+    def decode_chunk(self, entry, chunk: int, out: np.ndarray) -> None:
+        """Decode `entry` (from :meth:`entries`), full chunk number `chunk`, into
+        `out` (``chunklen`` rows), with the calling thread's single-threaded
+        decompressor: safe on any thread of the pool.
+
+        Raises
+        ------
+        CorruptDataError
+            If the chunk does not decode to a full chunk (naming it).
+        """
+        if isinstance(entry, Special):
+            fill_special(out, entry.kind, self.itemsize, entry.value)
+            return
+        self._check_full(entry, chunk)
+        try:
+            _threads.decompressor().decompress(entry, out)
+        except CorruptDataError as exc:
+            raise self._located(exc, chunk) from None
 
     def read_row(self, i: int) -> np.ndarray:
         """Row `i` (a 0-d or ``rowshape`` array), decompressing only its block.
@@ -360,7 +417,9 @@ class ChunkReader:
         entry = self._entry(c)
         if not isinstance(entry, Special) and DECODED.admits(self.chunk_bytes) and \
                 DECODED.hot(self._owner, c):
+            self.decoded_bytes += self.chunk_bytes
             return self._decode_hot(entry, c, epoch)[r].copy()
+        self.decoded_bytes += self.rowbytes
         out = np.empty((1, *self.rowshape), dtype=self.dtype)
         if isinstance(entry, Special) or self.itemsize > 255:
             self._decode_part(entry, out, c, r)

@@ -461,14 +461,15 @@ class ObjectStore(ChunkStore):
     def load_zonemap(self, dtype):
         raw = self._fetched.get(ZONEMAP)
         if raw is None:
-            return None
+            return None, None
         path = self.objects.url_of(ZONEMAP)
         obj, found = loads_sealed(raw, layout.ZONEMAP_FILE, path)
         return zonemap.from_json(obj, found, dtype, self.storage, path)
 
-    def save_zonemap(self, stats) -> None:
+    def save_zonemap(self, stats, exact=None) -> None:
         st = self.storage
-        data = dumps(zonemap.to_json(stats), layout.ZONEMAP_FILE, seal=st.sealed, uid=st.uid)
+        data = dumps(zonemap.to_json(stats, exact), layout.ZONEMAP_FILE, seal=st.sealed,
+                     uid=st.uid)
         self.stage(ZONEMAP, data)
         self._fetched[ZONEMAP] = data
 
@@ -685,4 +686,4 @@ class LegacyObjectStore(ChunkStore):
         self._refuse()
 
     def load_zonemap(self, dtype):
-        return None
+        return None, None

@@ -124,9 +124,10 @@ def load_file(store, number: int) -> SuperchunkFile:
         sc = SuperchunkFile.load(path, number, store.geometry, recorded, keep_open=keep,
                                  past_end=store.epoch > 0)
     except CorruptDataError as exc:
-        if _is_writer(store):
-            raise
-        sc = _load_later(store, number, path, recorded, exc)
+        if _is_writer(store):  # nothing moves under the lock holder: damage
+            sc = _salvage(path, number, store, recorded, exc)
+        else:
+            sc = _load_later(store, number, path, recorded, exc)
     sc.identity = ident
     needed, last = store._needed(number)
     k = store.geometry.nslots
@@ -158,13 +159,26 @@ def _load_later(store, number: int, path: str, tried, first: CorruptDataError):
         gens = sizes.generations
         gen = gens[number] if number < len(gens) else None
         if gen == tried:  # the metadata still names what failed: damage, not a move
-            raise first
+            return _salvage(path, number, store, gen, first)
         try:
             return SuperchunkFile.load(path, number, store.geometry, gen,
                                        keep_open=pins.enabled(), past_end=True)
         except CorruptDataError:
             tried = gen
     raise first
+
+
+def _salvage(path: str, number: int, store, generation, first: CorruptDataError):
+    """The file read through what its damaged index still proves (docs/format §6), or
+    `first` raised again when nothing can be proved."""
+    if generation is None or isinstance(first, TruncatedDataError) and \
+            not os.path.exists(path):
+        raise first
+    needed, last = store._needed(number)
+    try:
+        return SuperchunkFile.salvage(path, number, store.geometry, generation, needed, last)
+    except CorruptDataError:
+        raise first from None
 
 
 def _moved(store, number: int, sc: SuperchunkFile) -> bool:

@@ -1,19 +1,27 @@
-"""Rows of variable-length items: the engine of object-dtype (pickled) datasets.
+"""Rows of variable-length items: the engine of object, string and bytes datasets.
 
 :class:`VlenArray` is a :class:`~bcolzx._storage.engine.ChunkedArray` whose
-rows are byte strings of any length, held in one-dimensional object arrays
-(``rows[i]`` is a ``bytes``).  It never looks inside an item: the public
-classes turn Python objects into pickles before they reach it and back after
-(:mod:`bcolzx._format.pickles`), so the engine can neither pickle nor
-unpickle anything.
+rows are items of any length, of one of three kinds (``storage.vlen``):
 
-A chunk is encoded by :mod:`bcolzx._format.vlen` (offsets, then the items)
-and compressed as one C-Blosc2 chunk of typesize 1 with the dataset's
-codec, then stored, checksummed, like any chunk (docs/format/README.md §2d).
-In a legacy bcolz directory a chunk is one item, stored as legacy bcolz did:
-its bytes alone in a C-Blosc 1.x chunk file (docs/format/legacy-v1.md).
-Sizes in the stores count rows (``rowbytes`` is 1); no special values and no
-zone map are ever written or used.
+``"pickle"`` and ``"bytes"``
+    Rows held in one-dimensional object arrays of ``bytes``: pickles of
+    Python objects, which the public classes make and open
+    (:mod:`bcolzx._format.pickles`), so that this engine can neither pickle
+    nor unpickle anything; or the bytes of a bytes column themselves.
+``"utf8"``
+    Rows held in NumPy ``StringDType`` arrays, stored as UTF-8
+    (:mod:`bcolzx._format.strings`): chunks are decoded into the output
+    array by a kernel, with the GIL released, and have a zone map of
+    prefix-bounded strings.
+
+A chunk is encoded by :mod:`bcolzx._format.vlen` (a table locating the items,
+then the items) and compressed as one C-Blosc2 chunk of typesize 1 with the
+dataset's codec, then stored, checksummed, like any chunk
+(docs/format/README.md §2d, docs/format/strings.md).  In a legacy bcolz
+directory (pickles only) a chunk is one item, stored as legacy bcolz did: its
+bytes alone in a C-Blosc 1.x chunk file (docs/format/legacy-v1.md).  Sizes in
+the stores count rows (``rowbytes`` is 1); no special values are ever
+written or used.
 """
 
 from __future__ import annotations
@@ -22,8 +30,9 @@ import threading
 
 import numpy as np
 
+from bcolzx import _threads
 from bcolzx._ext import codec
-from bcolzx._format import layout, pickles, vlen
+from bcolzx._format import layout, pickles, strings, vlen
 from bcolzx._storage.base import ChunkStore, Special
 from bcolzx._storage.engine import ChunkedArray
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
@@ -32,11 +41,13 @@ __all__ = ["VlenArray"]
 
 
 class VlenArray(ChunkedArray):
-    """A growable sequence of variable-length items (bytes), in chunks.
+    """A growable sequence of variable-length items, in chunks.
 
     Rows given to and returned by :meth:`append`, :meth:`write` and
-    :meth:`read` are 1-D object arrays of ``bytes``; :meth:`read_row`
-    returns one ``bytes``.
+    :meth:`read` are 1-D arrays of the dataset's dtype: object arrays of
+    ``bytes`` (pickles, bytes) or StringDType arrays (strings);
+    :meth:`read_row` returns one item (``bytes``, or a ``str`` or the
+    missing value).
 
     Parameters
     ----------
@@ -58,7 +69,12 @@ class VlenArray(ChunkedArray):
     def __init__(self, store: ChunkStore, nthreads: int = 1):
         if not store.storage.vlen:
             raise ValueError("VlenArray needs a store of variable-length items")
-        # The last chunk decompressed: (chunk, bytes, offsets), for reads of
+        #: The kind of items (``storage.vlen``), the layout of their chunks,
+        #: and whether rows may be missing (a StringDType with an na_object).
+        self.kind = store.storage.vlen
+        self._layout = vlen.LAYOUTS[self.kind]
+        self._na_ok = hasattr(store.storage.dtype, "na_object")
+        # The last chunk decompressed: (chunk, bytes, located), for reads of
         # single rows; dropped whenever that chunk is rewritten.
         self._decoded: tuple | None = None
         self._decoded_lock = threading.Lock()
@@ -106,7 +122,9 @@ class VlenArray(ChunkedArray):
 
     def _blob(self, rows: np.ndarray) -> bytes:
         """The uncompressed chunk holding the items `rows`."""
-        if self._store.native:
+        if self.kind != "pickle":
+            blob = strings.encode_rows(rows, self.kind)
+        elif self._store.native:
             blob = vlen.encode(rows)
         else:  # legacy bcolz: one item per chunk file, as it is
             if len(rows) != 1:  # pragma: no cover - legacy stores have chunklen 1
@@ -124,18 +142,35 @@ class VlenArray(ChunkedArray):
 
     def _encode_full(self, rows: np.ndarray) -> list:
         cl, items = self.chunklen, []
-        for k in range(0, len(rows), cl):
-            items.append((self.nfull, self._encode(rows[k:k + cl]), self.chunk_bytes))
+        parts = [rows[k:k + cl] for k in range(0, len(rows), cl)]
+        like = self._comp
+        if len(parts) > 1 and self.nthreads > 1 and isinstance(like, codec.Compressor):
+            # Several chunks: compressed on the pool, each thread with its own
+            # single-threaded copy of this array's compressor.
+            def encode(part: np.ndarray):
+                blob = np.frombuffer(self._blob(part), dtype=np.uint8)
+                return _threads.compressor(like).compress(blob)
+
+            entries = list(_threads.map_ordered(encode, parts, self.nthreads))
+        else:
+            entries = [self._encode(part) for part in parts]
+        for part, entry in zip(parts, entries):
+            items.append((self.nfull, entry, self.chunk_bytes))
+            self._note(self.nfull, part)
             self.nfull += 1
         return items
 
-    def _decode(self, entry, chunk: int, nitems: int | None) -> tuple[memoryview, list]:
-        """``(bytes, offsets)`` of a stored chunk (`nitems` items, or any number).
+    def _decode(self, entry, chunk: int, nitems: int | None,
+                dec: codec.Decompressor | None = None,
+                scratch: bool = False) -> tuple[memoryview, vlen.Located]:
+        """``(bytes, located)`` of a stored chunk (`nitems` items, or any number),
+        decompressed by `dec` (default: this array's), into this thread's
+        scratch buffer when `scratch` (valid until its next use).
 
         Raises
         ------
         CorruptDataError
-            If it cannot be decompressed, its offsets are damaged or its item
+            If it cannot be decompressed, its table is damaged or its item
             count is not `nitems`.
         """
         where = self._where(chunk)
@@ -143,36 +178,67 @@ class VlenArray(ChunkedArray):
             raise CorruptDataError("a chunk of variable-length items is stored as a constant",
                                    **where)
         nbytes = self._nbytes_of(entry, chunk)
-        buf = np.empty(nbytes, dtype=np.uint8)
+        buf = _threads.buffer(nbytes) if scratch else np.empty(nbytes, dtype=np.uint8)
         try:
-            self._dec.decompress(entry, buf)
+            (self._dec if dec is None else dec).decompress(entry, buf)
             if self._store.native:
-                offsets = vlen.decode(buf, nitems).tolist()
+                located = vlen.locate(buf, nitems, self._layout, self._na_ok)
             else:
                 if nitems not in (None, 1):
                     raise CorruptDataError(f"a legacy chunk holds 1 object, not {nitems}")
-                offsets = [0, nbytes]
+                located = vlen.Located(np.array([0, nbytes], dtype=np.int64), None)
         except CorruptDataError as exc:
             raise self._located(exc, chunk) from None
-        return memoryview(buf), offsets
+        return memoryview(buf), located
+
+    def _fill(self, buf: memoryview, located: vlen.Located, out: np.ndarray, first: int,
+              chunk: int) -> None:
+        """Items ``first .. first + len(out) - 1`` of a decoded chunk into `out`.
+
+        Raises
+        ------
+        CorruptDataError
+            If a string is not well-formed UTF-8.
+        """
+        if self.kind == "utf8":
+            try:
+                strings.pack_rows(buf, located, out, first)
+            except CorruptDataError as exc:
+                raise self._located(exc, chunk) from None
+            return
+        offsets = located.offsets[first:first + len(out) + 1].tolist()
+        for r in range(len(out)):
+            out[r] = bytes(buf[offsets[r]:offsets[r + 1]])
+
+    def _item(self, buf: memoryview, located: vlen.Located, r: int, chunk: int):
+        """Item `r` of a decoded chunk: bytes, or (strings) a str or the missing value."""
+        a, b = int(located.offsets[r]), int(located.offsets[r + 1])
+        if self.kind != "utf8":
+            return bytes(buf[a:b])
+        if located.na is not None and located.na[r]:
+            return self.dtype.na_object
+        try:
+            return str(buf[a:b], "utf-8")
+        except UnicodeDecodeError:
+            raise CorruptDataError(f"row {r} of a chunk of strings is not well-formed UTF-8",
+                                   **self._where(chunk)) from None
 
     def _check_full(self, entry, chunk: int) -> None:
         pass  # the item count is checked when the chunk is decoded
 
     def _decode_into(self, entry, out: np.ndarray, chunk: int, stored_rows: int) -> None:
-        buf, offsets = self._decode(entry, chunk, stored_rows)
-        for r in range(len(out)):
-            out[r] = bytes(buf[offsets[r]:offsets[r + 1]])
+        buf, located = self._decode(entry, chunk, stored_rows)
+        self._fill(buf, located, out, 0, chunk)
 
-    def _items(self, chunk: int) -> tuple[memoryview, list]:
-        """``(bytes, offsets)`` of full stored chunk `chunk`, through a one-chunk cache."""
+    def _items(self, chunk: int) -> tuple[memoryview, vlen.Located]:
+        """``(bytes, located)`` of full stored chunk `chunk`, through a one-chunk cache."""
         cached = self._decoded
         if cached is not None and cached[0] == chunk:
             return cached[1], cached[2]
-        buf, offsets = self._decode(self._entry(chunk), chunk, self.chunklen)
+        buf, located = self._decode(self._entry(chunk), chunk, self.chunklen)
         with self._decoded_lock:
-            self._decoded = (chunk, buf, offsets)
-        return buf, offsets
+            self._decoded = (chunk, buf, located)
+        return buf, located
 
     def _uncache(self, chunk: int) -> None:
         super()._uncache(chunk)
@@ -190,12 +256,11 @@ class VlenArray(ChunkedArray):
         (entry,) = self.store.get(self.nfull, self.nfull + 1)
         # A crash after an index write but before meta/sizes can leave this
         # chunk holding more items than the metadata counts: keep the first.
-        buf, offsets = self._decode(entry, self.nfull, None)
-        if len(offsets) - 1 < len(out):
-            raise CorruptDataError(f"last chunk holds {len(offsets) - 1} items, expected at "
-                                   f"least {len(out)}", **self._where(self.nfull))
-        for r in range(len(out)):
-            out[r] = bytes(buf[offsets[r]:offsets[r + 1]])
+        buf, located = self._decode(entry, self.nfull, None)
+        if len(located.offsets) - 1 < len(out):
+            raise CorruptDataError(f"last chunk holds {len(located.offsets) - 1} items, "
+                                   f"expected at least {len(out)}", **self._where(self.nfull))
+        self._fill(buf, located, out, 0, self.nfull)
         self._stored_part(entry)
 
     # -- sizes -------------------------------------------------------------------
@@ -208,7 +273,10 @@ class VlenArray(ChunkedArray):
     # -- reading -----------------------------------------------------------------
 
     def read(self, start: int, stop: int, out: np.ndarray | None = None) -> np.ndarray:
-        """Items ``start .. stop-1`` into `out` (a new object array by default).
+        """Items ``start .. stop-1`` into `out` (a new array of the dtype by default).
+
+        One chunk goes through the one-chunk cache; more are decoded on the
+        pool's threads, each straight into its part of `out`.
 
         Raises
         ------
@@ -220,27 +288,34 @@ class VlenArray(ChunkedArray):
         if not 0 <= start <= stop <= len(self):
             raise IndexError(f"rows {start}..{stop} outside 0..{len(self)}")
         if out is None:
-            out = np.empty(stop - start, dtype=object)
+            out = np.empty(stop - start, dtype=self.dtype)
         cl, stored_end = self.chunklen, self.nfull * self.chunklen
         if start < stored_end:
             c0, c1 = start // cl, (min(stop, stored_end) + cl - 1) // cl
-            if c1 - c0 == 1:
-                decoded = [self._items(c0)]
-            else:
-                decoded = (self._decode(entry, c, cl)
-                           for c, entry in zip(range(c0, c1), self.store.get(c0, c1)))
-            for c, (buf, offsets) in zip(range(c0, c1), decoded):
+
+            def one(job) -> None:
+                c, entry = job
                 a, b = max(start, c * cl), min(stop, (c + 1) * cl)
-                for row in range(a, b):
-                    r = row - c * cl
-                    out[row - start] = bytes(buf[offsets[r]:offsets[r + 1]])
+                if entry is None:
+                    buf, located = self._items(c)
+                else:
+                    buf, located = self._decode(entry, c, cl, _threads.decompressor(),
+                                                scratch=True)
+                self._fill(buf, located, out[a - start:b - start], a - c * cl, c)
+
+            if c1 - c0 == 1:
+                one((c0, None))
+            else:
+                jobs = zip(range(c0, c1), self.store.get(c0, c1))
+                for _ in _threads.map_ordered(one, jobs, self.nthreads):
+                    pass
         if stop > stored_end:
             lo = max(start, stored_end)
             out[lo - start:] = self._leftover[lo - stored_end:stop - stored_end]
         return out
 
-    def read_row(self, i: int) -> bytes:
-        """Item `i`, as bytes.
+    def read_row(self, i: int):
+        """Item `i`: bytes, or (strings) a str or the missing value.
 
         Raises
         ------
@@ -254,11 +329,11 @@ class VlenArray(ChunkedArray):
         c, r = divmod(i, self.chunklen)
         if c >= self.nfull:
             return self._leftover[r]
-        buf, offsets = self._items(c)
-        return bytes(buf[offsets[r]:offsets[r + 1]])
+        buf, located = self._items(c)
+        return self._item(buf, located, r, c)
 
     def map_chunks(self, fn, batch: int = 64) -> list:
-        """``fn(items)`` on every chunk's items (an object array of bytes), in order.
+        """``fn(items)`` on every chunk's items (an array of the dtype), in order.
 
         Raises
         ------
@@ -266,10 +341,8 @@ class VlenArray(ChunkedArray):
             If a chunk is damaged.
         """
         cl, results = self.chunklen, []
-        for c0 in range(0, self.nfull, batch):
-            c1 = min(self.nfull, c0 + batch)
-            for c in range(c0, c1):
-                results.append(fn(self.read(c * cl, (c + 1) * cl)))
+        for c in range(self.nfull):
+            results.append(fn(self.read(c * cl, (c + 1) * cl)))
         if self.nleft:
             results.append(fn(self._leftover[:self.nleft]))
         return results
@@ -289,8 +362,9 @@ class VlenArray(ChunkedArray):
         """Check every stored chunk without trusting any cache, never unpickling.
 
         Each chunk is read as stored (its checksum checked), decompressed, its
-        offsets validated and its item count compared with the metadata; each
-        pickle is parsed (not executed) to check that it is complete.
+        table validated and its item count compared with the metadata; each
+        pickle is parsed (not executed) to check that it is complete, each
+        string checked to be UTF-8 and within its chunk's zone-map bounds.
 
         `progress`, when given, is called after each chunk with the ``nbytes``
         of its rows.
@@ -301,25 +375,47 @@ class VlenArray(ChunkedArray):
             The problems found, each naming its file and chunk.
         """
         problems: list = []
+        stats = None
+        if self.kind == "utf8":
+            try:
+                stats = self.chunk_stats()
+            except CorruptDataError as exc:
+                problems.append(exc)
         stored = self.nfull + (1 if self.nleft and self._leftover_stored else 0)
-        check = pickles.check_item if self._store.storage.vlen == "pickle" else None
+        check = pickles.check_item if self.kind == "pickle" else None
         for c in range(stored):
             rows = self.chunklen if c < self.nfull else self.nleft
             try:
-                buf, offsets = self._decode(self.store.get_one(c), c, None)
-                n = len(offsets) - 1
+                buf, located = self._decode(self.store.get_one(c), c, None)
+                n = len(located.offsets) - 1
                 if n != self.chunklen if c < self.nfull else n < rows:
                     raise CorruptDataError(f"chunk holds {n} items, the metadata calls for "
                                            f"{rows}", **self._where(c))
                 if check is not None:
+                    offsets = located.offsets.tolist()
                     for r in range(rows):
                         try:
                             check(buf[offsets[r]:offsets[r + 1]])
                         except CorruptDataError as exc:
                             raise CorruptDataError(f"row {c * self.chunklen + r}: {exc}",
                                                    **self._where(c)) from None
+                if self.kind == "utf8":
+                    values = np.empty(rows, dtype=self.dtype)
+                    self._fill(buf, located, values, 0, c)  # UTF-8 checked
+                    if stats is not None and c < len(stats) and rows:
+                        self._check_bounds(values, stats[c], c)
             except (CorruptDataError, UnsupportedFormatError) as exc:
                 problems.append(exc)
             if progress is not None:
                 progress(rows * layout.VLEN_ROW_NBYTES)
         return problems
+
+    def _check_bounds(self, values: np.ndarray, stat, chunk: int) -> None:
+        """Raise CorruptDataError unless zone-map entry `stat` bounds `values`."""
+        lo, hi, na = strings.exact_bounds(values)
+        zlo, zhi, zna = stat
+        if (na and not zna) or (lo is not None and (zlo is None or zhi is None or
+                                                    not zlo <= lo or not hi <= zhi)):
+            raise CorruptDataError(f"zone map bounds ({zlo!r}, {zhi!r}, na={zna}) do not "
+                                   f"cover the chunk's strings ({lo!r}, {hi!r}, na={na})",
+                                   **self._where(chunk))

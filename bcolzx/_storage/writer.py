@@ -229,7 +229,7 @@ def prepare_dir(rootdir: str, *, replace: bool, timeout: float) -> WriterLock:
         If the directory cannot be created or emptied.
     """
     rootdir = os.fspath(rootdir)
-    os.makedirs(rootdir, exist_ok=True)
+    jsonfile.make_dirs(rootdir)  # durable: a power cut keeps what is flushed in it
     lock = WriterLock(rootdir, timeout)
     lock.acquire()
     try:

@@ -28,7 +28,10 @@ examples:
   bcolzx bench --size 1e7 --json out.json --plot plots/
   bcolzx bench --full                            sizes 1e6,1e7,1e8, both settings,
                                                  peak memory, 1 vs 2 threads (long)
-workloads: """ + ", ".join(WORKLOADS) + """ (groups: """ + ", ".join(GROUPS) + """)
+  bcolzx bench --workloads groupby,reduce --size 1e7,1e8
+                                                 analytics against pandas, DuckDB, Polars
+workloads: """ + ", ".join(WORKLOADS) + """ (groups: """ + ", ".join(GROUPS) + """;
+  on their own data: groupby, reduce)
 systems: """ + ", ".join(SYSTEMS) + """ (groups: """ + ", ".join(ALIASES) + ")"
 
 
@@ -198,6 +201,11 @@ def run_from_args(args: argparse.Namespace) -> int:
         with open(args.from_json) as f:
             doc = json.load(f)
         return _outputs(doc, args)
+    from bcolzx.bench import analytics  # the groupby and reduce groups: their own data
+
+    status = analytics.run_from_args(args)
+    if status is not None:
+        return status
     try:
         cfg = config_from(args)
     except ValueError as exc:

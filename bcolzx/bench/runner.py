@@ -656,18 +656,24 @@ def _bcolzx_root() -> str:
 
 def measure_peak(spec: dict, timeout: float = 3600) -> dict:
     """Run :func:`child_measure` in a child process; its result, or an error."""
+    return run_json_child("bcolzx.bench._child", spec, timeout, "peak_error")
+
+
+def run_json_child(module: str, spec: dict, timeout: float, error_key: str) -> dict:
+    """``python -m module SPEC`` in a fresh process, finding this bcolzx first: the
+    JSON of its last line, or ``{error_key: why}``."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_bcolzx_root(), env.get("PYTHONPATH"))
                                         if p)
     try:
-        out = subprocess.run([sys.executable, "-m", "bcolzx.bench._child", json.dumps(spec)],
+        out = subprocess.run([sys.executable, "-m", module, json.dumps(spec)],
                              capture_output=True, text=True, timeout=timeout, env=env,
                              cwd=tempfile.gettempdir(), check=False)
     except subprocess.TimeoutExpired:
-        return {"peak_error": "timed out"}
+        return {error_key: "timed out"}
     if out.returncode != 0:
         lines = out.stderr.strip().splitlines()
-        return {"peak_error": lines[-1] if lines else f"exit status {out.returncode}"}
+        return {error_key: lines[-1] if lines else f"exit status {out.returncode}"}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

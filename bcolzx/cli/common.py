@@ -14,7 +14,8 @@ __all__ = [
 
 #: Success.
 EXIT_OK = 0
-#: ``bcolzx verify`` found damage (or the path is no sound dataset).
+#: ``bcolzx verify`` found damage (or the path is no sound dataset); ``bcolzx repair``
+#: found rows it could not read back.
 EXIT_DAMAGED = 1
 #: Bad command line (argparse's own status).
 EXIT_USAGE = 2
@@ -30,7 +31,8 @@ EXIT_BROKEN_PIPE = 141
 EXIT_STATUS_HELP = """\
 exit status:
   0    success
-  1    verify: damage found (or the path holds no sound dataset)
+  1    verify: damage found (or the path holds no sound dataset);
+       repair: rows lost (listed; the repaired copy written unless --dry-run)
   2    usage error (bad command line)
   3    error: no dataset there, the destination exists, unsupported or
        damaged data, missing optional dependency, file system error

@@ -44,6 +44,10 @@ ImportError, naming the pip extra, when a conversion is first asked for.
 :mod:`bcolzx.interop.npy`
     :func:`~bcolzx.interop.npy.to_npy`, :func:`~bcolzx.interop.npy.from_npy`:
     NumPy ``.npy`` files, streamed (NumPy only; ``bcolzx export/import``).
+:mod:`bcolzx.interop.duckdb`
+    :func:`~bcolzx.interop.duckdb.register` (``bcolzx.duckdb.register``): SQL
+    over a ctable, scanned as an Arrow dataset with projection and filter
+    push-down (:func:`~bcolzx.interop.arrow.to_dataset`, also for Polars).
 """
 
 from __future__ import annotations
@@ -98,13 +102,15 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("zarr", "bcolzx.interop.zarr", ("to_zarr", "from_zarr"),
            ("zarr",), "zarr", exports=("from_zarr",)),
     Format("arrow", "bcolzx.interop.arrow",
-           ("to_arrow", "to_reader", "to_parquet", "from_arrow", "from_parquet"),
+           ("to_arrow", "to_reader", "to_dataset", "to_parquet", "from_arrow",
+            "from_parquet"),
            ("pyarrow",), "arrow", exports=("from_arrow", "from_parquet")),
     Format("dask", "bcolzx.interop.dask",
            ("to_dask_array", "to_dask_dataframe", "tokenize", "from_dask", "to_bcolzx",
             "evaluate_blocks", "evaluate", "local_vm"),
            ("dask",), "dask", exports=("from_dask", "to_bcolzx")),
     Format("npy", "bcolzx.interop.npy", ("to_npy", "from_npy", "npy_header"), (), None),
+    Format("duckdb", "bcolzx.interop.duckdb", ("register",), ("duckdb", "pyarrow"), "duckdb"),
 )}
 
 #: The format functions of the ``bcolzx`` namespace: name -> the format offering it.

@@ -110,8 +110,9 @@ def check_attr_names(attrs: dict[str, Any], reserved: str, where: str) -> None:
                              f"metadata in {where}")
 
 
-def refuse_objects(obj, where: str, names=None) -> None:
-    """Refuse to export Python objects (object dtype, pickled in bcolzx) to `where`.
+def refuse_objects(obj, where: str, names=None, vlen_ok: bool = False) -> None:
+    """Refuse to export Python objects (object dtype, pickled in bcolzx) to `where`,
+    and variable-length strings and bytes unless `where` holds them (`vlen_ok`).
 
     Parameters
     ----------
@@ -121,22 +122,36 @@ def refuse_objects(obj, where: str, names=None) -> None:
         The format, for the message.
     names : sequence of str, optional
         For a ctable, the columns exported (default all).
+    vlen_ok : bool
+        Whether `where` stores variable-length strings and bytes
+        (``StringDType``, ``vlen_dtype(bytes)``).
 
     Raises
     ------
     TypeError
-        If `obj` (or one of the columns) has object dtype.
+        If `obj` (or one of the columns) has object dtype, or holds strings
+        or bytes `where` cannot hold.
     """
+    from bcolzx._format.strings import item_kind
+
     cols = getattr(obj, "cols", None)
-    if cols is None:
-        found = ["the carray"] if obj.dtype == object else []
-    else:
-        found = [f"column {n!r}" for n in (cols if names is None else names)
-                 if cols[n].dtype == object]
-    if found:
-        raise TypeError(f"{', '.join(found)} holds Python objects (object dtype, pickled), "
-                        f"which {where} cannot hold; export the other columns, or convert "
-                        "the objects to a fixed-size dtype first")
+    found = {"pickle": [], "text": []}
+    for label, dtype in ([("the carray", obj.dtype)] if cols is None else
+                         [(f"column {n!r}", cols[n].dtype)
+                          for n in (cols if names is None else names)]):
+        kind = item_kind(dtype)
+        if kind == "pickle":
+            found["pickle"].append(label)
+        elif kind is not None and not vlen_ok:
+            found["text"].append(label)
+    if found["pickle"]:
+        raise TypeError(f"{', '.join(found['pickle'])} holds Python objects (object dtype, "
+                        f"pickled), which {where} cannot hold; export the other columns, or "
+                        "convert the objects to a fixed-size dtype first")
+    if found["text"]:
+        raise TypeError(f"{', '.join(found['text'])} holds variable-length strings or bytes, "
+                        f"which bcolzx does not export to {where}; convert them to a "
+                        "fixed-width dtype ('U' or 'S') first, or export the other columns")
 
 
 def merge_cparams(source: dict[str, Any] | None, given: Any) -> Any:
@@ -164,9 +179,10 @@ def new_carray(dtype: np.dtype, rowshape: tuple, defaults: dict[str, Any],
     TypeError, ValueError, FileExistsError, ReadOnlyError
         As the :class:`~bcolzx.carray.carray` constructor.
     """
+    from bcolzx._format.strings import item_kind
     from bcolzx.carray import carray
 
-    if np.dtype(dtype).hasobject:
+    if np.dtype(dtype).hasobject and item_kind(dtype) not in ("utf8", "bytes"):
         raise TypeError(f"dtype {dtype} holds Python objects, which are not imported from "
                         "other formats (store them with carray(..., allow_pickle=True))")
     merged = {**defaults, **kwargs}

@@ -24,7 +24,10 @@ directory, with ``__rootdirs__`` and ``__attrs__`` (the pandas metadata of
 :func:`bcolzx.interop.pandas.from_dataframe`); the whole table is renamed
 into place at the end.  Its partitions are computed twice: once for their
 lengths and the widths of string columns, once to write (``persist()`` an
-expensive frame first).
+expensive frame first).  String columns are stored fixed-width
+(``strings="fixed"`` of :func:`~bcolzx.interop.pandas.from_dataframe`): the
+parallel tasks write fixed-size items only; for variable-length strings,
+store the computed frame with ``from_dataframe``.
 """
 
 from __future__ import annotations
@@ -110,8 +113,9 @@ def _plan(x, rootdir, options: dict) -> tuple[Target, int, list]:
         raise ValueError("the array has unknown chunk sizes; call x.compute_chunk_sizes() "
                          "first")
     if np.dtype(x.dtype).hasobject:
-        raise TypeError(f"dtype {x.dtype} holds Python objects, which from_dask does not store "
-                        "(bcolzx.carray(..., allow_pickle=True) does)")
+        raise TypeError(f"dtype {x.dtype} holds Python objects or variable-length items, "
+                        "which from_dask's parallel tasks do not store (bcolzx.carray("
+                        "x.compute(), ...) does)")
     length, rowshape = int(x.shape[0]), tuple(int(d) for d in x.shape[1:])
     target = _create(rootdir, np.dtype(x.dtype), rowshape, length, options,
                      tuple(int(b) for b in x.chunks[0]))
@@ -149,7 +153,7 @@ def _encode_column(df, spec: _FrameSpec, name: str) -> np.ndarray:
     pd = import_optional("pandas", "dask", "from_dask")
     from bcolzx.interop.pandas import _encode
 
-    arr, _ = _encode(pd, name, _values(df, spec, name))
+    arr, _ = _encode(pd, name, _values(df, spec, name), mode="fixed")
     return arr
 
 
@@ -217,7 +221,7 @@ def _frame_spec(ddf, write_index: bool | None) -> tuple[_FrameSpec, dict]:
                 "__UNKNOWN_CATEGORIES__" in values.dtype.categories:
             raise ValueError(f"column {name!r} is categorical with unknown categories; make "
                              f"them known first (ddf = ddf.categorize(columns=[{name!r}]))")
-        arr, more = _encode(pd, name, values)
+        arr, more = _encode(pd, name, values, mode="fixed")
         attrs.update(more)
         strings = arr.dtype.kind in "SU"
         dtypes[name] = None if strings else arr.dtype

@@ -27,12 +27,16 @@ float16..float64               (big-endian dtypes are converted)
 ``timedelta64[s|ms|us|ns]``    ``duration(unit)``; NaT is null
 ``S<n>``                       ``binary``
 ``U<n>``                       ``string`` (UTF-8)
+``StringDType``                ``string`` (UTF-8; a missing value is null)
+``vlen_dtype(bytes)``          ``binary``
 rows of shape ``(a, b, ...)``  nested ``fixed_size_list`` of the above
 =============================  ==============================================
 
 Other dtypes (complex, other datetime units, structured) are refused with a
 TypeError.  Every field records the column's NumPy dtype in its metadata
-(``bcolzx.dtype``), which gives back the string widths and byte order.
+(``bcolzx.dtype``), which gives back the string widths and byte order, and
+that a column was variable-length (``T``, ``T:nan``, ``T:none`` for
+``StringDType`` with its missing value, ``|O:bytes`` for bytes).
 
 Columns with pandas metadata in the ctable's attrs (as
 :mod:`bcolzx.interop.pandas` writes them) become the matching Arrow type:
@@ -46,8 +50,13 @@ JSON in the schema metadata (``bcolzx.attrs``).
 Reading other Arrow data
 ------------------------
 Besides the types above: ``date64`` becomes ``datetime64[ms]``,
-``large_string`` and ``string_view`` become ``U<n>``, ``large_binary`` and
-``binary_view`` become ``S<n>``, ``fixed_size_binary(n)`` becomes ``S<n>``,
+``string``, ``large_string`` and ``string_view`` become ``U<n>``,
+``binary``, ``large_binary`` and ``binary_view`` become ``S<n>`` - or,
+with ``strings="vlen"``, variable-length columns: ``StringDType(na_object=nan)``
+(nulls become missing values) and ``vlen_dtype(bytes)``, filled from the
+Arrow buffers without a Python object per row (docs/format/strings.md);
+columns that bcolzx wrote variable-length always come back so -
+``fixed_size_binary(n)`` becomes ``S<n>``,
 unsigned dictionary indices become the next wider signed integers.  A
 string or binary column becomes as wide as its longest value (at least 1),
 which needs one more pass over that column: over the Table, or over the
@@ -79,6 +88,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bcolzx._format import strings as _strings
 from bcolzx.interop._common import (
     block_rows,
     column_names,
@@ -96,7 +106,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
     from bcolzx.ctable import ctable
 
-__all__ = ["to_arrow", "to_reader", "to_parquet", "from_arrow", "from_parquet"]
+__all__ = ["to_arrow", "to_reader", "to_dataset", "to_parquet", "from_arrow", "from_parquet"]
 
 #: Field metadata: the column's NumPy dtype.
 FIELD_DTYPE = b"bcolzx.dtype"
@@ -106,6 +116,12 @@ FIELD_CATEGORIES = b"bcolzx.categories"
 SCHEMA_ATTRS = b"bcolzx.attrs"
 UNITS = ("s", "ms", "us", "ns")
 MODES = ("w", "x")
+#: How :func:`from_arrow` and :func:`from_parquet` store string and binary
+#: columns bcolzx did not write: fixed-width (default) or variable-length.
+STRING_MODES = ("fixed", "vlen")
+#: Field metadata (``bcolzx.dtype``) of variable-length columns.
+_VLEN_TOKENS = {"T": None, "T:nan": "nan", "T:none": "none"}
+_BYTES_TOKEN = "|O:bytes"
 #: Most uncompressed bytes of the rows in one Parquet row group.
 ROW_GROUP_BYTES = 64 << 20
 #: Most rows in one Parquet row group (pyarrow's default).
@@ -179,6 +195,10 @@ def _leaf_out(pa, name: str, dtype: np.dtype, attrs: dict[str, Any]):
     native = dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype
     if CATEGORIES_KEY + name in attrs:
         return _dictionary_out(pa, name, dtype, attrs[CATEGORIES_KEY + name])
+    if _strings.is_string(dtype):  # pyarrow reads StringDType (NA as null) natively
+        return pa.string(), lambda v: pa.array(v, type=pa.string())
+    if _strings.is_bytes(dtype):
+        return pa.binary(), lambda v: pa.array(v, type=pa.binary())
     kind = dtype.kind
     if kind in "biuf":
         return pa.from_numpy_dtype(native), \
@@ -201,6 +221,16 @@ def _leaf_out(pa, name: str, dtype: np.dtype, attrs: dict[str, Any]):
         return pa.string(), lambda v: _fixed_to_binary(
             pa, np.char.encode(v, "utf-8") if len(v) else np.empty(0, "S1"), pa.string())
     raise TypeError(f"column {name!r}: dtype {dtype} has no Arrow type bcolzx maps to")
+
+
+def _dtype_token(dtype: np.dtype) -> str:
+    """The ``bcolzx.dtype`` field metadata of a column of `dtype`."""
+    if _strings.is_string(dtype):
+        na = _strings.na_name(dtype)
+        return "T" if na is None else f"T:{na}"
+    if _strings.is_bytes(dtype):
+        return _BYTES_TOKEN
+    return dtype.str
 
 
 @dataclass
@@ -226,7 +256,7 @@ def _column_out(pa, name: str, col, attrs: dict[str, Any]) -> _Out:
             arr = pa.FixedSizeListArray.from_arrays(arr, d)
         return arr
 
-    meta = {FIELD_DTYPE: col.dtype.str.encode()}
+    meta = {FIELD_DTYPE: _dtype_token(col.dtype).encode()}
     if CATEGORIES_KEY + name in attrs:
         meta[FIELD_CATEGORIES] = json.dumps(attrs[CATEGORIES_KEY + name]).encode()
     return _Out(pa.field(name, typ, metadata=meta), convert)
@@ -295,6 +325,64 @@ def to_reader(ct: ctable, columns: Sequence[str] | str | None = None,
     schema, names, outs = _plan_out(pa, ct, columns)
     return pa.RecordBatchReader.from_batches(schema,
                                              _batches(pa, ct, schema, names, outs, batch_rows))
+
+
+def to_dataset(data, columns: Sequence[str] | str | None = None):
+    """A ctable (or a carray, as a table of one column) as a :class:`pyarrow.dataset.Dataset`
+    that query engines scan without a copy into memory.
+
+    DuckDB (``con.register(name, ds)``, or :func:`bcolzx.interop.duckdb.register`)
+    and Polars (``polars.scan_pyarrow_dataset(ds)``) call its ``scanner`` /
+    ``to_batches`` with the columns a query needs and its filter: only those
+    columns are read, block by block, and the blocks whose zone maps rule
+    the filter out are not read at all (see
+    :mod:`bcolzx.interop._arrow_dataset`).  ``ds.decoded_bytes`` counts the
+    bytes its scans decompressed.
+
+    Parameters
+    ----------
+    data : ctable or carray
+    columns : sequence of str or str, optional
+        The columns offered (default all).
+
+    Returns
+    -------
+    pyarrow.dataset.Dataset
+        Made here without reading a row; every scan reads anew.
+
+    Raises
+    ------
+    TypeError
+        If `data` is neither a ctable nor a carray, or a column's dtype has
+        no Arrow type.
+    KeyError
+        If a name in `columns` is not a column.
+    ImportError
+        Without pyarrow.
+
+    Examples
+    --------
+    >>> import numpy as np, bcolzx
+    >>> from bcolzx.interop.arrow import to_dataset
+    >>> ct = bcolzx.ctable([np.arange(10), np.arange(10) * 0.5], names=["i", "x"])
+    >>> import pyarrow.dataset as ds
+    >>> to_dataset(ct).to_table(columns=["x"], filter=ds.field("i") > 7).to_pydict()
+    {'x': [4.0, 4.5]}
+    """
+    from bcolzx.carray import carray
+    from bcolzx.ctable import ctable as _ctable
+    from bcolzx.interop._arrow_dataset import dataset_class
+
+    pa = _import_pyarrow()
+    ds = import_optional("pyarrow.dataset", "arrow", "scanning a ctable as a dataset")
+    pc = import_optional("pyarrow.compute", "arrow", "scanning a ctable as a dataset")
+    if isinstance(data, carray):
+        data = _ctable([data], names=[columns if isinstance(columns, str) else "values"])
+        columns = None
+    if not isinstance(data, _ctable):
+        raise TypeError(f"a dataset is made of a ctable or a carray, not {type(data).__name__}")
+    schema, names, outs = _plan_out(pa, data, columns)
+    return dataset_class(pa, ds, pc)._make(data, schema, names, outs)
 
 
 def to_arrow(ct: ctable, columns: Sequence[str] | str | None = None,
@@ -437,7 +525,8 @@ class _In:
     """How one Arrow field becomes a column."""
 
     name: str
-    kind: str  # 'plain', 'temporal', 'string', 'binary', 'fixed', 'dict', 'recode'
+    kind: str  # 'plain', 'temporal', 'string', 'binary', 'fixed', 'dict', 'recode',
+    #            'vstring', 'vbinary'
     dtype: np.dtype | None     # None until a string width is known
     dims: tuple
     tz: str | None = None
@@ -455,7 +544,12 @@ def _recorded(fld) -> np.dtype | None:
     if raw is None:
         return None
     try:
-        return np.dtype(raw.decode())
+        token = raw.decode()
+        if token in _VLEN_TOKENS:
+            return _strings.string_dtype(_VLEN_TOKENS[token])
+        if token == _BYTES_TOKEN:
+            return _strings.BYTES_DTYPE
+        return np.dtype(token)
     except (TypeError, ValueError, UnicodeDecodeError):
         return None
 
@@ -467,8 +561,9 @@ def _signed_index(pa, typ) -> np.dtype:
     return dtype
 
 
-def _plan_in(pa, fld) -> _In:
-    """The column for Arrow field `fld` (string widths still unknown)."""
+def _plan_in(pa, fld, mode: str = "fixed") -> _In:
+    """The column for Arrow field `fld` (string widths still unknown); `mode`:
+    how to store string and binary columns bcolzx did not record."""
     t = pa.types
     typ, dims = fld.type, []
     while t.is_fixed_size_list(typ):
@@ -529,6 +624,14 @@ def _plan_in(pa, fld) -> _In:
                                ("binary", "S", (t.is_binary, t.is_large_binary,
                                                 t.is_binary_view))):
         if any(check(typ) for check in checks):
+            if not dims and (recorded is not None and _strings.item_kind(recorded) in (
+                    "utf8", "bytes") or recorded is None and mode == "vlen"):
+                if kind == "string":
+                    text = recorded if _strings.is_string(recorded) else \
+                        _strings.string_dtype("nan")
+                    return _In(name, "vstring", text, dims)
+                if recorded is None or _strings.is_bytes(recorded):
+                    return _In(name, "vbinary", _strings.BYTES_DTYPE, dims)
             dtype = recorded if recorded is not None and recorded.kind == code else None
             return _In(name, kind, dtype, dims)
     raise TypeError(f"column {name!r}: Arrow type {fld.type} has no ctable column type "
@@ -589,6 +692,12 @@ def _to_numpy(pc, arr, col: _In) -> np.ndarray:
         values = _dict_codes(pc, leaf, col)
     elif col.kind == "recode":
         values = _recoded(leaf, col)
+    elif col.kind == "vstring":
+        values = _vlen_strings(leaf, col)
+    elif col.kind == "vbinary":
+        if leaf.null_count:
+            raise _null_error(col, leaf.null_count)
+        values = leaf.to_numpy(zero_copy_only=False).astype(col.dtype)
     elif col.kind == "temporal":
         raw = leaf.to_numpy(zero_copy_only=False)
         values = raw.astype(col.dtype, copy=False)
@@ -610,6 +719,33 @@ def _to_numpy(pc, arr, col: _In) -> np.ndarray:
         else:
             values = values.astype(col.dtype, copy=False)
     return values.reshape((n, *col.dims))
+
+
+def _vlen_strings(leaf, col: _In) -> np.ndarray:
+    """A string array as a StringDType array, packed straight from its offsets and
+    UTF-8 buffer by bcolzx's kernel (each value checked to be UTF-8)."""
+    import pyarrow as pa
+
+    from bcolzx._format import vlen
+
+    if not pa.types.is_large_string(leaf.type):
+        leaf = leaf.cast(pa.large_string())
+    n = len(leaf)
+    out = np.empty(n, dtype=col.dtype)
+    if not n:
+        return out
+    _, offsets_buf, data_buf = leaf.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=leaf.offset + n + 1,
+                            )[leaf.offset:]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None and \
+        data_buf.size else np.empty(0, np.uint8)
+    na = None
+    if leaf.null_count:
+        if not hasattr(col.dtype, "na_object"):
+            raise _null_error(col, leaf.null_count)
+        na = leaf.is_null().to_numpy(zero_copy_only=False).view(np.uint8)
+    _strings.pack_rows(data, vlen.Located(np.ascontiguousarray(offsets), na), out, 0)
+    return out
 
 
 def _dict_codes(pc, leaf, col: _In) -> np.ndarray:
@@ -706,13 +842,28 @@ def _attrs_of(schema, cols: list[_In]) -> dict[str, Any]:
     return out
 
 
-def _build(pa, source: _Source, kwargs: dict[str, Any], progress=None) -> ctable:
+def _string_mode(kwargs: dict[str, Any]) -> str:
+    """The ``strings`` argument of :func:`from_arrow` (taken out of `kwargs`).
+
+    Raises
+    ------
+    ValueError
+        For a value not in :data:`STRING_MODES`.
+    """
+    mode = kwargs.pop("strings", "fixed")
+    if mode not in STRING_MODES:
+        raise ValueError(f"strings must be one of {STRING_MODES}, not {mode!r}")
+    return mode
+
+
+def _build(pa, source: _Source, kwargs: dict[str, Any], progress=None,
+           mode: str = "fixed") -> ctable:
     """A new ctable holding every batch of `source` (`progress` as :func:`from_parquet`'s)."""
     import pyarrow.compute as pc
 
     from bcolzx.ctable import ctable
 
-    cols = [_plan_in(pa, f) for f in source.schema]
+    cols = [_plan_in(pa, f, mode) for f in source.schema]
     if not cols:
         raise ValueError("the Arrow data has no columns: a ctable needs at least one")
     _measure(pc, source, cols)
@@ -769,7 +920,9 @@ def from_arrow(data, rootdir=None, **kwargs) -> ctable:
     **kwargs
         For the :class:`~bcolzx.ctable.ctable` constructor: ``mode``,
         ``cparams``, ``chunklen``, ``expectedlen`` (default: the row count,
-        when known), ``dflt``, ``auto_flush``.
+        when known), ``dflt``, ``auto_flush``; and ``strings``: ``"fixed"``
+        (default) or ``"vlen"``, how string and binary columns that bcolzx
+        did not write are stored (see the module docstring).
 
     Returns
     -------
@@ -791,22 +944,24 @@ def from_arrow(data, rootdir=None, **kwargs) -> ctable:
     """
     pa = _import_pyarrow()
     kwargs = {"rootdir": rootdir, **kwargs}
+    mode = _string_mode(kwargs)
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     if isinstance(data, pa.Table):
-        return _build(pa, _table_source(data), kwargs)
+        return _build(pa, _table_source(data), kwargs, mode=mode)
     if not isinstance(data, pa.RecordBatchReader):
         if not hasattr(data, "__arrow_c_stream__"):
             raise TypeError(f"from_arrow needs a pyarrow Table, RecordBatch, "
                             f"RecordBatchReader or an Arrow C stream, not "
                             f"{type(data).__name__}")
         data = pa.RecordBatchReader.from_stream(data)
-    cols = [_plan_in(pa, f) for f in data.schema]
+    cols = [_plan_in(pa, f, mode) for f in data.schema]
     if not _needs_width(cols):
         once = iter(data)
-        return _build(pa, _Source(data.schema, lambda columns, rows: once, None), kwargs)
+        return _build(pa, _Source(data.schema, lambda columns, rows: once, None), kwargs,
+                      mode=mode)
     with tempfile.TemporaryDirectory(prefix="bcolzx-arrow-") as tmpdir:
-        return _build(pa, _spooled(pa, data, tmpdir), kwargs)
+        return _build(pa, _spooled(pa, data, tmpdir), kwargs, mode=mode)
 
 
 def from_parquet(path, rootdir=None, columns: Sequence[str] | None = None, *,
@@ -876,5 +1031,7 @@ def from_parquet(path, rootdir=None, columns: Sequence[str] | None = None, *,
         def batches(cols, rows):
             return pf.iter_batches(batch_size=rows, columns=cols if cols is not None else wanted)
 
-        return _build(pa, _Source(schema, batches, pf.metadata.num_rows),
-                      {"rootdir": rootdir, **kwargs}, progress)
+        kwargs = {"rootdir": rootdir, **kwargs}
+        mode = _string_mode(kwargs)
+        return _build(pa, _Source(schema, batches, pf.metadata.num_rows), kwargs, progress,
+                      mode)

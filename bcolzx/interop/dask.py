@@ -166,7 +166,13 @@ def _memory_token(ca: carray) -> str:
     for entry in ca.engine.store.get(0, ca.nchunks):
         h.update(entry if isinstance(entry, (bytes, bytearray, memoryview))
                  else repr(entry).encode())
-    h.update(np.ascontiguousarray(ca.leftover_array).view(np.uint8).tobytes())
+    left = ca.leftover_array
+    if left.dtype.hasobject:  # strings or bytes: their encoded chunk
+        from bcolzx._format import strings
+
+        h.update(strings.encode_rows(left, strings.item_kind(left.dtype) or "pickle"))
+    else:
+        h.update(np.ascontiguousarray(left).view(np.uint8).tobytes())
     return h.hexdigest()
 
 
@@ -217,7 +223,7 @@ class ArraySource:
         CorruptDataError, UnsupportedFormatError
             If the metadata is damaged.
         """
-        from bcolzx._storage import ChunkedArray, DirectoryStore
+        from bcolzx._storage import DirectoryStore, engine_for
         from bcolzx._storage.legacy import LegacyStore
 
         if self.objects is not None:
@@ -229,16 +235,16 @@ class ArraySource:
                 assert self.sizes is not None
                 ostore = remote.ObjectStore(self.objects, self.storage, self.sizes,
                                             readonly=True)
-            return ChunkedArray(ostore, nthreads=1)
+            return engine_for(ostore, nthreads=1)
         if self.storage is None:
-            return ChunkedArray(LegacyStore.open(self.rootdir, readonly=True), nthreads=1)
+            return engine_for(LegacyStore.open(self.rootdir, readonly=True), nthreads=1)
         cl, k = self.storage.chunklen, self.storage.chunks_per_superchunk
         rows = min(self.sizes.shape[0], -(-stop // cl) * cl)
         nfiles = ceil(ceil(rows / cl) / k)
         sizes = replace(self.sizes, shape=(rows, *self.sizes.shape[1:]),
                         generations=self.sizes.generations[:nfiles])
         store = DirectoryStore(self.rootdir, self.storage, sizes, readonly=True)
-        return ChunkedArray(store, nthreads=1)
+        return engine_for(store, nthreads=1)  # a VlenArray for strings and bytes
 
     def read(self, start: int, stop: int) -> np.ndarray:
         """Rows ``start .. stop-1`` of the recorded state.
@@ -350,7 +356,7 @@ def to_dask_array(ca: carray, chunks: int | None = None) -> dask.array.Array:
     >>> x.chunks, int(x.sum().compute())
     (((4, 4, 2),), 45)
     """
-    refuse_objects(ca, "a Dask array read by bcolzx's tasks")
+    refuse_objects(ca, "a Dask array read by bcolzx's tasks", vlen_ok=True)
     da = _import("dask.array", "carray.to_dask()")
     rowbytes = ca.atomsize
     rows = _aligned_rows(ca.chunklen, rowbytes, _superchunk_chunks(ca),
@@ -648,7 +654,8 @@ def to_dask_dataframe(ct: ctable, columns=None, index=None, sorted: bool | None 
             if isinstance(columns, str) else list(columns)
         for name in names:
             ct.cols[name]  # noqa: B018 - KeyError for an unknown column
-    refuse_objects(ct, "a Dask dataframe read by bcolzx's tasks", [*index_cols, *names])
+    refuse_objects(ct, "a Dask dataframe read by bcolzx's tasks", [*index_cols, *names],
+                   vlen_ok=True)
     used = list(dict.fromkeys([*index_cols, *ct.names]))
     token = tokenize(ct)
     spec = TableSpec(tuple(names), tuple(index_cols), spec_attrs,

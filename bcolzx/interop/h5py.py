@@ -27,6 +27,13 @@ they are.  ``datetime64``/``timedelta64`` are stored as their int64 counts
 and ``U<n>`` as its raw UCS-4 code units (``S<4n>``), as
 :mod:`bcolzx.interop.pytables` does; the NumPy dtype is then recorded in the
 dataset attribute ``bcolzx_dtype`` and restored on reading.
+Variable-length strings (``StringDType``) are HDF5 variable-length UTF-8
+strings (``h5py.string_dtype()``) and ``vlen_dtype(bytes)`` is h5py's own
+variable-length bytes (ASCII strings), both without a filter (HDF5 filters
+see only the heap references) and without a fill value; HDF5 refuses NUL
+characters in them (ValueError), and missing strings are refused.  Reading,
+a UTF-8 variable-length string dataset becomes a ``StringDType`` carray and
+an ASCII one a bytes carray.
 
 The carray's ``dflt`` is the dataset's fill value, and back.
 
@@ -65,6 +72,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bcolzx._format import strings
 from bcolzx.interop import pytables as _tables_interop
 from bcolzx.interop._common import (
     block_rows,
@@ -246,12 +254,13 @@ def to_hdf5(ca: carray, filepath, nodepath: str = "/carray", mode: str = "w", cp
     >>> back[:].tolist(), back.dflt.tolist()
     ([[0, 1], [2, 3], [4, 5]], -1)
     """
-    refuse_objects(ca, "HDF5")
+    refuse_objects(ca, "HDF5", vlen_ok=True)
     h5py = _import_h5py()
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     _tables_interop._split_nodepath(nodepath)
-    stored = _storage_dtype(ca.dtype)
+    vlen = _vlen_out(h5py, ca.dtype)
+    stored = _storage_dtype(ca.dtype) if vlen is None else vlen
     cp = _as_cparams(ca, cparams)
     attrs = ca.attrs.getall()
     for name in attrs:
@@ -261,21 +270,42 @@ def to_hdf5(ca: carray, filepath, nodepath: str = "/carray", mode: str = "w", cp
     n, rowshape, rowbytes = len(ca), ca.shape[1:], ca.atomsize
     chunk_rows = max(1, min(ca.chunklen, MAX_CHUNK_BYTES // rowbytes))
     fill = np.asarray(ca.dflt, dtype=ca.dtype).reshape(())
+    extra = {} if vlen is not None else \
+        {"fillvalue": fill.view(stored), **_compression(cp, compression)}
     with h5py.File(os.fspath(filepath), mode) as h5:
         if nodepath.rstrip("/") in h5:
             raise ValueError(f"{filepath} already has a node {nodepath!r}")
         dset = h5.create_dataset(nodepath, shape=ca.shape, dtype=stored,
                                  maxshape=(None, *rowshape), chunks=(chunk_rows, *rowshape),
-                                 fillvalue=fill.view(stored), **_compression(cp, compression))
+                                 **extra)
         blen = block_rows(rowbytes, chunk_rows)
         report = reporter(progress, n * rowbytes)
         for lo in range(0, n, blen):
             hi = min(n, lo + blen)
-            dset[lo:hi] = ca[lo:hi].view(stored)
+            dset[lo:hi] = ca[lo:hi].view(stored) if vlen is None else _no_na(ca[lo:hi])
             report((hi - lo) * rowbytes)
         _tables_interop._write_attrs(dset, attrs, {})
-        if stored != ca.dtype:
+        if vlen is None and stored != ca.dtype:
             dset.attrs[DTYPE_ATTR] = ca.dtype.str
+
+
+def _vlen_out(h5py, dtype: np.dtype):
+    """h5py's dtype for a carray of variable-length strings or bytes, else None."""
+    kind = strings.item_kind(dtype)
+    if kind == "utf8":
+        return h5py.string_dtype("utf-8")
+    if kind == "bytes":
+        return h5py.vlen_dtype(bytes)
+    return None
+
+
+def _no_na(block: np.ndarray) -> np.ndarray:
+    """A block of strings or bytes as h5py writes it; missing strings refused."""
+    if strings.is_string(block.dtype) and hasattr(block.dtype, "na_object") and \
+            strings.exact_bounds(block)[2]:
+        raise ValueError("the carray holds missing strings, which HDF5 variable-length "
+                         "strings cannot hold; fill them first")
+    return block
 
 
 # -- reading ---------------------------------------------------------------------------
@@ -321,6 +351,11 @@ def _dataset_dtype(dset, filepath: str) -> tuple[np.dtype, np.dtype]:
     """(the dataset's dtype, the carray's)."""
     from bcolzx.errors import CorruptDataError
 
+    h5py = _import_h5py()
+    info = h5py.check_string_dtype(dset.dtype)
+    if info is not None and info.length is None:  # variable-length: utf-8 text, ascii bytes
+        return dset.dtype, strings.string_dtype() if info.encoding == "utf-8" else \
+            strings.BYTES_DTYPE
     stored = _plain(dset.dtype)
     if stored.hasobject:
         raise TypeError(f"node {dset.name!r} holds variable-length or reference data "
@@ -349,25 +384,31 @@ def _read_dataset(dset, filepath: str, kwargs: dict[str, Any], progress) -> carr
     chunks = dset.chunks
     if chunks is not None and tuple(chunks[1:]) == rowshape:
         defaults["chunklen"] = int(chunks[0])
+    vlen = strings.item_kind(dtype) in ("utf8", "bytes")
     fill = dset.fillvalue
-    if fill is not None:
+    if fill is not None and not vlen:
         defaults["dflt"] = np.asarray(fill, dtype=stored).reshape(()).view(dtype)
     ca = new_carray(dtype, rowshape, defaults, kwargs)
     unit = chunks[0] if chunks is not None else 1
     blen = block_rows(ca.atomsize, unit)
-    buf = np.empty((min(blen, n), *rowshape), dtype=stored)
+    buf = np.empty((min(blen, n), *rowshape), dtype=stored) if not vlen else None
+    source = dset.astype(dtype) if strings.is_string(dtype) else dset
     report = reporter(progress, n * ca.atomsize)
     with discard_on_error(ca):
         for lo in range(0, n, blen):
             hi = min(n, lo + blen)
-            block = buf[:hi - lo]
             try:
-                dset.read_direct(block, np.s_[lo:hi])
+                if buf is None:  # variable-length: h5py makes the strings or bytes
+                    block = source[lo:hi]
+                else:
+                    block = buf[:hi - lo]
+                    dset.read_direct(block, np.s_[lo:hi])
+                    block = block.view(dtype)
             except OSError as exc:
                 if unreadable is None:
                     raise
                 raise unreadable from exc
-            ca.append(block.view(dtype))
+            ca.append(block)
             report(block.nbytes)
         for name, value in _read_attrs(dset).items():
             ca.attrs[name] = value

@@ -14,14 +14,22 @@ datetime64 and timedelta64 in any unit)
     As they are, without a copy.  NaN and NaT are ordinary values.
 Strings (pandas 3's default ``str`` dtype, ``string``, and ``object``
 columns holding only str)
-    A fixed-width ``U<n>`` column, `n` the longest string in the column (at
-    least 1).  Missing values are refused with a ValueError naming the column
-    (storing them as ``""`` would not round-trip); fill them first.
-    Trailing NUL characters are lost, as always with NumPy fixed-width
-    strings.  Legacy bcolz pickled such columns, one file per row; bcolzx
-    does not.
+    By default (``strings="vlen"``) a variable-length column of NumPy's
+    ``StringDType`` (docs/format/strings.md): each string as UTF-8, no
+    padding, never pickled.  Missing values of a ``str`` or ``string``
+    column are stored as missing (``StringDType(na_object=nan)``) and read
+    back as the column's own missing value; an ``object`` column of str with
+    missing values is stored pickled with ``allow_pickle``, else refused.
+    With ``strings="fixed"``, a fixed-width ``U<n>`` column, `n` the longest
+    string in the column (at least 1), which legacy bcolz can read:
+    missing values are then refused with a ValueError naming the column
+    (storing them as ``""`` would not round-trip), and trailing NUL
+    characters are lost, as always with NumPy fixed-width strings.  Legacy
+    bcolz pickled such columns, one file per row; bcolzx does not.
 Bytes (``object`` columns holding only bytes)
-    A fixed-width ``S<n>`` column, with the same rules as strings.
+    By default a variable-length bytes column (``bcolzx.vlen_dtype(bytes)``);
+    with ``strings="fixed"`` a fixed-width ``S<n>`` column.  Missing values
+    are refused as for fixed-width strings.
 Other ``object`` columns (mixed types, decimals, dates, or str with missing values)
     With ``allow_pickle=True`` (or ``bcolzx.defaults.allow_pickle``), an
     object column: each value pickled, read back exactly (missing values
@@ -75,6 +83,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bcolzx._format import strings as _strings
 from bcolzx.errors import PickleNotAllowedError
 from bcolzx.interop._common import column_names
 
@@ -96,6 +105,8 @@ INDEX_NAMES_KEY = "index:names"
 INDEX_FREQ_KEY = "index:freq"
 #: Orientations accepted by :func:`to_dataframe` (as ``DataFrame.from_dict``).
 ORIENTS = ("columns", "index")
+#: How :func:`from_dataframe` stores text columns (its ``strings`` argument).
+STRING_MODES = ("vlen", "fixed")
 
 _NUMPY_KINDS = "biufcmM"
 
@@ -146,7 +157,8 @@ def _encode_tz(pd, name: str, values) -> tuple[np.ndarray, dict[str, Any]]:
     return utc, {TZ_KEY + name: tzname}
 
 
-def _encode_strings(pd, name: str, values, pickled: bool) -> tuple[np.ndarray, dict[str, Any]]:
+def _encode_strings(pd, name: str, values, pickled: bool,
+                    mode: str = "vlen") -> tuple[np.ndarray, dict[str, Any]]:
     dtype = values.dtype
     kind = "bytes" if getattr(dtype, "kind", None) == "S" else "string"
     if dtype == np.dtype(object):
@@ -156,10 +168,26 @@ def _encode_strings(pd, name: str, values, pickled: bool) -> tuple[np.ndarray, d
         if kind not in ("string", "bytes", "empty"):
             raise PickleNotAllowedError(
                 f"storing column {name!r} (object values of kind {kind!r}; only str or bytes "
-                "object columns are stored without pickle, as fixed-width strings)")
-    if values.isna().any():
+                "object columns are stored without pickle)")
+    missing = values.isna().any()
+    if mode == "vlen":
+        if kind == "bytes":
+            if missing:
+                raise ValueError(f"column {name!r} has missing values; a bytes column cannot "
+                                 "hold them (fill them first)")
+            return values.to_numpy(dtype=object).astype(_strings.BYTES_DTYPE), \
+                {DTYPE_KEY + name: str(dtype)}
+        if missing and dtype == np.dtype(object):
+            raise ValueError(f"column {name!r} (object) has missing values, which are kept "
+                             "exactly only pickled (allow_pickle=True); or convert the "
+                             "column to pandas' str dtype first")
+        text = _strings.string_dtype("nan" if missing else None)
+        return values.to_numpy(dtype=text, na_value=np.nan if missing else None), \
+            {DTYPE_KEY + name: str(dtype)}
+    if missing:
         raise ValueError(f"column {name!r} has missing values; fixed-width strings cannot "
-                         "hold them (fill them first, e.g. with fillna(''))")
+                         "hold them (fill them first, e.g. with fillna(''), or store them "
+                         "variable-length: strings='vlen')")
     code = "S" if kind == "bytes" else "U"
     arr = np.asarray(values.to_numpy(dtype=object), dtype=code)
     # NumPy's own width can exceed the longest item (all-empty columns get U2, S8).
@@ -169,16 +197,18 @@ def _encode_strings(pd, name: str, values, pickled: bool) -> tuple[np.ndarray, d
     return arr, {DTYPE_KEY + name: str(dtype)}
 
 
-def _encode(pd, name: str, values, pickled: bool = False) -> tuple[np.ndarray, dict[str, Any]]:
+def _encode(pd, name: str, values, pickled: bool = False,
+            mode: str = "vlen") -> tuple[np.ndarray, dict[str, Any]]:
     """`values` (a Series or an Index) as a NumPy array, plus the attrs that rebuild it;
-    `pickled`: object columns that are not plain strings are stored as objects."""
+    `pickled`: object columns that are not plain strings are stored as objects;
+    `mode`: text as variable-length ("vlen") or fixed-width ("fixed") items."""
     dtype = values.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         return _encode_categorical(name, values)
     if isinstance(dtype, pd.DatetimeTZDtype):
         return _encode_tz(pd, name, values)
     if dtype == np.dtype(object) or pd.api.types.is_string_dtype(dtype):
-        return _encode_strings(pd, name, values, pickled)
+        return _encode_strings(pd, name, values, pickled, mode)
     if isinstance(dtype, np.dtype):
         if dtype.kind not in _NUMPY_KINDS:
             raise TypeError(f"column {name!r}: dtype {dtype} is not supported")
@@ -224,7 +254,10 @@ def from_dataframe(df: pandas.DataFrame, **kwargs) -> ctable:
         ``rootdir``, ``mode``, ``cparams``, ``chunklen``, ``expectedlen``,
         ``dflt``, ``auto_flush``, ``allow_pickle`` (store object columns that
         are not plain strings pickled; default
-        ``bcolzx.defaults.allow_pickle``).
+        ``bcolzx.defaults.allow_pickle``); and, for this function only,
+        ``strings``: ``"vlen"`` (default) stores text and bytes columns as
+        variable-length items, ``"fixed"`` as fixed-width ``U``/``S``
+        columns (what legacy bcolz directories hold).
 
     Returns
     -------
@@ -256,15 +289,20 @@ def from_dataframe(df: pandas.DataFrame, **kwargs) -> ctable:
     >>> from bcolzx.interop.pandas import from_dataframe, to_dataframe
     >>> df = pd.DataFrame({"x": [1.5, 2.5], "s": ["a", "bcd"]})
     >>> ct = from_dataframe(df)
-    >>> ct.dtype
-    dtype([('x', '<f8'), ('s', '<U3')])
+    >>> ct.cols["s"].dtype
+    StringDType()
     >>> to_dataframe(ct).equals(df)
     True
+    >>> from_dataframe(df, strings="fixed").dtype
+    dtype([('x', '<f8'), ('s', '<U3')])
     """
     pd = _import_pandas()
     from bcolzx.ctable import ctable
     from bcolzx.defaults import defaults
 
+    mode = kwargs.pop("strings", "vlen")
+    if mode not in STRING_MODES:
+        raise ValueError(f"strings must be one of {STRING_MODES}, not {mode!r}")
     allow = kwargs.get("allow_pickle")
     pickled = defaults.allow_pickle if allow is None else bool(allow)
     if not isinstance(df, pd.DataFrame):
@@ -280,12 +318,12 @@ def from_dataframe(df: pandas.DataFrame, **kwargs) -> ctable:
                              "already exists; rename the index or the column")
     names, arrays, meta = [], [], {}
     for colname, _, values in levels:
-        arr, more = _encode(pd, colname, values, pickled)
+        arr, more = _encode(pd, colname, values, pickled, mode)
         names.append(colname)
         arrays.append(arr)
         meta.update(more)
     for i, label in enumerate(labels):
-        arr, more = _encode(pd, label, df.iloc[:, i], pickled)
+        arr, more = _encode(pd, label, df.iloc[:, i], pickled, mode)
         names.append(label)
         arrays.append(arr)
         meta.update(more)
@@ -332,6 +370,8 @@ def _decode(pd, name: str, col: carray, meta: dict[str, Any]):
             return arr.astype(object)
         if dtype != arr.dtype:
             return pd.array(arr, dtype=dtype)
+    if _strings.is_string(arr.dtype):  # pandas' own text dtype, missing values as NaN
+        return pd.array(arr, dtype=pd.StringDtype(na_value=np.nan))
     return arr
 
 

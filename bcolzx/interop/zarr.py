@@ -31,6 +31,15 @@ dtypes, which it cannot shard (both refused with a TypeError).  Zarr v3
 records no byte order in the data type (the ``bytes`` codec does): a
 big-endian carray comes back in native byte order, with the same values.
 
+Variable-length strings and bytes
+---------------------------------
+A ``StringDType`` carray becomes a Zarr v3 ``string`` array (the
+``vlen-utf8`` codec) and a ``vlen_dtype(bytes)`` one a
+``variable_length_bytes`` array (``vlen-bytes``), and back, each chunk's
+items copied without padding.  Zarr's strings have no missing value: a
+``StringDType(na_object=...)`` carray is written as plain strings, and one
+that holds a missing value is refused with a ValueError naming it.
+
 Groups
 ------
 A ctable becomes a group with one array per column and the ctable's attrs
@@ -137,8 +146,9 @@ def _write_array(parent, name: str | None, ca: carray, chunks, shards, overwrite
     shard_shape = _shape_along_rows(shards, rowshape, "shards", None)
     if shard_shape is not None and any(s % c for s, c in zip(shard_shape, chunk_shape)):
         raise ValueError(f"shards {shard_shape} must be a multiple of chunks {chunk_shape}")
-    kw = {"shape": ca.shape, "dtype": ca.dtype, "chunks": chunk_shape, "shards": shard_shape,
-          "compressors": _blosc_codec(cp), "fill_value": ca.dflt[()],
+    dtype, fill, check_na = _zarr_dtype_out(ca)
+    kw = {"shape": ca.shape, "dtype": dtype, "chunks": chunk_shape, "shards": shard_shape,
+          "compressors": _blosc_codec(cp), "fill_value": fill,
           "attributes": attributes, "overwrite": overwrite}
     if name is None:
         z = zarr.create_array(parent, **kw)
@@ -149,9 +159,36 @@ def _write_array(parent, name: str | None, ca: carray, chunks, shards, overwrite
     n = len(ca)
     for lo in range(0, n, blen):
         block = ca[lo:min(n, lo + blen)]
+        if check_na:
+            block = _without_na(block, "the carray" if name is None else f"column {name!r}")
         z[lo:lo + len(block)] = block
         report(block.nbytes)
     return z
+
+
+def _zarr_dtype_out(ca: carray) -> tuple[Any, Any, bool]:
+    """``(Zarr data type, fill value, whether blocks may hold missing strings)`` of `ca`."""
+    from bcolzx._format import strings
+
+    if strings.is_string(ca.dtype):
+        fill = ca.dflt[()]
+        return strings.string_dtype(), fill if isinstance(fill, str) else "", \
+            hasattr(ca.dtype, "na_object")
+    if strings.is_bytes(ca.dtype):
+        from zarr.core.dtype import VariableLengthBytes
+
+        return VariableLengthBytes(), ca.dflt[()], False
+    return ca.dtype, ca.dflt[()], False
+
+
+def _without_na(block: np.ndarray, what: str) -> np.ndarray:
+    """A block of strings with a missing value as plain StringDType (Zarr's)."""
+    from bcolzx._format import strings
+
+    if strings.exact_bounds(block)[2]:
+        raise ValueError(f"{what} holds missing strings, which a Zarr string array cannot "
+                         "hold; fill them first")
+    return block.astype(strings.string_dtype())
 
 
 def to_zarr(obj, store, chunks=None, shards=None, mode: str = "w", cparams=None, *,
@@ -211,7 +248,7 @@ def to_zarr(obj, store, chunks=None, shards=None, mode: str = "w", cparams=None,
     """
     from bcolzx.carray import carray
 
-    refuse_objects(obj, "Zarr")
+    refuse_objects(obj, "Zarr", vlen_ok=True)
     zarr = _import_zarr()
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
@@ -252,12 +289,26 @@ def _cparams_of(z) -> dict[str, Any] | None:
     return None
 
 
+def _dtype_in(z) -> np.dtype:
+    """The carray dtype of Zarr array `z`: its NumPy dtype, or bcolzx's bytes
+    dtype for a ``variable_length_bytes`` array."""
+    from bcolzx._format import strings
+
+    dtype = np.dtype(z.dtype)
+    if dtype == np.dtype(object) and \
+            type(z.metadata.data_type).__name__ == "VariableLengthBytes":
+        return strings.BYTES_DTYPE
+    return dtype
+
+
 def _array_defaults(z) -> dict[str, Any]:
     """Constructor defaults for a carray holding Zarr array `z`."""
+    from bcolzx._format import strings
+
     if z.ndim == 0:
         raise ValueError("a 0-d Zarr array cannot be a carray (at least one dimension)")
-    dtype = np.dtype(z.dtype)
-    if dtype.hasobject:
+    dtype = _dtype_in(z)
+    if dtype.hasobject and strings.item_kind(dtype) not in ("utf8", "bytes"):
         raise TypeError(f"the Zarr array holds variable-length data ({z.dtype}), which "
                         "bcolzx does not import")
     out: dict[str, Any] = {"expectedlen": max(int(z.shape[0]), 1)}
@@ -278,7 +329,7 @@ def _unit(z) -> int:
 
 
 def _read_array(z, kwargs: dict[str, Any], progress) -> carray:
-    ca = new_carray(np.dtype(z.dtype), tuple(z.shape[1:]), _array_defaults(z), kwargs)
+    ca = new_carray(_dtype_in(z), tuple(z.shape[1:]), _array_defaults(z), kwargs)
     n = int(z.shape[0])
     blen = block_rows(ca.atomsize, _unit(z))
     report = reporter(progress, n * ca.atomsize)
@@ -327,7 +378,7 @@ def _read_group(group, kwargs: dict[str, Any], progress) -> ctable:
         defaults.pop("expectedlen")
         if given is not None:
             defaults["cparams"] = merge_cparams(defaults.get("cparams"), given)
-        empties.append(carray(np.empty((0, *z.shape[1:]), np.dtype(z.dtype)), **defaults))
+        empties.append(carray(np.empty((0, *z.shape[1:]), _dtype_in(z)), **defaults))
     kwargs.setdefault("expectedlen", max(n, 1))
     auto_flush = kwargs.pop("auto_flush", kwargs.get("rootdir") is not None)
     ct = ctable(empties, names=names, auto_flush=False, **kwargs)

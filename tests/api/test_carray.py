@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import bcolzx
 from bcolzx import carray
-from bcolzx.errors import ReadOnlyError
+from bcolzx.errors import MaskLengthError, ReadOnlyError
 
 
 @pytest.fixture(params=["memory", "disk"])
@@ -362,3 +362,93 @@ def test_leftover_array_is_a_snapshot_that_later_appends_leave_alone():
     for k in range(30):  # fills and hands off the chunk behind it, many times over
         c.append(np.full(70, -1.0))
     np.testing.assert_array_equal(left, np.arange(200.0, 250.0))
+
+
+@pytest.mark.parametrize("dtype", ["u1", "i1", "u2", "i2", "i4", "u8"])
+def test_index_arrays_of_any_integer_dtype_index_long_carrays(make, dtype):
+    # The range checks and the shift of negative indices are done in int64: in the key's own
+    # dtype, a uint8 key on 300 rows overflowed (OverflowError) instead of selecting.
+    data = np.arange(300, dtype="i4") * 2
+    ca = make(data.copy(), chunklen=64)
+    key = np.array([8, 120, 8] + ([-1, -100] if np.dtype(dtype).kind == "i" else [255]),
+                   dtype=dtype)
+    np.testing.assert_array_equal(ca[key], data[key])
+    ca[key] = -5
+    data[key] = -5
+    np.testing.assert_array_equal(_reopen(ca)[:], data)
+    short = make(np.arange(5))
+    for bad in (np.iinfo(dtype).max, 5) + ((-6, np.iinfo(dtype).min) if dtype[0] == "i" else ()):
+        with pytest.raises(IndexError):
+            short[np.array([1, bad], dtype=dtype)]
+
+
+def test_empty_tuple_key_is_every_row_as_in_numpy(make):
+    data = np.arange(10)
+    ca = make(data.copy(), chunklen=4)
+    np.testing.assert_array_equal(ca[()], data[()])
+    ca[()] = 7
+    data[()] = 7
+    np.testing.assert_array_equal(_reopen(ca)[:], data)
+
+
+@pytest.mark.parametrize("args, dtype", [
+    ((-3, 3, 0.5), "int32"),        # start and start + step stored as ints first: step 1
+    ((0, 1, 0.1), "float16"),        # the progression computed in float32
+    ((0, 3, 0.7), "complex64"),
+    ((65530, 65540, 1), "uint16"),   # wraps around, as NumPy's
+    ((10, 0, -3), "uint8"),
+    ((0.5, 3000.5, 1.25), "float32"),
+    ((-300, 70000, 7), "int16"),
+])
+def test_arange_with_a_dtype_is_numpys(args, dtype):
+    got = bcolzx.arange(*args, dtype=dtype, chunklen=16)[:]
+    want = np.arange(*args, dtype=dtype)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("args, dtype, error", [
+    ((-6, 30, 7), "uint16", OverflowError),  # -6 is not a uint16 (NumPy 2)
+    ((0, 3, 1), "bool", TypeError),         # more than two booleans
+])
+def test_arange_raises_what_numpy_raises(tmp_path, args, dtype, error):
+    with pytest.raises(error):
+        np.arange(*args, dtype=dtype)
+    with pytest.raises(error):
+        bcolzx.arange(*args, dtype=dtype, rootdir=str(tmp_path / "a"))
+    assert not (tmp_path / "a").exists()  # refused before anything is created
+
+
+def test_a_mask_of_the_wrong_length_is_an_index_and_a_value_error(make):
+    # NumPy raises IndexError, legacy bcolz ValueError: MaskLengthError is both.
+    ca = make(np.arange(10), chunklen=4)
+    for use in (lambda m: ca[m], lambda m: ca.__setitem__(m, 1)):
+        for mask in (np.ones(11, bool), np.ones(9, bool), carray(np.ones(3, bool))):
+            with pytest.raises(MaskLengthError) as info:
+                use(mask)
+            assert isinstance(info.value, IndexError) and isinstance(info.value, ValueError)
+    np.testing.assert_array_equal(ca[:], np.arange(10))
+
+
+def test_data_that_cannot_be_converted_raise_numpys_class():
+    with pytest.raises(ValueError, match="cannot make an array of dtype float64"):
+        carray(np.array(["x"]), dtype="float64")  # as legacy (and NumPy), not TypeError
+    with pytest.raises(TypeError):
+        carray([{"a": 1}], dtype="float64")
+    # NumPy raises a UnicodeEncodeError here, whose constructor takes five arguments: the
+    # error was rebuilt as type(exc)(message) and failed with TypeError from that.
+    accented = np.array(["été"])
+    with pytest.raises(ValueError, match="codec"):
+        carray(accented, dtype="datetime64[D]")
+    with pytest.raises(ValueError, match="codec"):
+        carray(np.zeros(2, "datetime64[D]")).append(accented)
+    with pytest.raises(ValueError, match="codec"):
+        bcolzx.ctable([np.zeros(2, "datetime64[D]")], names=["a"]).append([accented])
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 2)])
+def test_where_takes_an_empty_list_as_an_empty_mask(shape):
+    # np.asarray([]) is float64: the empty list was refused as "not a boolean array"
+    assert list(bcolzx.zeros(shape).where([])) == []
+    with pytest.raises(ValueError):
+        list(bcolzx.zeros(3).where([]))  # but it must still have the carray's length

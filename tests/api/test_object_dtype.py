@@ -611,7 +611,11 @@ def test_dataframes_with_object_columns_need_the_switch():
     assert ct["o"].dtype == object and ct["s"].dtype == object
     pd.testing.assert_frame_equal(ct.todataframe(), df)
     plain = bcolzx.ctable.fromdataframe(df[["a"]].assign(s=["x", "y", "z"]))
-    assert plain["s"].dtype.kind == "U"  # plain strings stay fixed-width
+    # plain strings are never pickled: variable-length strings (docs/format/strings.md) ...
+    assert plain["s"].dtype == np.dtypes.StringDType() and plain["s"].engine.kind == "utf8"
+    # ... or fixed-width on request
+    fixed = bcolzx.ctable.fromdataframe(df[["a"]].assign(s=["x", "y", "z"]), strings="fixed")
+    assert fixed["s"].dtype == np.dtype("U1")
 
 
 # -- the format --------------------------------------------------------------------------

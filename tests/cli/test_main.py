@@ -10,7 +10,7 @@ import bcolzx
 from bcolzx.cli import COMMANDS
 from bcolzx.cli.common import EXIT_STATUS_HELP
 
-SUBCOMMANDS = ["info", "ls", "verify", "convert", "compact", "export", "import", "demo",
+SUBCOMMANDS = ["info", "ls", "verify", "repair", "convert", "compact", "export", "import", "demo",
                "bench"]
 
 

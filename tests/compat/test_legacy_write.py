@@ -45,6 +45,7 @@ import pytest
 
 import bcolzx
 from bcolzx._ext import codec
+from bcolzx._format import jsonfile
 from bcolzx._format.layout import LOCK_FILE
 from bcolzx._storage import legacy as legacy_store
 
@@ -1171,6 +1172,8 @@ def test_failed_flush_keeps_the_flushed_state(name, failure, tmp_path, monkeypat
     attribute, replacement = FAILURES[failure]
     with monkeypatch.context() as mp:
         mp.setattr(legacy_store, attribute, replacement)
+        if attribute == "os":  # chunk files are fsynced by write_atomic, before their rename
+            mp.setattr(jsonfile, "os", replacement)
         with pytest.raises(OSError, match="simulated") as info:
             obj.flush()
     assert str(path) in str(info.value) or any(str(path) in n for n in

@@ -138,6 +138,8 @@ def test_bad_input_raises_clear_errors(tmp_path):
         h5.create_group("grp")
         h5["scalar"] = 5.0
         h5.create_dataset("vlen", data=["a", "bc"], dtype=h5py.string_dtype())
+        ragged = h5.create_dataset("ragged", shape=(2,), dtype=h5py.vlen_dtype(np.int32))
+        ragged[0] = np.arange(3, dtype=np.int32)
         h5.create_dataset("null", dtype="f8", shape=None)
         h5["bad"] = np.arange(3)
         h5["bad"].attrs["bcolzx_dtype"] = "not a dtype"
@@ -147,8 +149,10 @@ def test_bad_input_raises_clear_errors(tmp_path):
         bcolzx.fromhdf5(path, "/nothere")
     with pytest.raises(TypeError, match="Group"):
         bcolzx.fromhdf5(path, "/grp")
+    # variable-length strings are imported (tests/strings), other variable-length data not
+    assert bcolzx.fromhdf5(path, "/vlen")[:].tolist() == ["a", "bc"]
     with pytest.raises(TypeError, match="variable-length"):
-        bcolzx.fromhdf5(path, "/vlen")
+        bcolzx.fromhdf5(path, "/ragged")
     for node in ("scalar", "null"):
         with pytest.raises(ValueError, match="dimension"):
             bcolzx.fromhdf5(path, node)
@@ -169,7 +173,7 @@ def test_bad_input_raises_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="reserved"):
         ca.tohdf5(path, "/z", mode="a")
     with h5py.File(path, "r") as h5:
-        assert sorted(h5) == ["bad", "grp", "null", "scalar", "vlen"]
+        assert sorted(h5) == ["bad", "grp", "null", "ragged", "scalar", "vlen"]
 
 
 def test_docstring_examples_run():

@@ -77,32 +77,32 @@ def test_all_supported_columns_together_roundtrip(roundtrip):
 @pytest.mark.parametrize("dtype", ["str", "string", object])
 def test_strings_become_fixed_width_unicode_of_the_longest(roundtrip, dtype):
     df = pd.DataFrame({"s": pd.Series(["a", "héé", "", "xyzw€"], dtype=dtype)})
-    ct = from_dataframe(df)
+    ct = from_dataframe(df, strings="fixed")
     assert ct.dtype["s"] == np.dtype("U5")
     np.testing.assert_array_equal(ct.cols["s"][:], ["a", "héé", "", "xyzw€"])
-    assert_frame_equal(roundtrip(df), df)
+    assert_frame_equal(roundtrip(df, strings="fixed"), df)
 
 
 @pytest.mark.parametrize("values, dtype, stored", [
     ([], "str", "U1"), (["", ""], "str", "U1"), ([b"", b""], object, "S1"),
 ])
 def test_empty_strings_still_get_one_character(values, dtype, stored):
-    ct = from_dataframe(pd.DataFrame({"s": pd.Series(values, dtype=dtype)}))
+    ct = from_dataframe(pd.DataFrame({"s": pd.Series(values, dtype=dtype)}), strings="fixed")
     assert ct.dtype["s"] == np.dtype(stored)
 
 
 def test_object_bytes_become_fixed_width_bytes(roundtrip):
     df = pd.DataFrame({"b": pd.Series([b"x", b"\x00yz", b""], dtype=object)})
-    ct = from_dataframe(df)
+    ct = from_dataframe(df, strings="fixed")
     assert ct.dtype["b"] == np.dtype("S3")
-    assert_frame_equal(roundtrip(df), df)
+    assert_frame_equal(roundtrip(df, strings="fixed"), df)
 
 
 @pytest.mark.parametrize("dtype", ["str", "string", object])
 def test_missing_strings_are_refused_naming_the_column(dtype):
     df = pd.DataFrame({"ok": [1, 2], "name": pd.Series(["a", None], dtype=dtype)})
     with pytest.raises(ValueError, match="'name'.*missing"):
-        from_dataframe(df)
+        from_dataframe(df, strings="fixed")
 
 
 @pytest.mark.parametrize("values", [["a", b"b"], [1, "a"], [datetime.date(2020, 1, 1)] * 2])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import time
 
 from . import corruption as C
@@ -64,6 +65,82 @@ def corruption_campaign(workdir: str, chunk_flips: int = 10_000, masks: int = 8,
         "bad": [f"{v.outcome}: {v.mutation}: {v.detail[:300]}" for v in native.bad[:20]],
         "table": native.table(), "legacy_table": legacy.table(),
     }
+
+
+def salvage_campaign(workdir: str, masks: int = 8, ctable_flips: int = 2000,
+                     seed: int = 0) -> dict:
+    """What damage to superchunk files costs, chunk by chunk, and what repair recovers.
+
+    The carray recipe (3 files of 4 slots): `masks` XOR masks on every byte
+    of every header and index copy, runs of 8 and 16 zero bytes at every
+    offset of the committed index copies, every file cut at every 5th byte
+    of its data region; the ctable recipe (4 columns, 256-slot files):
+    `ctable_flips` random flips over headers and index copies.  Each
+    mutation: every chunk read on its own (lost / wrong); for every 10th,
+    ``bcolzx.repair`` into a new directory, and the rows it carries over
+    compared with the pristine ones.
+    """
+    import numpy as np
+
+    import bcolzx
+
+    rng = random.Random(seed)
+    start = time.monotonic()
+    out: dict = {"wrong": 0, "families": {}}
+    repaired = {"runs": 0, "rows": 0, "rows_recovered": 0, "rows_lost": 0, "bad": 0}
+    for kind in ("carray", "ctable"):
+        path = os.path.join(workdir, "salvage-" + kind)
+        RECIPES[kind](path)
+        regions = {}
+        for cdir in C._carray_dirs(path):
+            regions.update(C.superchunk_regions(cdir))
+        families: dict[str, list] = {}
+        if kind == "carray":
+            families["flip header/index"] = C.exhaustive_flips(
+                path, {"header", "index", "other-index"}, rng, masks)
+            for width in (8, 16):
+                families[f"zero {width} bytes of the committed index"] = [
+                    C.Mutation("zero", p, "index", off, width)
+                    for p, regs in sorted(regions.items()) for r, a, b in regs if r == "index"
+                    for off in range(a, b - width + 1)]
+            families["truncate in the data region"] = [
+                C.Mutation("truncate", p, "superchunk", n)
+                for p, regs in sorted(regions.items())
+                for n in range(regs[2][2], os.path.getsize(p), 5)]
+        else:
+            families["flip header/index"] = [
+                m for region in ("header", "index", "other-index")
+                for m in C.random_flips(path, region, ctable_flips // 3, rng)]
+        pristine = bcolzx.open(path, mode="r")[:]
+        for name, muts in families.items():
+            tally = C.salvage_campaign(path, muts)
+            out["wrong"] += len(tally.wrong)
+            out["families"][f"{kind}: {name}"] = {
+                "mutations": tally.mutations, "chunks lost per mutation": dict(
+                    sorted(tally.lost.items())), "wrong": len(tally.wrong)}
+            for m in muts[::10]:
+                dst = os.path.join(workdir, "repaired")
+                with C.applied(m):
+                    report = bcolzx.repair(path, dst)
+                got = bcolzx.open(dst, mode="r")[:]
+                rows = np.ones(len(pristine), bool)
+                for ranges in report.lost.values():
+                    for a, b in ranges:
+                        rows[a:b] = False
+                same = got == pristine if kind == "carray" else np.all(
+                    [(got[n] == pristine[n]).reshape(len(got), -1).all(axis=1)
+                     for n in pristine.dtype.names], axis=0)
+                if kind == "carray":
+                    same |= np.isnan(got) & np.isnan(pristine)
+                repaired["runs"] += 1
+                repaired["rows"] += len(pristine)
+                repaired["rows_recovered"] += int(rows.sum())
+                repaired["rows_lost"] += int((~rows).sum())
+                repaired["bad"] += int((~same & rows).sum())
+                shutil.rmtree(dst)
+    out["repair"] = repaired
+    out["seconds"] = round(time.monotonic() - start, 1)
+    return out
 
 
 #: How each crash family's kills are timed: the longest delay after the fork, in s.

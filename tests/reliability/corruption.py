@@ -9,9 +9,14 @@ copy serves thousands of mutations), and classifies the result:
 ``detected``
     reading raised :class:`bcolzx.CorruptDataError` (or a subclass) and
     ``verify`` reported at least one problem;
+``salvaged``
+    reading returned exactly the pristine values and ``verify`` reported
+    the damage as a problem (a damaged header or committed index copy that
+    the data still proves, docs/format/superchunk.md §6; a zone map no read uses);
 ``noted``
     reading returned exactly the pristine values and ``verify`` reported
-    the damage (a part no read uses: the index copy that is not committed);
+    the damage as a note (a part no read uses: the index copy that is not
+    committed);
 ``harmless``
     reading returned exactly the pristine values and ``verify`` found
     nothing (damage to bytes no reader ever looks at: dead space);
@@ -143,7 +148,8 @@ def file_roles(rootdir: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Mutation:
-    """One way of damaging a dataset: ``kind`` is flip, truncate, delete or swap."""
+    """One way of damaging a dataset: ``kind`` is flip, zero (`mask` bytes from
+    `offset`), truncate, delete or swap."""
 
     kind: str
     path: str
@@ -155,6 +161,8 @@ class Mutation:
     def __str__(self) -> str:
         if self.kind == "flip":
             return f"flip {self.path}[{self.offset}] ^ {self.mask:#04x} ({self.region})"
+        if self.kind == "zero":
+            return f"zero {self.path}[{self.offset}:{self.offset + self.mask}] ({self.region})"
         if self.kind == "truncate":
             return f"truncate {self.path} to {self.offset} ({self.region})"
         if self.kind == "swap":
@@ -185,6 +193,11 @@ class applied:
         m = self.m
         if m.kind == "flip":
             _xor(m.path, m.offset, m.mask)
+        elif m.kind == "zero":  # `mask` bytes from `offset` set to zero
+            self._save(m.path)
+            with open(m.path, "r+b") as f:
+                f.seek(m.offset)
+                f.write(bytes(m.mask))
         elif m.kind == "truncate":
             self._save(m.path)
             os.truncate(m.path, m.offset)
@@ -350,7 +363,7 @@ def judge(rootdir: str, m: Mutation, pristine: dict) -> Verdict:
         if read == "different":
             outcome = "WRONG"
         else:
-            outcome = "harmless" if verify_ok and not noted else "noted"
+            outcome = "salvaged" if not verify_ok else "noted" if noted else "harmless"
     elif isinstance(read_exc, CorruptDataError) and not verify_ok:
         outcome = "detected"
     elif isinstance(read_exc, (BcolzxError, FileNotFoundError)) and not verify_ok:
@@ -406,4 +419,76 @@ def campaign(rootdir: str, mutations: list[Mutation], tally: Tally | None = None
         tally.add(judge(rootdir, m, pristine))
     if observe(rootdir) != pristine:  # pragma: no cover - the harness must undo everything
         raise AssertionError("the harness did not restore the dataset")
+    return tally
+
+
+# -- salvage: what each chunk costs ------------------------------------------------------
+
+
+def chunk_reads(rootdir: str) -> dict[tuple[str, int], object]:
+    """Every chunk of every column read on its own, through the public API.
+
+    ``{(column directory, chunk): values}``; a chunk whose read raises
+    :class:`CorruptDataError` maps to None (lost).  Other exceptions propagate.
+    """
+    import numpy as np
+
+    out: dict[tuple[str, int], object] = {}
+    for cdir in _carray_dirs(rootdir):
+        c = bcolzx.carray(rootdir=cdir, mode="r")
+        step = c.chunklen
+        try:  # the common case, in one read: everything is readable
+            whole = np.array(c[:])
+        except CorruptDataError:
+            whole = None
+        for n, start in enumerate(range(0, len(c), step)):
+            if whole is not None:
+                out[(cdir, n)] = whole[start:start + step]
+                continue
+            try:
+                out[(cdir, n)] = np.array(c[start:start + step])
+            except CorruptDataError:
+                out[(cdir, n)] = None
+    return out
+
+
+@dataclass
+class ChunkTally:
+    """Chunks lost and chunks wrong after each mutation (:func:`salvage_campaign`)."""
+
+    mutations: int = 0
+    lost: Counter = field(default_factory=Counter)   # chunks lost per mutation -> count
+    wrong: list = field(default_factory=list)        # (mutation, chunk key)
+    worst: tuple = (0, None)                         # (most chunks lost, its mutation)
+
+
+def _same(a, b) -> bool:
+    import numpy as np
+
+    return a.dtype == b.dtype and a.shape == b.shape and (
+        np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+
+
+def salvage_campaign(rootdir: str, mutations: list[Mutation],
+                     tally: ChunkTally | None = None) -> ChunkTally:
+    """Apply each mutation, read every chunk on its own, count the chunks lost; a chunk
+    read with other values than the pristine one is recorded as wrong."""
+    tally = tally or ChunkTally()
+    pristine = chunk_reads(rootdir)
+    if any(v is None for v in pristine.values()):  # pragma: no cover - a broken recipe
+        raise AssertionError("the pristine dataset has unreadable chunks")
+    for m in mutations:
+        with applied(m):
+            seen = chunk_reads(rootdir)
+        lost = 0
+        for key, want in pristine.items():
+            got = seen.get(key)
+            if got is None:
+                lost += 1
+            elif not _same(got, want):
+                tally.wrong.append((m, key))
+        tally.mutations += 1
+        tally.lost[lost] += 1
+        if lost > tally.worst[0]:
+            tally.worst = (lost, m)
     return tally

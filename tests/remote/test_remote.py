@@ -182,6 +182,38 @@ def test_in_place_writes_refused_and_nothing_lost(url, so):
     np.testing.assert_array_equal(bcolzx.open(url, storage_options=so)[:], a)
 
 
+def test_row_deletion_refused_and_nothing_lost(url, so):
+    """Deleting rows rewrites stored chunks: refused on object storage, as trim is."""
+    a = _data(10_000)
+    _write(url, so, a)
+    w = bcolzx.open(url, mode="a", storage_options=so)
+    for indices in ([0], [len(a) - 1], np.arange(len(a)) % 2 == 0):
+        with pytest.raises(AppendOnlyError) as info:
+            w.delete(indices)
+        assert isinstance(info.value, PermissionError)
+        assert url in str(info.value) and "copy" in str(info.value)
+    assert len(w) == len(a)
+    np.testing.assert_array_equal(bcolzx.open(url, storage_options=so)[:], a)
+
+    n = 5000
+    cols = [np.arange(n, dtype="i8"), np.arange(n, dtype="f8") / 3]
+    turl = f"{url}-table"
+    bcolzx.ctable(cols, names=["i", "x"], rootdir=turl, storage_options=so, mode="w",
+                  chunklen=1024).flush()
+    t = bcolzx.open(turl, mode="a", storage_options=so)
+    for kw in ({"indices": [0, 1]}, {"where": "i >= 4000"}):
+        with pytest.raises(AppendOnlyError) as info:
+            t.delete(**kw)
+        assert isinstance(info.value, PermissionError)
+        assert turl in str(info.value) and "copy" in str(info.value)
+    with pytest.raises(AppendOnlyError):  # the engine refuses too, under any caller
+        t["i"].engine.delete(np.array([0], dtype=np.int64))
+    r = bcolzx.open(turl, storage_options=so)
+    assert len(r) == n
+    for name, col in zip(r.names, cols):
+        np.testing.assert_array_equal(r[name][:], col)
+
+
 def test_missing_dataset(url, so):
     with pytest.raises(DatasetNotFoundError) as info:
         bcolzx.open(url, storage_options=so)

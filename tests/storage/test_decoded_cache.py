@@ -221,3 +221,26 @@ def test_reads_on_many_threads_agree(arr):
         t.join()
     assert not errors
     assert DECODED.nbytes > 0
+
+
+def test_an_array_collected_inside_the_caches_lock_does_not_deadlock(tmp_path):
+    """A garbage collection can start at any allocation, also while the cache's
+    lock is held (in a put, a drop): the finalizer of an engine collected
+    then must not wait for that lock."""
+    c = bcolzx.carray(np.arange(10_000), chunklen=1000)
+    c[:3000], c[:3000]
+    assert DECODED.nbytes == 3000 * 8
+    done = threading.Event()
+
+    def collect_while_locked():
+        with DECODED._lock:         # as inside put() when a collection starts
+            nonlocal c
+            del c
+            gc.collect()            # runs the engine's finalizer
+        done.set()
+
+    worker = threading.Thread(target=collect_while_locked, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert done.is_set(), "the finalizer waited for the cache's lock"
+    assert DECODED.nbytes == 0      # its chunks went at the next use

@@ -1,0 +1,455 @@
+# NumPy StringDType arrays to and from variable-length chunks, with the GIL released.
+#
+# The chunk layout (docs/format/strings.md) is decoded and validated by
+# bcolzx._format.vlen, which hands this module the absolute offsets of the
+# items and the rows that are missing (NA).  Here the items are checked to be
+# UTF-8 and packed into a StringDType array through NumPy's NpyString API
+# (numpy/ndarraytypes.h, NumPy >= 2.0), and a StringDType array is turned
+# back into a chunk.  Nothing loops in Python per row, and nothing builds a
+# Python str.
+#
+# Built against NumPy 2's C API (NPY_TARGET_VERSION 2.0): imported only for
+# StringDType data, which exists only there.
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memcpy
+
+cimport numpy as cnp
+import numpy as np
+from numpy cimport (
+    PyArray_StringDTypeObject,
+    npy_packed_static_string,
+    npy_static_string,
+    npy_string_allocator,
+)
+
+
+# NumPy's own declarations lack nogil; these functions take the allocator's
+# lock, not the GIL (NumPy's string ufunc loops call them without it).
+cdef extern from "numpy/arrayobject.h" nogil:
+    npy_string_allocator* NpyString_acquire_allocator(const PyArray_StringDTypeObject* descr)
+    void NpyString_release_allocator(npy_string_allocator* allocator)
+    int NpyString_load(npy_string_allocator* allocator,
+                       const npy_packed_static_string* packed_string,
+                       npy_static_string* unpacked_string)
+    int NpyString_pack_null(npy_string_allocator* allocator,
+                            npy_packed_static_string* packed_string)
+    int NpyString_pack(npy_string_allocator* allocator,
+                       npy_packed_static_string* packed_string, const char* buf, size_t size)
+
+
+cnp.import_array()
+
+cdef uint32_t _NA = 0xFFFFFFFF
+cdef Py_ssize_t _HEAD = 8
+#: The length that marks a missing (NA) row in a chunk's length table.
+NA_LENGTH = _NA
+#: Bytes before the length table: the item count, a little-endian uint64.
+HEAD = _HEAD
+
+
+cdef Py_ssize_t _utf8_error(const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    """The position of the first byte of `p[:n]` that is not well-formed UTF-8
+    (shortest form, no surrogates, at most U+10FFFF, per the Unicode standard's
+    table 3-7), or -1 when all of it is."""
+    cdef Py_ssize_t i = 0
+    cdef uint8_t b, b1
+    cdef uint64_t word
+    while i < n:
+        # Eight ASCII bytes at a time (the common case for tickers and text).
+        while i + 8 <= n:
+            memcpy(&word, p + i, 8)
+            if word & 0x8080808080808080ULL:
+                break
+            i += 8
+        if i >= n:
+            break
+        b = p[i]
+        if b < 0x80:
+            i += 1
+            continue
+        if b < 0xC2:
+            return i  # a continuation byte, or an overlong two-byte lead
+        if b < 0xE0:
+            if i + 1 >= n or (p[i + 1] & 0xC0) != 0x80:
+                return i
+            i += 2
+            continue
+        if b < 0xF0:
+            if i + 2 >= n:
+                return i
+            b1 = p[i + 1]
+            if (b == 0xE0 and not 0xA0 <= b1 <= 0xBF) or \
+                    (b == 0xED and not 0x80 <= b1 <= 0x9F) or (b1 & 0xC0) != 0x80 or \
+                    (p[i + 2] & 0xC0) != 0x80:
+                return i  # overlong, a surrogate, or a bad continuation
+            i += 3
+            continue
+        if b < 0xF5:
+            if i + 3 >= n:
+                return i
+            b1 = p[i + 1]
+            if (b == 0xF0 and not 0x90 <= b1 <= 0xBF) or \
+                    (b == 0xF4 and not 0x80 <= b1 <= 0x8F) or (b1 & 0xC0) != 0x80 or \
+                    (p[i + 2] & 0xC0) != 0x80 or (p[i + 3] & 0xC0) != 0x80:
+                return i  # overlong, beyond U+10FFFF, or a bad continuation
+            i += 4
+            continue
+        return i  # 0xF5..0xFF never occur in UTF-8
+    return -1
+
+
+def utf8_error(src) -> int:
+    """The position of the first byte of `src` that is not well-formed UTF-8, or -1.
+
+    Well-formed: shortest form, no surrogate code points, nothing beyond
+    U+10FFFF (what Python's ``bytes.decode('utf-8')`` accepts).
+
+    Raises
+    ------
+    TypeError
+        If `src` does not support the buffer protocol.
+    """
+    cdef const uint8_t[::1] view = src
+    cdef Py_ssize_t at
+    if view.shape[0] == 0:
+        return -1
+    with nogil:
+        at = _utf8_error(&view[0], view.shape[0])
+    return at
+
+
+cdef inline npy_packed_static_string* _slot(cnp.ndarray arr, Py_ssize_t i) noexcept nogil:
+    return <npy_packed_static_string*>(cnp.PyArray_BYTES(arr) + i * cnp.PyArray_STRIDES(arr)[0])
+
+
+cdef _check_strings(cnp.ndarray arr, str what):
+    if not isinstance(arr.dtype, _STRING_DTYPE) or arr.ndim != 1:
+        raise TypeError(f"{what} must be a 1-D StringDType array, not {arr.dtype} of "
+                        f"{arr.ndim} dimensions")
+
+
+_STRING_DTYPE = np.dtypes.StringDType
+
+
+def pack(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, cnp.ndarray out,
+         Py_ssize_t first):
+    """Rows ``first .. first + len(out) - 1`` of a decoded chunk into `out`.
+
+    Parameters
+    ----------
+    chunk : bytes-like
+        The decompressed chunk.
+    offsets : int64 array
+        ``N + 1`` absolute offsets of its items, validated
+        (:func:`bcolzx._format.vlen.decode`); a missing row has an empty span.
+    na : uint8 array or None
+        1 for each of the ``N`` rows that is missing (NA); None when none is.
+    out : numpy.ndarray
+        A 1-D StringDType array (a view is fine), written in place; a missing
+        row needs a dtype with an ``na_object``.
+    first : int
+        The first row of the chunk to take.
+
+    Returns
+    -------
+    int
+        -1, or the row of the chunk whose bytes are not well-formed UTF-8
+        (`out` is then partly written).
+
+    Raises
+    ------
+    TypeError
+        If `out` is not a 1-D StringDType array.
+    ValueError
+        If the rows are not in the chunk, or a missing row meets a dtype
+        without an ``na_object``.
+    MemoryError
+        If NumPy cannot allocate a string.
+    """
+    _check_strings(out, "out")
+    cdef Py_ssize_t count = out.shape[0]
+    cdef Py_ssize_t n = offsets.shape[0] - 1
+    cdef const uint8_t[::1] missing
+    cdef bint has_na = na is not None
+    if first < 0 or n < 0 or first + count > n:
+        raise ValueError(f"rows {first}..{first + count} are not in a chunk of {n} rows")
+    if has_na:
+        missing = na
+        if missing.shape[0] != n:
+            raise ValueError(f"{missing.shape[0]} NA flags for {n} rows")
+    cdef PyArray_StringDTypeObject* descr = <PyArray_StringDTypeObject*>cnp.PyArray_DESCR(out)
+    if has_na and descr.na_object == NULL:
+        raise ValueError("the chunk holds missing values and the dtype has no na_object")
+    if count == 0:
+        return -1
+    cdef const uint8_t* base = &chunk[0] if chunk.shape[0] else NULL
+    cdef Py_ssize_t r, bad = -1, failed = -1, outside = -1
+    cdef Py_ssize_t size = chunk.shape[0]
+    cdef int64_t a, b, lo = offsets[first], hi = offsets[first + count]
+    cdef bint whole = False
+    cdef npy_string_allocator* allocator
+    with nogil:
+        # Fast path: the rows' bytes are contiguous; when they are well-formed
+        # UTF-8 as a whole, a row is too unless it starts inside a character
+        # (checked below, one byte per row).
+        if 0 <= lo <= hi <= size:
+            whole = _utf8_error(base + lo, hi - lo) < 0
+        allocator = NpyString_acquire_allocator(descr)
+        for r in range(count):
+            a, b = offsets[first + r], offsets[first + r + 1]
+            if not 0 <= a <= b <= size:
+                outside = first + r
+                break
+            if has_na and missing[first + r]:
+                if NpyString_pack_null(allocator, _slot(out, r)) < 0:
+                    failed = r
+                    break
+                continue
+            if whole and lo <= a <= b <= hi:
+                if a < b and (base[a] & 0xC0) == 0x80 or \
+                        b < hi and (base[b] & 0xC0) == 0x80:
+                    bad = first + r
+                    break
+            elif _utf8_error(base + a, b - a) >= 0:
+                bad = first + r
+                break
+            if NpyString_pack(allocator, _slot(out, r), <const char*>(base + a),
+                              <size_t>(b - a)) < 0:
+                failed = r
+                break
+        NpyString_release_allocator(allocator)
+    if outside >= 0:
+        raise ValueError(f"row {outside} is not inside the chunk (its offsets were not "
+                         "validated)")
+    if failed >= 0:
+        raise MemoryError(f"NumPy could not store string {failed} of a chunk")
+    return bad
+
+
+def encode(cnp.ndarray rows, bint na_ok):
+    """The chunk holding `rows` (a 1-D StringDType array): the item count, the
+    length table as four byte planes, then the UTF-8 items.
+
+    Parameters
+    ----------
+    rows : numpy.ndarray
+        The strings (missing values are NA).
+    na_ok : bool
+        Whether missing values may be stored (the dataset has an ``na_object``).
+
+    Returns
+    -------
+    bytes
+        The uncompressed chunk (docs/format/strings.md).
+
+    Raises
+    ------
+    TypeError
+        If `rows` is not a 1-D StringDType array.
+    ValueError
+        For a missing value when `na_ok` is false, or a string of 4 GiB or more.
+    MemoryError
+        If the chunk cannot be allocated.
+    """
+    _check_strings(rows, "rows")
+    cdef Py_ssize_t n = rows.shape[0], i, k
+    cdef PyArray_StringDTypeObject* descr = <PyArray_StringDTypeObject*>cnp.PyArray_DESCR(rows)
+    cdef npy_string_allocator* allocator
+    cdef npy_static_string s
+    cdef int state
+    cdef Py_ssize_t total = 0, bad_na = -1, too_long = -1, failed = -1
+    with nogil:
+        allocator = NpyString_acquire_allocator(descr)
+        for i in range(n):
+            state = NpyString_load(allocator, _slot(rows, i), &s)
+            if state < 0:
+                failed = i
+                break
+            if state == 1:
+                if not na_ok:
+                    bad_na = i
+                    break
+                continue
+            if s.size >= _NA:
+                too_long = i
+                break
+            total += s.size
+        NpyString_release_allocator(allocator)
+    if failed >= 0:
+        raise MemoryError(f"NumPy could not load string {failed}")
+    if bad_na >= 0:
+        raise ValueError(f"row {bad_na} is missing (NA), and this array stores no missing "
+                         "values (its StringDType has no na_object)")
+    if too_long >= 0:
+        raise ValueError(f"string {too_long} is 4 GiB or longer, more than a chunk can hold")
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, _HEAD + 4 * n + total)
+    cdef uint8_t* p = <uint8_t*>PyBytes_AS_STRING(out)
+    cdef uint8_t* items = p + _HEAD + 4 * n
+    cdef uint64_t count = n
+    cdef uint32_t length
+    for k in range(8):
+        p[k] = (count >> (8 * k)) & 0xFF
+    with nogil:
+        allocator = NpyString_acquire_allocator(descr)
+        for i in range(n):
+            state = NpyString_load(allocator, _slot(rows, i), &s)
+            if state < 0:
+                failed = i
+                break
+            if state == 1:
+                length = _NA
+            else:
+                length = <uint32_t>s.size
+                if s.size:
+                    memcpy(items, s.buf, s.size)
+                    items += s.size
+            for k in range(4):
+                p[_HEAD + k * n + i] = (length >> (8 * k)) & 0xFF
+        NpyString_release_allocator(allocator)
+    if failed >= 0:
+        raise MemoryError(f"NumPy could not load string {failed}")
+    return out
+
+
+def bounds(cnp.ndarray rows):
+    """The rows holding the smallest and the largest string of `rows` (a 1-D
+    StringDType array), compared as UTF-8 bytes (code point order), and
+    whether a row is missing (NA).
+
+    Returns
+    -------
+    tuple
+        ``(lo, hi, has_na)``: row numbers, -1 when every row is missing.
+
+    Raises
+    ------
+    TypeError
+        If `rows` is not a 1-D StringDType array.
+    MemoryError
+        If NumPy cannot load a string.
+    """
+    _check_strings(rows, "rows")
+    cdef Py_ssize_t n = rows.shape[0], i, lo = -1, hi = -1, failed = -1
+    cdef PyArray_StringDTypeObject* descr = <PyArray_StringDTypeObject*>cnp.PyArray_DESCR(rows)
+    cdef npy_string_allocator* allocator
+    cdef npy_static_string s, smin, smax
+    cdef int state
+    cdef bint has_na = False
+    with nogil:
+        allocator = NpyString_acquire_allocator(descr)
+        for i in range(n):
+            state = NpyString_load(allocator, _slot(rows, i), &s)
+            if state < 0:
+                failed = i
+                break
+            if state == 1:
+                has_na = True
+                continue
+            if lo < 0:
+                lo = i
+                hi = i
+                smin = s
+                smax = s
+                continue
+            if _less(&s, &smin):
+                lo = i
+                smin = s
+            elif _less(&smax, &s):
+                hi = i
+                smax = s
+        NpyString_release_allocator(allocator)
+    if failed >= 0:
+        raise MemoryError(f"NumPy could not load string {failed}")
+    return lo, hi, has_na
+
+
+cdef inline bint _less(const npy_static_string* x, const npy_static_string* y) noexcept nogil:
+    cdef size_t m = x.size if x.size < y.size else y.size
+    cdef int c = memcmp(x.buf, y.buf, m) if m else 0
+    return c < 0 or (c == 0 and x.size < y.size)
+
+
+def planar_offsets(const uint8_t[::1] chunk, Py_ssize_t n, bint na_ok):
+    """The absolute offsets and missing rows of a planar chunk of `n` rows
+    (docs/format/strings.md), in one pass over its length planes.
+
+    Returns
+    -------
+    tuple
+        ``(offsets, na)``: ``n + 1`` int64 offsets (a missing row spans
+        nothing), and uint8 flags of the missing rows or None when none is.
+        ``offsets[n]`` is where the items end: the caller compares it with
+        the chunk's length.
+
+    Raises
+    ------
+    ValueError
+        If the planes do not fit in the chunk, or a row is missing and
+        `na_ok` is false (the message says "missing").
+    """
+    cdef Py_ssize_t size = chunk.shape[0], i
+    if n < 0 or _HEAD + 4 * n > size:
+        raise ValueError(f"{n} lengths do not fit in a chunk of {size} bytes")
+    offsets = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] o = offsets
+    cdef const uint8_t* p = &chunk[0] + _HEAD if size else NULL
+    cdef uint32_t length
+    cdef int64_t pos = _HEAD + 4 * n
+    cdef Py_ssize_t first_na = -1
+    o[0] = pos
+    with nogil:
+        for i in range(n):
+            length = p[i] | (<uint32_t>p[n + i] << 8) | (<uint32_t>p[2 * n + i] << 16) | \
+                (<uint32_t>p[3 * n + i] << 24)
+            if length == _NA:
+                if first_na < 0:
+                    first_na = i
+            else:
+                pos += length
+            o[i + 1] = pos
+    if first_na < 0:
+        return offsets, None
+    if not na_ok:
+        raise ValueError(f"row {first_na} is missing (NA) in a dataset that has no missing "
+                         "values")
+    na = np.zeros(n, dtype=np.uint8)
+    cdef uint8_t[::1] flags = na
+    with nogil:
+        for i in range(n):
+            if (p[i] & p[n + i] & p[2 * n + i] & p[3 * n + i]) == 0xFF:
+                flags[i] = 1
+    return offsets, na
+
+
+def na_mask(cnp.ndarray rows):
+    """1 for each missing (NA) row of `rows` (a 1-D StringDType array), as uint8.
+
+    Raises
+    ------
+    TypeError
+        If `rows` is not a 1-D StringDType array.
+    MemoryError
+        If NumPy cannot load a string.
+    """
+    _check_strings(rows, "rows")
+    cdef Py_ssize_t n = rows.shape[0], i, failed = -1
+    out = np.zeros(n, dtype=np.uint8)
+    cdef uint8_t[::1] flags = out
+    cdef PyArray_StringDTypeObject* descr = <PyArray_StringDTypeObject*>cnp.PyArray_DESCR(rows)
+    cdef npy_string_allocator* allocator
+    cdef npy_static_string s
+    cdef int state
+    with nogil:
+        allocator = NpyString_acquire_allocator(descr)
+        for i in range(n):
+            state = NpyString_load(allocator, _slot(rows, i), &s)
+            if state < 0:
+                failed = i
+                break
+            flags[i] = state == 1
+        NpyString_release_allocator(allocator)
+    if failed >= 0:
+        raise MemoryError(f"NumPy could not load string {failed}")
+    return out

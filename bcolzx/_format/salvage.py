@@ -1,0 +1,377 @@
+"""What a superchunk file still proves when its committed index copy is damaged.
+
+docs/format/superchunk.md §6.  A reader normally uses exactly the index copy
+whose generation ``meta/sizes`` names.  When that copy fails its checks (and
+no writer explains it: :mod:`bcolzx._storage.snapshot`), :func:`salvage`
+rebuilds as much of it as can be proved, slot by slot, and names the slots
+it cannot prove; their chunks raise when read, every other chunk reads
+normally.  What counts as proof, in order:
+
+1. **The copy's own crc, corrected.**  CRC-32C is linear, so the difference
+   between the stored and the computed crc (the *syndrome*) tells which
+   single-byte changes of the copy would make it match: every position
+   ``p`` and XOR mask ``e`` with ``crc(e at p) == syndrome``.  One damaged
+   byte is always among them (usually alone); a copy corrected by a
+   candidate must then pass every check of §3-§4 and carry the named
+   generation.  Slots on which the surviving candidates agree are proved;
+   the others are lost.
+2. **Entries checked against their chunks.**  When no single-byte
+   correction explains the damage (several bytes, a torn sector), a data
+   entry of the damaged copy is kept only if its chunk, read where it points,
+   passes its checksum over ``le64(global chunk number) || bytes`` and no
+   valid entry of the other copy points at another chunk that passes it too
+   (an older version of the same chunk: ambiguous, so lost) -- unless the
+   other copy is one generation older and the entry points past that copy's
+   data, where only chunks written since can be.  A special entry
+   carries no checksum: it is kept only when the other copy, valid, holds the
+   very same entry.
+3. **The metadata.**  ``nchunks`` and the last chunk's size are not taken
+   from the damaged copy: ``meta/sizes`` fixes them.  A damaged header is
+   replaced by the geometry of ``meta/storage`` when the index copy proves
+   the file's identity (its generation, drawn at random, as ``meta/sizes``
+   names it).
+
+A chunk is never read through an entry that is not proved: a lost slot
+raises :class:`~bcolzx.errors.CorruptDataError` naming file and chunk.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+
+from bcolzx._ext import index as _index
+from bcolzx._ext.checksum import crc32c
+from bcolzx.errors import BcolzxError, CorruptDataError
+
+__all__ = ["Salvaged", "salvage", "single_byte_corrections"]
+
+_POLY = 0x82F63B78  # CRC-32C, reflected
+
+
+def _table() -> tuple[list[int], dict[int, int], dict[int, int]]:
+    table = []
+    for i in range(256):
+        r = i
+        for _ in range(8):
+            r = (r >> 1) ^ (_POLY if r & 1 else 0)
+        table.append(r)
+    by_value = {v: i for i, v in enumerate(table) if i}
+    by_top = {v >> 24: i for i, v in enumerate(table)}
+    if len(by_top) != 256:  # pragma: no cover - a property of every CRC-32 table
+        raise AssertionError("CRC table top bytes are not distinct")
+    return table, by_value, by_top
+
+
+_TABLE, _BY_VALUE, _BY_TOP = _table()
+
+
+def single_byte_corrections(buf: bytes, covered: int, stored: int) -> list[tuple[int, int]]:
+    """Every ``(position, mask)`` whose XOR into `buf` makes its crc match.
+
+    `buf[:covered]` is what the crc covers and `stored` the crc as read from
+    bytes ``covered .. covered+3`` of the copy (a damaged byte may also be one
+    of those: positions ``covered`` to ``covered + 3``).  Empty when the crc
+    already matches or no single-byte change explains the difference.
+
+    The search walks the syndrome backwards through the CRC's register, one
+    zero byte at a time (the register's step is invertible: the top byte of
+    each table entry is unique), so it costs one step per byte of the copy.
+    """
+    syndrome = crc32c(bytes(buf[:covered])) ^ stored
+    if not syndrome:
+        return []
+    out = []
+    for j in range(4):  # the damage is in the stored crc itself
+        if syndrome == (syndrome & (0xFF << (8 * j))):
+            out.append((covered + j, syndrome >> (8 * j)))
+    r = syndrome
+    for d in range(covered):  # a byte e at covered-1-d, followed by d bytes
+        e = _BY_VALUE.get(r)
+        if e is not None:
+            out.append((covered - 1 - d, e))
+        i = _BY_TOP[r >> 24]
+        r = (((r ^ _TABLE[i]) << 8) | i) & 0xFFFFFFFF
+    return out
+
+
+@dataclass
+class Salvaged:
+    """The proved part of a damaged superchunk file's committed index.
+
+    Attributes
+    ----------
+    index : Index
+        The index with every proved slot below ``needed``; lost slots are empty.
+    copy : int
+        The copy (0 A, 1 B) the committed index is in.
+    lost : dict
+        ``{slot: reason}`` of the slots that could not be proved.
+    how : str
+        One sentence: what was damaged and how the index was rebuilt.
+    """
+
+    index: _index.Index
+    copy: int
+    how: str
+    lost: dict = field(default_factory=dict)
+
+
+def _raw(buf: bytes, nslots: int) -> tuple[int, list[tuple[int, int]], int, int]:
+    """(generation, entries, stored crc, reserved) of an index copy, unchecked."""
+    gen = struct.unpack_from("<Q", buf, 0)[0]
+    flat = struct.unpack_from(f"<{2 * nslots}Q", buf, 16)
+    covered = 16 + 16 * nslots
+    stored, reserved = struct.unpack_from("<II", buf, covered)
+    return gen, list(zip(flat[::2], flat[1::2])), stored, reserved
+
+
+def _decode(buf: bytes, g, size: int, path: str):
+    try:
+        return _index.Index.decode(buf, g.nslots, size, g.checksum_size, g.header_typesize,
+                                   path=path, chunk_size=g.chunk_size)
+    except CorruptDataError:
+        return None
+
+
+def _crc_ok(buf: bytes, nslots: int) -> bool:
+    covered = 16 + 16 * nslots
+    return crc32c(bytes(buf[:covered])) == struct.unpack_from("<I", buf, covered)[0]
+
+
+def _place(idx, slot: int, entry: tuple[int, int], g, size: int) -> str | None:
+    """Put `entry` in `slot` of `idx` if §4 allows it there; else why not."""
+    off, nb = entry
+    if off == _index.EMPTY and nb == _index.EMPTY:
+        return "its entry is empty"
+    try:
+        if off & _index.SPECIAL_FLAG:
+            kind = off & 0xFF
+            if off & ~_index.SPECIAL_FLAG & ~0xFF:
+                return "its special entry has reserved bits set"
+            value = None
+            if kind == _index.KIND_VALUE:
+                if not 1 <= g.header_typesize <= 8:
+                    return "its special entry does not fit the item size"
+                value = nb.to_bytes(8, "little")[:g.header_typesize]
+                if int.from_bytes(value, "little") != nb:
+                    return "its special value does not fit the item size"
+            elif nb:
+                return "its special entry has a non-zero nbytes"
+            idx.set_special(slot, kind, value, g.header_typesize)
+            return None
+        if off + nb + g.checksum_size > size:
+            return f"its chunk (offset {off}, {nb} bytes) lies beyond the end of the file " \
+                   f"({size} bytes)"
+        idx.set_data(slot, off, nb)
+    except (ValueError, OverflowError) as exc:
+        return f"its entry is invalid ({exc})"
+    return None
+
+
+def _chunk_verifies(fd: int, g, number: int, slot: int, entry: tuple[int, int],
+                    size: int) -> bool:
+    off, nb = entry
+    if off & _index.SPECIAL_FLAG or off < _index.data_start(g.nslots) or nb < 32 or \
+            off + nb + g.checksum_size > size or not g.checksum_size:
+        return False
+    blob = os.pread(fd, nb + g.checksum_size, off)
+    if len(blob) != nb + g.checksum_size:
+        return False
+    try:
+        _index.verify_chunk(g.checksum_type, number * g.nslots + slot, blob[:nb], blob[nb:])
+    except BcolzxError:
+        return False
+    return True
+
+
+def salvage(path: str, number: int, geometry, generation: int, needed: int,
+            last_size: int) -> Salvaged:
+    """Rebuild the committed index of superchunk file `path` from what can be proved.
+
+    Parameters
+    ----------
+    path : str
+        The superchunk file.
+    number : int
+        Its superchunk number.
+    geometry : Geometry
+        The dataset's (from ``meta/storage``).
+    generation : int
+        The index generation ``meta/sizes`` names for the file.
+    needed, last_size : int
+        Chunks the metadata needs from this file, and the size of the last.
+
+    Returns
+    -------
+    Salvaged
+        The proved index, with the slots that are lost.
+
+    Raises
+    ------
+    CorruptDataError
+        If nothing about the file can be proved: it is not this dataset's
+        superchunk `number` (its intact header says otherwise), or neither
+        index copy can be attributed to the named generation.
+    TruncatedDataError
+        If the file is missing or ends inside its index copies.
+    """
+    from bcolzx._format.superchunk import read_head
+
+    g = geometry
+    isize = _index.index_size(g.nslots)
+    size, head = read_head(path, g)
+    header_note = _check_header(head[:_index.HEADER_SIZE], number, g, path)
+    copies = [head[_index.HEADER_SIZE + c * isize:_index.HEADER_SIZE + (c + 1) * isize]
+              for c in (0, 1)]
+    from bcolzx._format import files as _files
+
+    fd = os.open(path, _files.READ_FLAGS)
+    try:
+        return _salvage(fd, copies, number, g, generation, needed, last_size, size, path,
+                        header_note)
+    finally:
+        os.close(fd)
+
+
+def _check_header(raw: bytes, number: int, g, path: str) -> str | None:
+    """None for an intact header of this file; a note for a damaged one.
+
+    An intact header that names another file or geometry raises: that is a
+    wrong file, not damage, and nothing in it belongs to this dataset.
+    """
+    from bcolzx._format.superchunk import header_mismatch
+
+    try:
+        head = _index.decode_header(raw, path)
+    except CorruptDataError as exc:  # an intact header of a newer format is not damage
+        return f"its header is damaged ({exc}); the geometry of meta/storage is used"
+    wrong = header_mismatch(head, number, g)
+    if wrong:
+        raise CorruptDataError(wrong, path=path)
+    return None
+
+
+def _finish(idx, needed: int, last_size: int):
+    """`idx` with the metadata's chunks only (nchunks and the last size from meta/sizes)."""
+    for slot in range(needed, idx.nslots):
+        idx.set_empty(slot)
+    idx.nchunks = needed
+    idx.last_chunk_size = last_size if needed else 0
+    return idx
+
+
+def _salvage(fd, copies, number, g, generation, needed, last_size, size, path,
+             header_note) -> Salvaged:
+    valid = [_decode(c, g, size, path) for c in copies]
+    for which in (0, 1):
+        idx = valid[which]
+        if idx is not None and idx.generation == generation:  # the header alone is damaged
+            return Salvaged(_finish(idx, needed, last_size), which, header_note or "")
+    raws = [_raw(c, g.nslots) for c in copies]
+    prefix = f"{header_note}; " if header_note else ""
+    # Which copy holds the named generation: the one that says so, else the
+    # only one that fails its crc while the other is intact with another generation.
+    named = [w for w in (0, 1) if raws[w][0] == generation]
+    if len(named) != 1:
+        broken = [w for w in (0, 1) if not _crc_ok(copies[w], g.nslots)]
+        if len(broken) == 1 and not named:
+            named = broken
+        else:
+            raise CorruptDataError(
+                prefix + f"neither index copy can be attributed to generation {generation}, "
+                "the one meta/sizes records", path=path)
+    which = named[0]
+    buf, other_buf = copies[which], copies[1 - which]
+    letter = "AB"[which]
+    covered = 16 + 16 * g.nslots
+    gen, entries, stored, reserved = raws[which]
+    idx = _index.Index(g.nslots)
+    idx.generation = generation
+    lost: dict[int, str] = {}
+
+    if _crc_ok(buf, g.nslots):
+        # The crc proves every byte: what fails is the file around it (cut short)
+        # or the reserved field; each entry that §4 allows is used as it is.
+        for slot in range(needed):
+            why = _place(idx, slot, entries[slot], g, size)
+            if why is not None:
+                lost[slot] = why
+        return Salvaged(_finish(idx, needed, last_size), which,
+                        prefix + f"index copy {letter} is intact (its crc matches) but "
+                        f"{len(lost)} of its entries fail their checks", lost)
+
+    fixes = []
+    for pos, mask in single_byte_corrections(buf, covered, stored):
+        fixed = bytearray(buf)
+        fixed[pos] ^= mask
+        cand = _decode(bytes(fixed), g, size, path)
+        if cand is not None and cand.generation == generation:
+            fixes.append((pos, cand))
+        elif cand is None and reserved == 0 and _crc_ok(bytes(fixed), g.nslots) and \
+                struct.unpack_from("<Q", fixed, 0)[0] == generation:
+            fixes.append((pos, _lenient(bytes(fixed), g, size, needed)))
+    if fixes:
+        for slot in range(needed):
+            seen = {c.entry(slot) for _, c in fixes}
+            if len(seen) == 1:  # an empty entry is refused by _place
+                why = _place(idx, slot, seen.pop(), g, size)
+                if why is not None:
+                    lost[slot] = why
+            else:
+                lost[slot] = "the damaged byte of its index copy may lie in its entry"
+        where = ", ".join(str(p) for p, _ in fixes)
+        return Salvaged(_finish(idx, needed, last_size), which,
+                        prefix + f"index copy {letter} has a damaged byte (at offset {where} of "
+                        f"the copy, found by its crc), corrected", lost)
+
+    # Several damaged bytes: each entry is checked against its chunk.
+    other_raw = raws[1 - which]
+    other_ok = _crc_ok(other_buf, g.nslots)
+    # The other copy one generation older: whatever the committed copy changed
+    # was written after that copy's data (a writer writes after all live data).
+    older_end = _extent(other_raw[1], g) if other_ok and other_raw[0] + 1 == generation \
+        else None
+    for slot in range(needed):
+        entry = entries[slot]
+        other = other_raw[1][slot] if other_ok else None
+        off = entry[0]
+        if off != _index.EMPTY and off & _index.SPECIAL_FLAG:
+            if entry != other:
+                lost[slot] = "its special entry carries no checksum and the other index " \
+                             "copy does not confirm it"
+                continue
+        elif not _chunk_verifies(fd, g, number, slot, entry, size):
+            lost[slot] = "its entry does not point at a chunk that passes its checksum"
+            continue
+        elif other is not None and other != entry and (
+                older_end is None or entry[0] < older_end) and \
+                _chunk_verifies(fd, g, number, slot, other, size):
+            lost[slot] = "the two index copies point at two versions of the chunk"
+            continue
+        why = _place(idx, slot, entry, g, size)
+        if why is not None:
+            lost[slot] = why
+    return Salvaged(_finish(idx, needed, last_size), which,
+                    prefix + f"index copy {letter} is damaged in several bytes; its entries "
+                    "were checked against their chunks' checksums", lost)
+
+
+def _extent(entries: list[tuple[int, int]], g) -> int:
+    """Where the data of a (crc-proved) copy's entries ends."""
+    end = _index.data_start(g.nslots)
+    for off, nb in entries:
+        if off != _index.EMPTY and not off & _index.SPECIAL_FLAG:
+            end = max(end, off + nb + g.checksum_size)
+    return end
+
+
+def _lenient(buf: bytes, g, size: int, needed: int):
+    """An index from a copy whose crc matches but whose entries §4 may reject."""
+    _, entries, _, _ = _raw(buf, g.nslots)
+    idx = _index.Index(g.nslots)
+    for slot in range(min(needed, g.nslots)):
+        if _place(idx, slot, entries[slot], g, size) is not None:
+            idx.set_empty(slot)
+    return idx

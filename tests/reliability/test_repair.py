@@ -1,0 +1,229 @@
+"""``bcolzx.repair``: every row that verifies comes back, every lost row is listed.
+
+Each single-byte flip of a header or index copy, each flip in chunk data and
+each file cut short is repaired (into a new directory, the damaged one left
+as it is): the repaired dataset verifies, holds exactly the pristine value in
+every row not listed as lost, the column's ``dflt`` in the lost rows (whose
+ranges are also recorded in its attributes), and lists exactly the chunks that
+cannot be read back.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+
+import numpy as np
+import pytest
+
+import bcolzx
+from bcolzx.repair import ATTR
+
+from . import corruption as C
+from .datasets import CHUNKLEN, RECIPES
+
+
+@pytest.fixture(scope="module")
+def carray_path(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("repair") / "ds")
+    RECIPES["carray"](path)
+    return path
+
+
+def _values(path):
+    return bcolzx.carray(rootdir=path, mode="r")[:]
+
+
+def _same_rows(a, b):
+    return (a == b) | (np.isnan(a) & np.isnan(b))
+
+
+def _repair_and_check(src, m, tmp, pristine):
+    dst = os.path.join(tmp, "out")
+    with C.applied(m):
+        report = bcolzx.repair(src, dst)
+        files_after = {p: open(p, "rb").read() for p in C.dataset_files(src)}
+    assert bcolzx.verify(dst).ok, str(m)
+    got = _values(dst)
+    assert len(got) == len(pristine), str(m)
+    lost = np.zeros(len(got), bool)
+    for a, b in report.lost.get("", []):
+        lost[a:b] = True
+    same = _same_rows(got, pristine)
+    assert same[~lost].all(), f"{m}: a row that verifies was not carried over"
+    assert (got[lost] == 0.0).all(), f"{m}: a lost row does not hold dflt"
+    attrs = bcolzx.carray(rootdir=dst, mode="r").attrs
+    if report.lost:
+        assert attrs[ATTR]["lost"] == {"": [list(r) for r in report.lost[""]]}
+    else:
+        assert ATTR not in attrs
+    assert attrs["units"] == "m/s"
+    shutil.rmtree(dst)
+    return report, files_after
+
+
+def test_every_index_flip_is_repaired_without_losing_a_row(carray_path, tmp_path):
+    pristine = _values(carray_path)
+    muts = C.exhaustive_flips(carray_path, {"header", "index", "other-index"},
+                              random.Random(21))
+    for m in muts[::3]:
+        report, _ = _repair_and_check(carray_path, m, str(tmp_path), pristine)
+        assert report.lost == {}, str(m)
+
+
+def test_a_flip_in_chunk_data_loses_exactly_that_chunk(carray_path, tmp_path):
+    pristine = _values(carray_path)
+    regions = C.superchunk_regions(carray_path)
+    for m in C.random_flips(carray_path, "chunk", 25, random.Random(22)):
+        report, _ = _repair_and_check(carray_path, m, str(tmp_path), pristine)
+        assert report.lost_rows in (CHUNKLEN, 727 % CHUNKLEN), (str(m), report.lost)
+        assert len(report.lost[""]) == 1
+    assert regions == C.superchunk_regions(carray_path)  # the source was never written
+
+
+def test_a_truncated_file_loses_the_chunks_past_the_cut(carray_path, tmp_path):
+    pristine = _values(carray_path)
+    regions = C.superchunk_regions(carray_path)
+    for path, regs in sorted(regions.items()):
+        chunks = [(a, b) for r, a, b in regs if r == "chunk"]
+        for cut in (chunks[0][0] + 1, chunks[-1][0] + 9):
+            m = C.Mutation("truncate", path, "superchunk", cut)
+            report, _ = _repair_and_check(carray_path, m, str(tmp_path), pristine)
+            want = sum(1 for _, b in chunks if b > cut)
+            assert sum(-(-(b - a) // CHUNKLEN) for a, b in report.lost[""]) == want, str(m)
+
+
+def test_dry_run_writes_nothing_and_cut_keeps_only_rows_read_back(tmp_path):
+    src = str(tmp_path / "ds")
+    RECIPES["carray"](src)
+    pristine = _values(src)
+    regions = C.superchunk_regions(src)
+    second = sorted(regions)[1]
+    (a, _), = [(a, b) for r, a, b in regions[second] if r == "chunk"][:1]
+    C._xor(second, a + 50, 0x20)
+    before = sorted(os.listdir(tmp_path))
+    report = bcolzx.repair(src, dry_run=True)
+    assert report.written is None and report.lost_rows == CHUNKLEN
+    assert sorted(os.listdir(tmp_path)) == before
+    first_lost = report.lost[""][0][0]
+    cut = bcolzx.repair(src, str(tmp_path / "cut"), lost="cut")
+    got = _values(str(tmp_path / "cut"))
+    assert cut.rows_written == len(got) == first_lost
+    np.testing.assert_array_equal(got, pristine[:first_lost])
+
+
+def test_in_place_keeps_the_damaged_original(tmp_path):
+    src = str(tmp_path / "ds")
+    RECIPES["carray"](src)
+    pristine = _values(src)
+    regions = C.superchunk_regions(src)
+    last = sorted(regions)[-1]
+    (a, _), = [(a, b) for r, a, b in regions[last] if r == "chunk"][:1]
+    C._xor(last, a + 50, 0x20)
+    damaged = {p[len(src):]: open(p, "rb").read() for p in C.dataset_files(src)}
+    report = bcolzx.repair(src)
+    assert report.written == src and os.path.isdir(report.damaged)
+    kept = {p[len(report.damaged):]: open(p, "rb").read()
+            for p in C.dataset_files(report.damaged) if not p.endswith("__lock__")}
+    assert kept == damaged
+    assert bcolzx.verify(src).ok
+    got = _values(src)
+    lost = np.zeros(len(got), bool)
+    for lo, hi in report.lost[""]:
+        lost[lo:hi] = True
+    assert lost.sum() == CHUNKLEN and _same_rows(got, pristine)[~lost].all()
+    assert sorted(os.listdir(tmp_path)) == sorted(["ds", os.path.basename(report.damaged)])
+
+
+def test_a_ctable_lists_lost_rows_per_column(tmp_path):
+    src = str(tmp_path / "t")
+    RECIPES["ctable"](src)
+    want = bcolzx.open(src, mode="r")[:]
+    regions = C.superchunk_regions(os.path.join(src, "f"))
+    f0 = sorted(regions)[0]
+    (a, _), = [(a, b) for r, a, b in regions[f0] if r == "chunk"][1:2]
+    C._xor(f0, a + 40, 0x08)
+    report = bcolzx.repair(src, str(tmp_path / "fixed"))
+    assert list(report.lost) == ["f"] and report.lost_rows == 128
+    (lo, hi), = report.lost["f"]
+    t = bcolzx.open(str(tmp_path / "fixed"), mode="r")
+    assert bcolzx.verify(str(tmp_path / "fixed")).ok
+    got = t[:]
+    for name in ("i", "s", "v"):
+        np.testing.assert_array_equal(got[name], want[name])
+    keep = np.ones(len(want), bool)
+    keep[lo:hi] = False
+    np.testing.assert_array_equal(got["f"][keep], want["f"][keep])
+    assert (got["f"][lo:hi] == 0).all()
+    assert t.attrs[ATTR]["lost"] == {"f": [[lo, hi]]} and t.attrs["title"] == "reliability"
+
+
+def test_legacy_directories_are_repaired_into_the_bcolzx_format(tmp_path):
+    src = str(tmp_path / "legacy")
+    RECIPES["legacy-carray"](src)
+    want = bcolzx.open(src, mode="r")[:]
+    report = bcolzx.repair(src, str(tmp_path / "new"))
+    assert report.lost == {}
+    np.testing.assert_array_equal(bcolzx.open(str(tmp_path / "new"), mode="r")[:], want)
+    assert bcolzx.verify(str(tmp_path / "new")).format == "bcolzx"
+
+
+def test_the_command_line(tmp_path):
+    from bcolzx.__main__ import main
+
+    src = str(tmp_path / "ds")
+    RECIPES["carray"](src)
+    assert main(["repair", src, "--dry-run", "-q"]) == 0
+    regions = C.superchunk_regions(src)
+    first = sorted(regions)[0]
+    (a, _), = [(a, b) for r, a, b in regions[first] if r == "chunk"][:1]
+    C._xor(first, a + 33, 0x01)
+    assert main(["repair", src, "--dry-run", "-q"]) == 1
+    assert main(["repair", src, "-o", str(tmp_path / "out"), "-q", "--json"]) == 1
+    assert bcolzx.verify(str(tmp_path / "out")).ok
+    assert main(["repair", src, "-q", "--discard-damaged"]) == 1
+    assert sorted(os.listdir(tmp_path)) == ["ds", "out"]
+    assert main(["verify", src]) == 0
+
+
+@pytest.mark.parametrize("kind", ["carray", "ctable"])
+def test_a_damaged_meta_sizes_is_rebuilt_from_the_superchunk_files(kind, tmp_path):
+    src = str(tmp_path / "ds")
+    RECIPES[kind](src)
+    want = bcolzx.open(src, mode="r")[:]
+    sizes = os.path.join(src, "meta", "sizes") if kind == "carray" else \
+        os.path.join(src, "f", "meta", "sizes")
+    C._xor(sizes, 12, 0x01)
+    with pytest.raises(bcolzx.CorruptDataError):
+        bcolzx.open(src, mode="r")[:]
+    report = bcolzx.repair(src, str(tmp_path / "out"))
+    assert report.lost == {} and any("meta/sizes is damaged" in p for p in report.problems)
+    got = bcolzx.open(str(tmp_path / "out"), mode="r")[:]
+    if kind == "carray":
+        np.testing.assert_array_equal(got, want)
+    else:
+        for name in want.dtype.names:
+            np.testing.assert_array_equal(got[name], want[name])
+    assert bcolzx.verify(str(tmp_path / "out")).ok
+    assert not [n for n in os.listdir(tmp_path) if "shadow" in n]
+
+
+def test_damage_that_costs_no_row_is_reported_and_left_behind(tmp_path):
+    """A damaged zone map is rebuilt, an index corrected through its crc is written
+    afresh: no row is lost, and the report says what was damaged."""
+    src = str(tmp_path / "ds")
+    RECIPES["carray"](src)
+    want = _values(src)
+    C._xor(os.path.join(src, "meta", "zonemap"), 30, 0x04)
+    regions = C.superchunk_regions(src)
+    first = sorted(regions)[0]
+    (a, _), = [(a, b) for r, a, b in regions[first] if r == "index"]
+    C._xor(first, a + 20, 0x10)
+    report = bcolzx.repair(src, str(tmp_path / "out"))
+    assert report.lost == {}
+    assert any("zone map is damaged" in p for p in report.problems), report.problems
+    assert any(p.startswith(first) and "index copy is damaged" in p
+               for p in report.problems), report.problems
+    assert bcolzx.verify(str(tmp_path / "out")).ok
+    np.testing.assert_array_equal(_values(str(tmp_path / "out")), want)
