@@ -141,6 +141,9 @@ class attrs:  # noqa: N801 - legacy name
         How the container's files are sealed (docs/format/README.md §2c),
         given by a container being created; by default read from its
         ``meta/storage`` or ``__rootdirs__``.
+    _io : optional
+        For a container on object storage (`rootdir` unused): what reads and
+        writes its ``__attrs__`` (:class:`bcolzx._storage.remote.AttrsIO`).
 
     Raises
     ------
@@ -193,18 +196,22 @@ class attrs:  # noqa: N801 - legacy name
         mode: str = "a",
         _new: bool = False,
         _seal: Seal | None = None,
+        _io: Any = None,
     ) -> None:
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
-        self._rootdir = os.fspath(rootdir) if rootdir else None
+        self._io = _io
+        self._rootdir = _io.url if _io is not None else os.fspath(rootdir) if rootdir else None
         self._mode = mode
         self._attrs: dict[str, Any] = {}
-        self._attrsfile = (
+        self._attrsfile = _io.path if _io is not None else (
             os.path.join(self._rootdir, ATTRS_FILE) if self._rootdir is not None else None
         )
         self._seal = Seal()
         if self._rootdir is None:  # in memory: no file
             return
+        if _io is not None and _seal is None:
+            raise ValueError("attributes on object storage need the dataset's seal")
         self._seal = _seal if _seal is not None else dataset_seal(self._rootdir)
         if _new:
             if mode != "r":
@@ -214,12 +221,24 @@ class attrs:  # noqa: N801 - legacy name
 
     def _write(self, obj: dict[str, Any]) -> None:
         assert self._attrsfile is not None
+        if self._io is not None:
+            self._io.write(obj, self._seal)
+            return
         write_json(self._attrsfile, obj, seal=self._seal.sealed, uid=self._seal.uid)
+
+    def _read(self):
+        assert self._attrsfile is not None
+        if self._io is not None:
+            got = self._io.read()
+            if got is None:
+                raise FileNotFoundError(self._attrsfile)
+            return got
+        return read_json_sealed(self._attrsfile, kind=dict)
 
     def _open(self) -> None:
         assert self._attrsfile is not None
         try:
-            obj, found = read_json_sealed(self._attrsfile, kind=dict)
+            obj, found = self._read()
         except FileNotFoundError:
             if self._seal.sealed:  # a sealed dataset always has its __attrs__
                 raise CorruptDataError("the attributes file is missing", path=self._attrsfile

@@ -23,6 +23,7 @@ from bcolzx._storage import DirectoryStore, MemoryStore, engine_for, writer
 from bcolzx._storage.encoding import quantize
 from bcolzx._storage.legacy import LegacyStore
 from bcolzx._storage.lock import WriterLock
+from bcolzx._storage.objects import Objects, resolve
 from bcolzx._storage.opening import open_store, seal_of
 from bcolzx.defaults import defaults
 from bcolzx.errors import LegacyFormatError, MaskLengthError, ReadOnlyError
@@ -156,7 +157,10 @@ class carray(Reductions):
     chunklen : int, optional
         Rows per chunk.
     rootdir : str, optional
-        Directory to persist to; None keeps the data in memory.
+        Directory to persist to; None keeps the data in memory.  A URL
+        (``s3://bucket/key``, ``gs://...``, ``https://...``, any fsspec URL)
+        puts it on object storage: see docs/remote.md (a ``file://`` URL is
+        the local directory).
     safe : bool
         Check and convert the dtype of data appended (legacy; always on here,
         kept for compatibility).
@@ -177,6 +181,12 @@ class carray(Reductions):
         (its length, dtype and attributes read, and it can be trimmed), but
         its values cannot be read or written.  Object carrays are
         one-dimensional: a list of lists gives one list per row.
+    storage_options : dict, optional
+        With a URL `rootdir`: options of its fsspec filesystem (endpoint,
+        credentials, timeouts), e.g. ``{"endpoint_url": "http://127.0.0.1:9000"}``
+        for s3fs.
+    filesystem : fsspec.AbstractFileSystem, optional
+        The filesystem `rootdir` (then a path in it) is on.
 
     Raises
     ------
@@ -198,25 +208,33 @@ class carray(Reductions):
         When opening a `rootdir` that does not exist in mode 'r'.
     ReadOnlyError
         When writing data in mode 'r'.
+    AppendOnlyError
+        (a ReadOnlyError) On object storage, for a rewrite of stored rows or a
+        truncation.
+    RemoteError
+        (an ``OSError``) On object storage, when the store fails a request.
     """
 
     def __init__(self, array=None, cparams=None, dtype=None, dflt=None, expectedlen=None,
                  chunklen=None, rootdir=None, safe=True, mode="a", *, lock_timeout=None,
-                 allow_pickle=None, _v1=False):
+                 allow_pickle=None, storage_options=None, filesystem=None, _v1=False,
+                 _fetched=None, _publish=True):
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
         self._mode = mode
         self._allow_pickle = defaults.resolve_allow_pickle(allow_pickle)
         self._lock_timeout = defaults.resolve_lock_timeout(lock_timeout)
         self._safe = bool(safe)
-        self._rootdir = os.fspath(rootdir) if rootdir is not None else None
+        where = resolve(rootdir, storage_options, filesystem) if rootdir is not None else None
+        self._remote = where if isinstance(where, Objects) else None
+        self._rootdir = where.url if isinstance(where, Objects) else where
         if self._rootdir is not None and array is None and mode != "w":
-            self._open(self._rootdir, mode)
+            self._open(self._rootdir, mode, _fetched)
             return
         if mode == "w" and array is None and dtype is None and self._rootdir is not None \
-                and os.path.isfile(layout.meta_path(self._rootdir, layout.STORAGE_FILE)):
+                and self._exists():
             # Legacy: mode 'w' over an existing carray empties it, keeping its kind.
-            old = carray(rootdir=self._rootdir, mode="r")
+            old = carray(rootdir=self._remote or self._rootdir, mode="r")
             array = np.empty((0, *old.shape[1:]), dtype=old.dtype)
             cparams = old.cparams if cparams is None else cparams
             dflt = old.dflt if dflt is None else dflt
@@ -284,6 +302,8 @@ class carray(Reductions):
         if self._rootdir is None:
             store = MemoryStore(storage, rowshape)
             self._attrs: _attrs.attrs | None = _attrs.attrs(None)
+        elif self._remote is not None:
+            store = self._create_remote(storage, rowshape, mode, _v1)
         else:
             if os.path.exists(self._rootdir) and mode == "a":
                 raise FileExistsError(
@@ -301,21 +321,76 @@ class carray(Reductions):
             cp = _cparams(clevel=cp.clevel, shuffle=cp.shuffle, cname=cp.cname,
                           quantize=cp.quantize, blocksize=cp.blocksize, bytedelta="off")
         self._cparams = cp
-        if len(data):
-            self.append(data)
-        if self._rootdir is not None:
-            self.flush()
+        try:
+            if len(data):
+                self.append(data)
+            # On object storage a caller that fills the dataset next (fromiter, copy)
+            # publishes it with its own flush: readers never see it empty meanwhile.
+            if self._rootdir is not None and (_publish or len(data)):
+                self.flush()
+        except BaseException:
+            if self._remote is not None and store.unpublished:
+                self._discard_remote()  # nothing was published: leave nothing behind
+            raise
 
-    def _open(self, rootdir: str, mode: str) -> None:
-        store = open_store(rootdir, readonly=(mode == "r"))  # meta/storage read once
-        if mode != "r":  # taken at the first change (_storage/writer.py)
-            store.lock = WriterLock(rootdir, self._lock_timeout)
+    def _exists(self) -> bool:
+        """Whether a carray is stored at this carray's rootdir (one small read)."""
+        if self._remote is not None:
+            from bcolzx._storage import remote
+
+            return self._remote.exists(remote.STORAGE)
+        return self._rootdir is not None and \
+            os.path.isfile(layout.meta_path(self._rootdir, layout.STORAGE_FILE))
+
+    def _create_remote(self, storage: Storage, rowshape: tuple, mode: str, v1: bool):
+        """The store of a new dataset on object storage, published by its first flush."""
+        from bcolzx._format.seal import Seal
+        from bcolzx._storage import remote
+
+        objects = self._remote
+        assert objects is not None
+        if v1:
+            raise ValueError("legacy bcolz (v1) datasets are not written to object storage")
+        kind, _ = remote.probe_published(objects)
+        if kind is not None and mode == "a":
+            raise FileExistsError(f"{self._rootdir} holds a {kind}; open it with "
+                                  "bcolzx.open() or use mode='w' to replace it")
+        if mode == "w":  # objects left by a replaced or failed write go first
+            objects.remove_all()
+        store = remote.ObjectStore.create(objects, storage, rowshape)
+        self._attrs = _attrs.attrs(None, mode, _new=True, _seal=Seal(storage.sealed,
+                                                                      storage.uid),
+                                   _io=remote.AttrsIO(objects, None, store))
+        return store
+
+    def _discard_remote(self) -> None:
+        """Remove what a failed creation uploaded (best effort: the store may be down)."""
+        try:
+            if self._remote is not None:
+                self._remote.remove_all()
+        except Exception:  # noqa: BLE001 - unpublished objects are invisible to readers anyway
+            pass
+
+    def _open(self, rootdir: str, mode: str, fetched: dict | None = None) -> None:
+        if self._remote is not None:
+            from bcolzx._storage import remote
+
+            store = remote.open_store(self._remote, readonly=(mode == "r"), fetched=fetched)
+            io = remote.AttrsIO(self._remote, store._fetched.get(remote.ATTRS),  # type: ignore[attr-defined]
+                                store if isinstance(store, remote.ObjectStore) else None)
+        else:
+            store = open_store(rootdir, readonly=(mode == "r"))  # meta/storage read once
+            if mode != "r":  # taken at the first change (_storage/writer.py)
+                store.lock = WriterLock(rootdir, self._lock_timeout)
+            io = None
         st = store.storage
         self._engine = engine_for(store, nthreads=defaults.nthreads)
         self._cparams = _cparams(clevel=st.cparams.clevel, shuffle=st.cparams.shuffle,
                                  cname=st.cparams.cname, quantize=st.cparams.quantize,
                                  blocksize=st.blocksize, bytedelta=st.bytedelta)
-        if mode == "r":  # read on first use: most readers never look
+        if io is not None:  # object storage: __attrs__ came with the batch that opened it
+            self._attrs = _attrs.attrs(None, mode, _seal=seal_of(store), _io=io)
+        elif mode == "r":  # read on first use: most readers never look
             self._attrs = None
             self._attrs_of = (rootdir, seal_of(store))
         else:  # a missing legacy __attrs__ is written at opening, as legacy does
@@ -629,6 +704,13 @@ class carray(Reductions):
         if self._mode == "r":
             raise ReadOnlyError(f"{self._rootdir} is opened in mode 'r'")
 
+    def _check_rewritable(self, what: str) -> None:
+        """Refuse `what` (a rewrite, a truncation) on a store that takes appends only."""
+        if self._engine.store.append_only:
+            from bcolzx._storage.remote import append_only
+
+            raise append_only(what, self._rootdir)
+
     def append(self, array) -> None:
         """Append rows at the end.
 
@@ -675,6 +757,8 @@ class carray(Reductions):
             return
         if nitems > len(self):
             raise ValueError(f"cannot trim {nitems} rows from {len(self)} (at most {len(self)})")
+        if nitems:
+            self._check_rewritable("trim")
         self._engine.resize(len(self) - nitems)  # shrinking pickles nothing
 
     def resize(self, nitems: int) -> None:
@@ -693,6 +777,8 @@ class carray(Reductions):
         nitems = int(nitems)
         if nitems < 0:
             raise ValueError(f"nitems must be >= 0, not {nitems}")
+        if nitems < len(self):
+            self._check_rewritable("shorten")
         self._engine.resize(nitems, self._fill_value(nitems > len(self)))
 
     def delete(self, indices) -> int:
@@ -716,6 +802,9 @@ class carray(Reductions):
         ------
         ReadOnlyError
             In mode 'r'.
+        AppendOnlyError
+            (a ReadOnlyError) On object storage, whose objects are never
+            rewritten.
         IndexError
             For an index out of range.
         ValueError
@@ -731,6 +820,7 @@ class carray(Reductions):
         from bcolzx._analytics.delete import positions_of
 
         self._check_writable()
+        self._check_rewritable("delete rows of")
         pos = positions_of(len(self), indices)
         self._engine.delete(pos)
         return len(pos)
@@ -776,6 +866,12 @@ class carray(Reductions):
             If another writer holds the dataset (nothing is deleted).
         """
         self._check_writable()
+        if self._remote is not None:
+            try:
+                self._remote.remove_all()
+            finally:
+                self._engine.close(flush=False)
+            return
         if self._rootdir is not None:
             lock = self._engine.store.lock
             if lock is not None:
@@ -849,7 +945,7 @@ class carray(Reductions):
         kwargs.setdefault("expectedlen", len(self))
         if self._objects:
             kwargs.setdefault("allow_pickle", self._allow_pickle)
-        out = carray(np.empty((0, *self.shape[1:]), self.dtype), **kwargs)
+        out = carray(np.empty((0, *self.shape[1:]), self.dtype), _publish=False, **kwargs)
         if self._objects:  # the pickles themselves (any protocol reads back)
             blen = max(out.chunklen, 1024)
             for lo in range(0, len(self), blen):
@@ -1015,6 +1111,9 @@ class carray(Reductions):
         cl = self.chunklen
         order = np.argsort(idx, kind="stable")
         sidx = idx[order]
+        if self._engine.store.gathers:  # object storage: the chunks requested together
+            out[order] = self._engine.take_sorted(sidx)
+            return out
         chunks = sidx // cl
         bounds = np.flatnonzero(np.diff(chunks)) + 1
         for group in np.split(np.arange(len(sidx)), bounds):
@@ -1131,6 +1230,7 @@ class carray(Reductions):
 
     def __setitem__(self, key, value) -> None:
         self._check_writable()
+        self._check_rewritable("rewrite rows of")
         eng = self._engine
         if self._objects:
             self._require_pickle("storing the values")
@@ -1395,9 +1495,10 @@ class carray(Reductions):
         # read-only (a worker process never becomes a second writer).
         if self._rootdir is not None:
             self.flush()
+            where = self._remote or self._rootdir  # object storage: its filesystem travels
             if self._allow_pickle is not None:  # the switch travels with the copy
-                return (_reopen, (self._rootdir, "r", self._allow_pickle))
-            return (_reopen, (self._rootdir, "r"))
+                return (_reopen, (where, "r", self._allow_pickle))
+            return (_reopen, (where, "r"))
         if self._objects:
             # The values travel unpickled by the receiver's own pickle.loads: its consent.
             return (_rebuild, (self[:], self._cparams.to_dict(), self.chunklen, self.dflt[()],

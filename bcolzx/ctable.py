@@ -39,6 +39,7 @@ from bcolzx._query.evaluate import evaluate, resolve_flavor
 from bcolzx._query.scope import caller_scope
 from bcolzx._storage import snapshot, writer
 from bcolzx._storage.lock import WriterLock
+from bcolzx._storage.objects import Objects, resolve
 from bcolzx.carray import _is_sequence, as_objects, carray, conversion_error
 from bcolzx.defaults import defaults
 from bcolzx.errors import (
@@ -278,6 +279,14 @@ def _remove_made(rootdir: str, existed: bool) -> None:
                 os.unlink(path)
 
 
+def _discard(objects) -> None:
+    """Remove what a failed constructor uploaded (best effort: the store may be down)."""
+    try:
+        objects.remove_all()
+    except Exception:  # noqa: BLE001 - without __rootdirs__ no reader sees them anyway
+        pass
+
+
 def _check_name(name: Any) -> str:
     if not isinstance(name, str):  # TypeError (constructor) and ValueError (addcol), as legacy
         raise ColumnNameError(f"column names must be strings, not {type(name).__name__} "
@@ -346,6 +355,13 @@ class ctable:  # noqa: N801 - legacy name
 
     def __init__(self, columns=None, names=None, **kwargs):
         rootdir = kwargs.pop("rootdir", None)
+        where = resolve(rootdir, kwargs.pop("storage_options", None),
+                        kwargs.pop("filesystem", None)) if rootdir is not None else None
+        fetched = kwargs.pop("_fetched", None)
+        publish = kwargs.pop("_publish", True)
+        self._unpublished = False
+        self._remote = where if isinstance(where, Objects) else None
+        rootdir = where.url if isinstance(where, Objects) else where
         mode = kwargs.pop("mode", "a")
         # As legacy: on disk, every change is flushed unless told otherwise;
         # in memory there is nothing to flush, so it is always False.
@@ -363,9 +379,9 @@ class ctable:  # noqa: N801 - legacy name
         self._seal = Seal(True, new_uid()) if self._rootdir is not None else Seal()
         kwargs = _split_kwargs(kwargs)
         if columns is None and self._rootdir is not None and mode != "w":
-            if mode != "r":  # taken at the first change
+            if mode != "r" and self._remote is None:  # taken at the first change
                 self._lock = WriterLock(self._rootdir, self._lock_timeout)
-            self._open()
+            self._open(fetched)
             _table.bind_table(self)
             return
         if mode == "r":
@@ -374,8 +390,11 @@ class ctable:  # noqa: N801 - legacy name
             raise ValueError("a new ctable needs columns (a structured array or a list); "
                              "mode 'w' replaces a table by new columns")
         names, data = self._columns_from(columns, names)
-        existed = self._rootdir is None or os.path.lexists(self._rootdir)
-        if self._rootdir is not None:
+        existed = self._rootdir is None or self._remote is not None or \
+            os.path.lexists(self._rootdir)
+        if self._remote is not None:
+            self._prepare_remote(mode)
+        elif self._rootdir is not None:
             if os.path.exists(self._rootdir) and mode == "a":
                 raise FileExistsError(
                     f"{self._rootdir} exists; open it with ctable(rootdir=...) or use "
@@ -385,8 +404,14 @@ class ctable:  # noqa: N801 - legacy name
                                             timeout=self._lock_timeout)
             _table.bind_table(self)
         try:
-            self._attrs: _attrs.attrs | None = _attrs.attrs(self._rootdir, mode, _new=True,
-                                                            _seal=self._seal)
+            self._attrs: _attrs.attrs | None
+            if self._remote is not None:
+                from bcolzx._storage.remote import AttrsIO
+
+                self._attrs = _attrs.attrs(None, mode, _new=True, _seal=self._seal,
+                                           _io=AttrsIO(self._remote, None))
+            else:
+                self._attrs = _attrs.attrs(self._rootdir, mode, _new=True, _seal=self._seal)
             self._cols = cols(table=self)
             reuse = self._rootdir is None and not kwargs
             made = self._new_columns([(name, col) for name, col in zip(names, data)
@@ -394,9 +419,14 @@ class ctable:  # noqa: N801 - legacy name
             for name, col in zip(names, data):
                 self._cols.insert(name, len(self._cols), made.get(name, col))
             self.flush()
-            self._write_rootdirs()
+            if publish or self._remote is None:
+                self._write_rootdirs()
+            else:  # on object storage, by the caller's flush once it is filled (fromiter)
+                self._unpublished = True
         except BaseException:
-            if self._rootdir is not None:  # no half-made table is left behind
+            if self._remote is not None:  # unpublished (no __rootdirs__): leave nothing
+                _discard(self._remote)
+            elif self._rootdir is not None:  # no half-made table is left behind
                 _remove_made(self._rootdir, existed)
                 if self._lock is not None:
                     self._lock.release()
@@ -441,7 +471,22 @@ class ctable:  # noqa: N801 - legacy name
             raise ValueError(f"columns have different lengths {sorted(lengths)}")
         return names, data
 
-    def _coldir(self, name: str) -> str | None:
+    def _prepare_remote(self, mode: str) -> None:
+        """Check where a new table on object storage goes (emptied in mode 'w')."""
+        from bcolzx._storage import remote
+
+        objects = self._remote
+        assert objects is not None
+        kind, _ = remote.probe_published(objects)
+        if kind is not None and mode == "a":
+            raise FileExistsError(f"{self._rootdir} holds a {kind}; open it with "
+                                  "bcolzx.open() or use mode='w' to replace it")
+        if mode == "w":
+            objects.remove_all()
+
+    def _coldir(self, name: str):
+        if self._remote is not None:
+            return self._remote.child(name)
         return None if self._rootdir is None else os.path.join(self._rootdir, name)
 
     def _legacy(self) -> bool:
@@ -491,10 +536,38 @@ class ctable:  # noqa: N801 - legacy name
         allow = self._allow_pickle if allow_pickle is None else allow_pickle
         col = carray(np.empty((0, *data.shape[1:]), data.dtype), rootdir=rootdir, mode="w",
                      lock_timeout=self._lock_timeout, allow_pickle=allow, _v1=self._legacy(),
-                     **kw)
+                     _publish=False, **kw)
         return col, data
 
-    def _open(self) -> None:
+    def _open_remote(self, fetched: dict | None) -> None:
+        """Open a table on object storage: its small files, then its columns' (two batches)."""
+        from bcolzx._storage import remote
+
+        objects = self._remote
+        assert objects is not None
+        if fetched is None or fetched.get(remote.ROOTDIRS) is None:
+            keys = [remote.ROOTDIRS, remote.ATTRS]
+            fetched = dict(zip(keys, objects.fetch(keys)))
+        if fetched.get(remote.ROOTDIRS) is None:
+            raise DatasetNotFoundError(f"no ctable at {self._rootdir} (no "
+                                       f"{layout.ROOTDIRS_FILE})")
+        names, self._seal = remote.read_rootdirs(objects, fetched[remote.ROOTDIRS])
+        keys = [f"{name}/{key}" for name in names for key in remote.CARRAY_KEYS]
+        files = dict(zip(keys, objects.fetch(keys)))
+        opened = {name: carray(rootdir=objects.child(name), mode=self._mode,
+                               allow_pickle=self._allow_pickle,
+                               _fetched={key: files[f"{name}/{key}"]
+                                         for key in remote.CARRAY_KEYS})
+                  for name in names}
+        _table.even_columns(opened, self._mode)  # a crash between two columns' commits
+        self._cols = cols(list(opened), list(opened.values()), table=self)
+        self._attrs = _attrs.attrs(None, self._mode, _seal=self._seal,
+                                   _io=remote.AttrsIO(objects, fetched.get(remote.ATTRS)))
+
+    def _open(self, fetched: dict | None = None) -> None:
+        if self._remote is not None:
+            self._open_remote(fetched)
+            return
         rootdir = self._rootdir
         assert rootdir is not None  # only tables on disk are opened
         path = os.path.join(rootdir, layout.ROOTDIRS_FILE)
@@ -532,7 +605,11 @@ class ctable:  # noqa: N801 - legacy name
         self._attrs = _attrs.attrs(self._rootdir, self._mode, _seal=self._seal)
 
     def _write_rootdirs(self) -> None:
-        if self._rootdir is not None:
+        if self._remote is not None:  # the table's publication: written last
+            self._remote.put({layout.ROOTDIRS_FILE: jsonfile.dumps(
+                {"names": self.names}, layout.ROOTDIRS_FILE, seal=self._seal.sealed,
+                uid=self._seal.uid)})
+        elif self._rootdir is not None:
             jsonfile.write_json(os.path.join(self._rootdir, layout.ROOTDIRS_FILE),
                                 {"names": self.names}, seal=self._seal.sealed,
                                 uid=self._seal.uid)
@@ -619,6 +696,13 @@ class ctable:  # noqa: N801 - legacy name
         if self._mode == "r":
             raise ReadOnlyError("the ctable is opened read-only (mode 'r')")
         _table.take_table(self)  # the table's and the columns' locks, at the first change
+
+    def _check_rewritable(self, what: str) -> None:
+        """Refuse `what` (a change of stored rows or columns) on object storage."""
+        if self._remote is not None:
+            from bcolzx._storage.remote import append_only
+
+            raise append_only(what, self._rootdir)
 
     def _rows_of(self, rows) -> list[np.ndarray]:
         """`rows` (any form append accepts) as one array per column, validated."""
@@ -832,6 +916,7 @@ class ctable:  # noqa: N801 - legacy name
             In mode 'r'.
         """
         self._check_writable()
+        self._check_rewritable("remove a column of")
         if name is not None and pos is not None:
             raise ValueError("give name or pos, not both")
         if name is None:
@@ -863,6 +948,9 @@ class ctable:  # noqa: N801 - legacy name
             not committed yet.
         """
         self._flush(journal=True)
+        if self._unpublished:
+            self._write_rootdirs()
+            self._unpublished = False
 
     @_table.table_guarded
     def _flush(self, journal: bool) -> None:
@@ -1325,6 +1413,9 @@ class ctable:  # noqa: N801 - legacy name
         ------
         ReadOnlyError
             In mode 'r'.
+        AppendOnlyError
+            (a ReadOnlyError) On object storage, whose objects are never
+            rewritten.
         ValueError
             If neither or both of `indices` and `where` are given.
         IndexError
@@ -1340,6 +1431,7 @@ class ctable:  # noqa: N801 - legacy name
         array([1, 2])
         """
         self._check_writable()
+        self._check_rewritable("delete rows of")  # before the deletion record is written
         scope = caller_scope(user_dict) if isinstance(where, str) else {}
         pos = _deletion.positions_of(len(self), indices, where, self._cols, scope, vm)
         _deletion.delete_rows(self, pos)
@@ -1716,9 +1808,10 @@ class ctable:  # noqa: N801 - legacy name
         # process never becomes a second writer); in memory: carry the data.
         if self._rootdir is not None:
             self.flush()
+            where = self._remote or self._rootdir  # object storage: its filesystem travels
             if self._allow_pickle is not None:  # the switch travels with the copy
-                return (_reopen, (self._rootdir, "r", self._allow_pickle))
-            return (_reopen, (self._rootdir, "r"))
+                return (_reopen, (where, "r", self._allow_pickle))
+            return (_reopen, (where, "r"))
         if any(c.dtype == object for c in self._cols.values()):
             # The values travel unpickled by the receiver's own pickle.loads: its consent.
             return (_rebuild, (self[:], True))

@@ -34,6 +34,9 @@ __all__ = [
     "InvalidParameterError",
     "UndefinedNameError",
     "DatasetNotFoundError",
+    "RemoteError",
+    "RemoteTimeoutError",
+    "AppendOnlyError",
     "NoColumnsError",
     "MaskLengthError",
     "ColumnNameError",
@@ -276,6 +279,48 @@ class DatasetNotFoundError(BcolzxError, FileNotFoundError, KeyError):
     which legacy bcolz raised when a ctable was opened in mode ``'r'`` at a
     path that does not exist.
     """
+
+
+class RemoteError(BcolzxError, OSError):
+    """An object store (S3, GCS, HTTP... through fsspec) refused or failed a request.
+
+    An :class:`OSError` (so an ``IOError``), as a failing local file system
+    would raise.  A missing or short object is not this error: a missing
+    dataset is a :class:`FileNotFoundError`, a missing or short superchunk
+    object a :class:`TruncatedDataError`.
+
+    Parameters
+    ----------
+    message : str
+        What failed, naming the URL.
+    url : str, optional
+        The object's URL.
+    """
+
+    def __init__(self, message: str, *, url: str | None = None):
+        super().__init__(message)
+        self.url = url
+
+    def __reduce__(self):
+        return (_remote_error, (type(self), str(self), self.url))
+
+
+class RemoteTimeoutError(RemoteError, TimeoutError):
+    """A request to an object store took longer than its time limit."""
+
+
+class AppendOnlyError(ReadOnlyError):
+    """A change that objects which cannot be modified in place do not allow.
+
+    A dataset on object storage takes appends (new objects) and replaced
+    metadata, but never a rewrite of stored rows (``c[i] = x``) or a
+    truncation: copy it to a local directory, change it there, and write it
+    back.  A :class:`ReadOnlyError`, so a :class:`PermissionError`.
+    """
+
+
+def _remote_error(cls, message, url):
+    return cls(message, url=url)
 
 
 class NoColumnsError(BcolzxError, FileNotFoundError, ValueError):

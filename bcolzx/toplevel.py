@@ -25,9 +25,13 @@ from bcolzx._query.expr import compile_expression as _compile
 from bcolzx._query.scope import caller_scope as _caller_scope
 from bcolzx._query.scope import resolve_names as _resolve
 from bcolzx._query.scope import split_operands as _split
+from bcolzx._storage.objects import Objects as _Objects
+from bcolzx._storage.objects import is_url as _is_url
+from bcolzx._storage.objects import resolve as _where
 from bcolzx.carray import carray as _carray
 from bcolzx.carray import iterblocks
 from bcolzx.ctable import ctable as _ctable
+from bcolzx.errors import DatasetNotFoundError as _DatasetNotFoundError
 from bcolzx.errors import PickleNotAllowedError as _PickleNotAllowedError
 from bcolzx.errors import UnsupportedFormatError as _UnsupportedFormatError
 
@@ -379,11 +383,16 @@ def fromiter(iterable, dtype, count, **kwargs) -> _carray:
     with _removed_on_failure(kwargs.get("rootdir")):
         if dtype.names:
             return _fromiter_ctable(iterable, dtype, count, kwargs)
-        ca = _carray(_np.empty(0, dtype), **kwargs)
-        for block in _iter_blocks(iterable, dtype, count, ca.chunklen):
-            ca.engine.append(ca._rows(block))
-        if ca.rootdir is not None:
-            ca.flush()
+        ca = _carray(_np.empty(0, dtype), _publish=False, **kwargs)
+        try:
+            for block in _iter_blocks(iterable, dtype, count, ca.chunklen):
+                ca.engine.append(ca._rows(block))
+            if ca.rootdir is not None:
+                ca.flush()  # on object storage, publishes it
+        except BaseException:
+            if ca.engine.store.unpublished:
+                ca._discard_remote()
+            raise
         return ca
 
 
@@ -391,7 +400,9 @@ def fromiter(iterable, dtype, count, **kwargs) -> _carray:
 def _removed_on_failure(rootdir):
     """Remove `rootdir` if the block fails and it did not exist before: a dataset
     that could not be built completely is not left half-written."""
-    existed = rootdir is None or _os.path.lexists(rootdir)
+    # Object storage: the store discards what an unpublished dataset uploaded.
+    existed = rootdir is None or not isinstance(rootdir, (str, _os.PathLike)) or \
+        _is_url(rootdir) or _os.path.lexists(rootdir)
     try:
         yield
     except BaseException:
@@ -428,7 +439,7 @@ def _fromiter_ctable(iterable, dtype: _np.dtype, count: int, kwargs: dict):
     auto_flush = table.pop("auto_flush", table.get("rootdir") is not None)
     empty = [_np.empty((0, *dtype[f].shape), dtype[f].base) for f in names]
     # One flush at the end, not one per block; then the caller's setting.
-    ct = _ctable(empty, names=names, auto_flush=False, **table, **kwargs)
+    ct = _ctable(empty, names=names, auto_flush=False, _publish=False, **table, **kwargs)
     for block in _iter_blocks(iterable, dtype, count, next(iter(ct.cols.values())).chunklen):
         ct.append(block)
     if ct.rootdir is not None:
@@ -446,13 +457,14 @@ def _kind(path: str) -> str | None:
 
 
 def open(rootdir, mode: str = "a", *, lock_timeout=None,  # legacy name, shadows the builtin
-         allow_pickle=None):
+         allow_pickle=None, storage_options=None, filesystem=None):
     """Open a persistent carray or ctable (legacy ``bcolz.open``).
 
     Parameters
     ----------
     rootdir : str
-        The dataset directory.
+        The dataset directory, or its URL on object storage (``s3://...``,
+        ``gs://...``, ``https://...``, any fsspec URL; docs/remote.md).
     mode : {'r', 'a', 'w'}
         Read-only, read-write, or (for a carray) emptied: 'w' opens an
         emptied carray, and refuses a ctable as legacy bcolz did.
@@ -464,6 +476,11 @@ def open(rootdir, mode: str = "a", *, lock_timeout=None,  # legacy name, shadows
         or ctable columns), which are pickled; default
         ``bcolzx.defaults.allow_pickle``.  Opening needs no switch: nothing
         is unpickled until values are read.
+    storage_options : dict, optional
+        With a URL: the options of its fsspec filesystem (endpoint,
+        credentials, timeouts).
+    filesystem : fsspec.AbstractFileSystem, optional
+        The filesystem `rootdir` (then a path in it) is on.
 
     Returns
     -------
@@ -473,9 +490,13 @@ def open(rootdir, mode: str = "a", *, lock_timeout=None,  # legacy name, shadows
     Raises
     ------
     FileNotFoundError
-        If `rootdir` holds no dataset.
+        If `rootdir` holds no dataset (on object storage,
+        :class:`~bcolzx.errors.DatasetNotFoundError`, also for a dataset being
+        written, which its last step publishes).
     ValueError
         For a ctable in mode 'w'.
+    RemoteError
+        (an ``OSError``) If the object store fails a request.
     LockedError
         In mode 'w', if another writer holds the dataset (nothing is changed).
     PickleNotAllowedError
@@ -490,7 +511,10 @@ def open(rootdir, mode: str = "a", *, lock_timeout=None,  # legacy name, shadows
     >>> bcolzx.open(d, mode="r")[:]
     array([0, 1, 2, 3, 4])
     """
-    rootdir = _os.fspath(rootdir)
+    where = _where(rootdir, storage_options, filesystem)
+    if isinstance(where, _Objects):
+        return _open_objects(where, mode, lock_timeout, allow_pickle)
+    rootdir = where
     kind = _kind(rootdir)
     if kind is None:
         raise FileNotFoundError(f"no bcolzx carray or ctable at {rootdir}")
@@ -507,6 +531,28 @@ def open(rootdir, mode: str = "a", *, lock_timeout=None,  # legacy name, shadows
                        lock_timeout=lock_timeout, allow_pickle=allow_pickle)
     return _carray(rootdir=rootdir, mode=mode, lock_timeout=lock_timeout,
                    allow_pickle=allow_pickle)
+
+
+def _open_objects(objects: _Objects, mode: str, lock_timeout, allow_pickle):
+    """:func:`open` on object storage: the small files read in one batch first."""
+    from bcolzx._storage import remote
+
+    kind, fetched = remote.probe(objects)
+    if kind is None:
+        raise _DatasetNotFoundError(f"no bcolzx carray or ctable at {objects.url}")
+    if kind == "ctable":
+        if mode == "w":
+            raise ValueError(f"{objects.url} is a ctable: opening it in mode 'w' would empty "
+                             "it; create a new one with ctable(columns, rootdir=..., mode='w')")
+        return _ctable(rootdir=objects, mode=mode, lock_timeout=lock_timeout,
+                       allow_pickle=allow_pickle, _fetched=fetched)
+    if mode == "w":
+        old = _carray(rootdir=objects, mode="r", _fetched=fetched)
+        return _carray(_np.empty((0, *old.shape[1:]), old.dtype), cparams=old.cparams,
+                       dflt=old.dflt, chunklen=old.chunklen, rootdir=objects, mode="w",
+                       allow_pickle=allow_pickle)
+    return _carray(rootdir=objects, mode=mode, lock_timeout=lock_timeout,
+                   allow_pickle=allow_pickle, _fetched=fetched)
 
 
 def walk(dir, classname=None, mode="a", *, allow_pickle=None):  # legacy names

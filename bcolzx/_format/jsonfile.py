@@ -116,11 +116,8 @@ def write_json(path: str, obj: Any, *, durable: bool = True, seal: bool = True,
     OSError
         If the file system refuses.
     """
-    if seal and isinstance(obj, dict):
-        data = _seal.seal(obj, os.path.basename(path), uid)
-    else:
-        data = json.dumps(obj, allow_nan=True).encode("utf-8")
-    write_atomic(path, data, durable=durable)
+    write_atomic(path, dumps(obj, os.path.basename(path), seal=seal, uid=uid),
+                 durable=durable)
 
 
 def read_json_sealed(path: str, *, kind: type | None = dict) -> tuple[Any, _seal.Seal]:
@@ -149,6 +146,19 @@ def read_json_sealed(path: str, *, kind: type | None = dict) -> tuple[Any, _seal
         If it is a FIFO, a device or a directory.
     """
     raw = _files.read_regular(path)[0]
+    return loads_sealed(raw, os.path.basename(path), path, kind=kind)
+
+
+def loads_sealed(raw: bytes, name: str, path: str | None = None, *,
+                 kind: type | None = dict) -> tuple[Any, _seal.Seal]:
+    """:func:`read_json_sealed` of bytes already read: `raw`, the file `name`
+    (its base name) at `path` (a path or URL, for messages).
+
+    Raises
+    ------
+    CorruptDataError
+        As :func:`read_json_sealed`.
+    """
     try:
         obj = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -156,7 +166,20 @@ def read_json_sealed(path: str, *, kind: type | None = dict) -> tuple[Any, _seal
     if kind is not None and not isinstance(obj, kind):
         raise CorruptDataError(f"expected a JSON {kind.__name__}, found {type(obj).__name__}",
                                path=path)
-    return _seal.unseal(raw, obj, os.path.basename(path), path)
+    return _seal.unseal(raw, obj, name, path)
+
+
+def dumps(obj: Any, name: str, *, seal: bool = True, uid: str | None = None) -> bytes:
+    """The bytes :func:`write_json` writes into the file `name` (its base name).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If `obj` cannot be represented in JSON.
+    """
+    if seal and isinstance(obj, dict):
+        return _seal.seal(obj, name, uid)
+    return json.dumps(obj, allow_nan=True).encode("utf-8")
 
 
 def read_json(path: str, *, kind: type | None = dict) -> Any:

@@ -10,12 +10,15 @@ from bcolzx._ext import index as _index
 #: Value of ``meta/storage["format"]`` for datasets in this format.
 FORMAT_NAME = "bcolzx"
 #: Highest version of docs/format this bcolzx reads; readers refuse higher ones.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: The version writers put in ``meta/storage``: the lowest that describes the
 #: dataset, so that readers of version 1 keep reading every fixed-size dataset.
 FIXED_FORMAT_VERSION = 1
 #: Datasets of variable-length items (``"vlen"`` in ``meta/storage``, §2d).
 VLEN_FORMAT_VERSION = 2
+#: Datasets whose superchunks may continue in part objects (``"parts"`` in
+#: ``meta/sizes``, §5: appends on object storage).
+PARTS_FORMAT_VERSION = 3
 #: ``meta/storage["vlen"]`` values: how the items of a variable-length dataset
 #: are encoded ("pickle": object dtype, one pickle per value; "utf8": NumPy's
 #: StringDType, UTF-8 text; "bytes": object dtype declared as bytes, the

@@ -226,6 +226,8 @@ class Storage:
     uid: str | None = field(default_factory=_seal.new_uid, compare=False)
     #: Whether the dataset's JSON files are sealed (§2c): always for new datasets.
     sealed: bool = field(default=True, compare=False)
+    #: Whether superchunks may continue in part objects (§5): format version 3.
+    parted: bool = field(default=False, compare=False)
 
     def __post_init__(self):
         dtype = np.dtype(self.dtype)
@@ -280,8 +282,8 @@ class Storage:
             "expectedlen": self.expectedlen,
             "dflt": dflt_to_json(self.dflt),
             "format": layout.FORMAT_NAME,
-            "format_version": layout.VLEN_FORMAT_VERSION if self.vlen else
-            layout.FIXED_FORMAT_VERSION,
+            "format_version": layout.PARTS_FORMAT_VERSION if self.parted else
+            layout.VLEN_FORMAT_VERSION if self.vlen else layout.FIXED_FORMAT_VERSION,
             "chunks_per_superchunk": self.chunks_per_superchunk,
             "checksum": self.checksum,
             "blocksize": self.blocksize,
@@ -339,6 +341,7 @@ class Storage:
                 blocksize=_int(obj.get("blocksize", 0)),
                 bytedelta=obj.get("bytedelta", "off"),
                 vlen=vlen,
+                parted=version >= layout.PARTS_FORMAT_VERSION,
             )
         except (TypeError, ValueError) as exc:
             raise CorruptDataError(f"invalid storage metadata: {exc}", path=path) from None
@@ -471,6 +474,9 @@ class Sizes:
     epoch: int = 0
     #: Rows the latest truncation kept (with `epoch` > 0).
     cut: int = 0
+    #: Part objects continuing superchunks (§5): ``(superchunk, first slot,
+    #: generation)``, in order of superchunk, then of writing.
+    parts: tuple[tuple[int, int, int], ...] = ()
 
     def to_json(self) -> dict:
         out = {"shape": list(self.shape), "nbytes": self.nbytes, "cbytes": self.cbytes}
@@ -479,6 +485,8 @@ class Sizes:
         if self.epoch:
             out["epoch"] = self.epoch
             out["cut"] = self.cut
+        if self.parts:
+            out["parts"] = [list(p) for p in self.parts]
         return out
 
     @classmethod
@@ -498,15 +506,28 @@ class Sizes:
             gens = tuple(_int(g) for g in obj.get("generations", ()))
             if any(g < 1 for g in gens):
                 raise ValueError(f"bad generations {gens}")
+            parts = tuple(_part(p, len(gens)) for p in obj.get("parts", ()))
+            if list(parts) != sorted(parts, key=lambda p: p[0]):
+                raise ValueError("parts are not in superchunk order")
             nbytes, cbytes = _int(obj.get("nbytes", 0)), _int(obj.get("cbytes", 0))
             epoch, cut = _int(obj.get("epoch", 0)), _int(obj.get("cut", 0))
             for name, value in (("nbytes", nbytes), ("cbytes", cbytes), ("epoch", epoch),
                                 ("cut", cut)):
                 if value < 0:
                     raise ValueError(f"negative {name} {value}")
-            return cls(shape, nbytes, cbytes, gens, epoch, cut)
+            return cls(shape, nbytes, cbytes, gens, epoch, cut, parts)
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptDataError(f"invalid sizes metadata: {exc}", path=path) from None
+
+
+def _part(obj: Any, nfiles: int) -> tuple[int, int, int]:
+    """One ``meta/sizes["parts"]`` entry: ``[superchunk, first slot, generation]``."""
+    if not isinstance(obj, list) or len(obj) != 3:
+        raise ValueError(f"bad part {obj!r}")
+    number, first, gen = (_int(x) for x in obj)
+    if not 0 <= number < nfiles or first < 0 or gen < 1:
+        raise ValueError(f"bad part {obj!r} (superchunks 0..{nfiles - 1})")
+    return number, first, gen
 
 
 def read_storage_json(rootdir: str) -> tuple[dict, "_seal.Seal"]:
@@ -592,13 +613,26 @@ def read_sizes(rootdir: str, storage: Storage | None = None) -> Sizes:
     """
     path = layout.meta_path(rootdir, layout.SIZES_FILE)
     obj, seal = read_json_sealed(path)
+    return sizes_from_sealed(obj, seal, storage, path)
+
+
+def sizes_from_sealed(obj: dict, seal, storage: Storage | None, path: str | None) -> Sizes:
+    """The :class:`Sizes` of a ``meta/sizes`` object read with its `seal` (§2c),
+    checked against the dataset's `storage` when given.
+
+    Raises
+    ------
+    CorruptDataError
+        As :func:`read_sizes`.
+    """
     if storage is not None:
         _seal.check_member(seal, _seal.Seal(storage.sealed, storage.uid), "meta/sizes", path)
         if seal.sealed and not storage.sealed:
             raise CorruptDataError(
                 f"meta/storage has no {_seal.CRC_KEY} checksum although meta/sizes has one: "
                 "its seal was removed, and what it describes (the dtype) cannot be trusted",
-                path=layout.meta_path(rootdir, layout.STORAGE_FILE))
+                path=None if path is None else
+                f"{path.rsplit('/', 1)[0]}/{layout.STORAGE_FILE}")
     return Sizes.from_json(obj, path)
 
 

@@ -128,6 +128,59 @@ def header_mismatch(head: dict, number: int, geometry: Geometry) -> str | None:
         f"{k} is {got}, expected {want}" for k, (got, want) in wrong.items())
 
 
+def check_header(head, number: int, geometry: Geometry, path: str | None) -> None:
+    """Check the 32-byte header of superchunk `number` against the dataset's `geometry`.
+
+    Raises
+    ------
+    CorruptDataError
+        If the header is damaged or does not match.
+    UnsupportedFormatError
+        If it is of a newer format version.
+    """
+    wrong = header_mismatch(_index.decode_header(head, path), number, geometry)
+    if wrong:
+        raise CorruptDataError(wrong, path=path)
+
+
+def select_copy(copies, geometry: Geometry, size: int, generation: int | None,
+                path: str | None) -> tuple[_index.Index, int]:
+    """The committed index of a superchunk file from its two copies (`copies`, the
+    bytes after the header) and which copy it is (0: A, 1: B).
+
+    `generation` is the one ``meta/sizes`` records: the copy with it is the
+    committed one, whatever the other holds.  Without it, the valid copy with
+    the higher generation.  `size` is the file's size (entries must lie inside).
+
+    Raises
+    ------
+    CorruptDataError
+        If no copy is valid, or none has `generation`.
+    """
+    g = geometry
+    isize = _index.index_size(g.nslots)
+    if generation is None:
+        idx = _index.select(copies[:isize], copies[isize:], g.nslots, size, g.checksum_size,
+                            g.header_typesize, path=path, chunk_size=g.chunk_size)
+        if idx.copy is None:  # both copies never written: a crash inside create()
+            raise CorruptDataError("superchunk file was never initialised", path=path)
+        return idx, idx.copy
+    problems = []
+    for which in (0, 1):
+        buf = copies[which * isize:(which + 1) * isize]
+        try:
+            idx = _index.Index.decode(buf, g.nslots, size, g.checksum_size, g.header_typesize,
+                                      path=path, chunk_size=g.chunk_size)
+        except CorruptDataError as exc:
+            problems.append(f"copy {'AB'[which]}: {exc}")
+            continue
+        if idx.generation == generation:
+            return idx, which
+        problems.append(f"copy {'AB'[which]} has generation {idx.generation}")
+    raise CorruptDataError(f"no valid index copy of generation {generation}, the one "
+                           "meta/sizes records (" + "; ".join(problems) + ")", path=path)
+
+
 class SuperchunkFile:
     """A superchunk file: its geometry, its current index, its write state.
 
@@ -253,10 +306,7 @@ class SuperchunkFile:
                 raise TruncatedDataError(
                     f"superchunk file has {size} bytes, fewer than its header and indexes "
                     f"({_index.data_start(g.nslots)})", path=path)
-            head = _index.decode_header(_pread_exact(fd, _index.HEADER_SIZE, 0, path), path)
-            wrong = header_mismatch(head, number, g)
-            if wrong:
-                raise CorruptDataError(wrong, path=path)
+            check_header(_pread_exact(fd, _index.HEADER_SIZE, 0, path), number, g, path)
             copies = _pread_exact(fd, 2 * isize, _index.HEADER_SIZE, path)
             sc = cls._select(path, number, g, copies, size, generation)
             if past_end:
@@ -272,28 +322,8 @@ class SuperchunkFile:
     def _select(cls, path: str, number: int, g: Geometry, copies: bytes, size: int,
                 generation: int | None) -> "SuperchunkFile":
         """The file with the index copy :meth:`load` selects (see there)."""
-        isize = len(copies) // 2
-        if generation is None:
-            idx = _index.select(copies[:isize], copies[isize:], g.nslots, size,
-                                g.checksum_size, g.header_typesize, path=path,
-                                chunk_size=g.chunk_size)
-            if idx.copy is None:  # both copies never written: a crash inside create()
-                raise CorruptDataError("superchunk file was never initialised", path=path)
-            return cls(path, number, g, idx, idx.copy)
-        problems = []
-        for which in (0, 1):
-            buf = copies[which * isize:(which + 1) * isize]
-            try:
-                idx = _index.Index.decode(buf, g.nslots, size, g.checksum_size,
-                                          g.header_typesize, path=path, chunk_size=g.chunk_size)
-            except CorruptDataError as exc:
-                problems.append(f"copy {'AB'[which]}: {exc}")
-                continue
-            if idx.generation == generation:
-                return cls(path, number, g, idx, which)
-            problems.append(f"copy {'AB'[which]} has generation {idx.generation}")
-        raise CorruptDataError(f"no valid index copy of generation {generation}, the one "
-                               "meta/sizes records (" + "; ".join(problems) + ")", path=path)
+        idx, which = select_copy(copies, g, size, generation, path)
+        return cls(path, number, g, idx, which)
 
     @classmethod
     def salvage(cls, path: str, number: int, geometry: Geometry, generation: int,

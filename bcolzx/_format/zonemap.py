@@ -122,6 +122,20 @@ def write(rootdir: str, stats: np.ndarray, *, durable: bool = True, storage=None
     OSError
         If the file system refuses.
     """
+    jsonfile.write_json(_path(rootdir), to_json(stats, exact), durable=durable,
+                        seal=storage is None or storage.sealed,
+                        uid=storage.uid if storage is not None else None)
+
+
+def to_json(stats: np.ndarray, exact: np.ndarray | None = None) -> dict:
+    """The JSON object of ``meta/zonemap`` holding `stats` and, when given, the
+    per-chunk `exact` flags (unsealed; see :func:`write`).
+
+    Raises
+    ------
+    ValueError
+        If `exact` does not have one flag per chunk.
+    """
     text = stats.dtype["min"] == np.dtype(object)
     if text:  # prefix bounds of strings (bytes, None for no string): planar tables
         parts = [vlen.encode_planar(stats[f].tolist()) for f in ("min", "max")]
@@ -147,9 +161,7 @@ def write(rootdir: str, stats: np.ndarray, *, durable: bool = True, storage=None
             raise ValueError(f"{len(flags)} exact flags for {len(stats)} chunks")
         obj["exact"] = base64.b64encode(flags).decode("ascii")
         obj["exact_crc32c"] = checksum.crc32c(flags, crc)
-    jsonfile.write_json(_path(rootdir), obj, durable=durable,
-                        seal=storage is None or storage.sealed,
-                        uid=storage.uid if storage is not None else None)
+    return obj
 
 
 def read(rootdir: str, dtype: np.dtype, storage=None) -> np.ndarray | None:
@@ -181,6 +193,20 @@ def load(rootdir: str, dtype: np.dtype, storage=None
     if not os.path.exists(path):
         return None, None
     obj, found = jsonfile.read_json_sealed(path)
+    return from_json(obj, found, dtype, storage, path)
+
+
+def from_json(obj: dict, found, dtype: np.dtype, storage=None,
+              path: str | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The zone map in the ``meta/zonemap`` object `obj`, read with its seal `found`,
+    and its exact flags: ``(stats, exact)`` as :func:`load` returns them
+    (`path` names the file in messages).
+
+    Raises
+    ------
+    CorruptDataError
+        As :func:`read`.
+    """
     if storage is not None:
         _seal.check_member(found, _seal.Seal(storage.sealed, storage.uid), "meta/zonemap", path)
     want = stats_dtype(dtype)

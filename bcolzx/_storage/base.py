@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING
 
+from bcolzx._format import zonemap
 from bcolzx._format.meta import Sizes, Storage
 from bcolzx._format.superchunk import Special
 
@@ -114,6 +115,43 @@ class ChunkStore(abc.ABC):
 
     #: Whether the store keeps an append journal (docs/format/README.md §3b).
     journaling: bool = False
+    #: A new dataset that its first commit makes visible (object storage): it
+    #: is committed even with nothing stored.
+    unpublished: bool = False
+    #: Whether :meth:`get_many` fetches scattered chunks together (object storage).
+    gathers: bool = False
+    #: Stored rows can be neither rewritten nor removed, only appended to
+    #: (object storage, docs/format/README.md §5).
+    append_only: bool = False
+
+    def get_many(self, chunks) -> list:
+        """Verified entries of `chunks` (chunk numbers, in any order).
+
+        Raises
+        ------
+        IndexError, CorruptDataError
+            As :meth:`get`.
+        """
+        return [self.get_one(i) for i in chunks]
+
+    def load_zonemap(self, dtype):
+        """The stored zone map (``meta/zonemap``) for items of `dtype` and its
+        exact flags, ``(stats, exact)`` as :func:`bcolzx._format.zonemap.load`
+        returns them (each None when absent).
+
+        Raises
+        ------
+        CorruptDataError
+            If it is damaged.
+        """
+        return (None, None) if self.rootdir is None else \
+            zonemap.load(self.rootdir, dtype, self.storage)
+
+    def save_zonemap(self, stats, exact=None) -> None:
+        """Store the zone map `stats` and its per-chunk `exact` flags (when given)
+        before the next commit (atomically)."""
+        if self.rootdir is not None:
+            zonemap.write(self.rootdir, stats, storage=self.storage, exact=exact)
 
     def journal_rows(self, max_rows: int) -> bytes:
         """The rows the journal adds to the committed state, at most `max_rows`

@@ -9,6 +9,12 @@ data.  Tasks share nothing and take no lock: nobody else can see the hidden
 directory they write into.  When every task has succeeded, :func:`commit`
 writes the zone map, then ``meta/sizes`` (the commit point) once.  The only
 writer of superchunk files is ``_storage``: this module, and the stores.
+
+On object storage (:func:`prepare_objects`) task ``k`` uploads its
+superchunk as one whole object ``data/__k.bin`` (the bytes of
+:func:`bcolzx._format.parts.encode`); :func:`commit` then uploads
+``meta/storage`` and the zone map together, and ``meta/sizes`` last: until
+then there is no dataset for a reader (docs/format/README.md §5).
 """
 
 from __future__ import annotations
@@ -22,14 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from bcolzx._format import jsonfile, layout, zonemap
+from bcolzx._format import jsonfile, layout, parts, zonemap
 from bcolzx._format.meta import Sizes, Storage, write_sizes, write_storage
 from bcolzx._format.superchunk import SPECIAL_CBYTES, Geometry, SuperchunkFile
 from bcolzx._storage.base import ChunkStore, Special
 from bcolzx._storage.encoding import quantize
 from bcolzx._storage.zones import bounds
 
-__all__ = ["Target", "Written", "prepare", "write_superchunk", "commit"]
+__all__ = ["Target", "Written", "prepare", "prepare_objects", "write_superchunk", "commit"]
 
 
 # -- one task: one superchunk file ------------------------------------------------
@@ -76,13 +82,49 @@ class _SuperchunkSink(ChunkStore):
         self.file.commit()
 
 
+class _ObjectSink(_SuperchunkSink):
+    """The chunks of one superchunk object of a dataset being written on object
+    storage: gathered in memory, uploaded whole by :meth:`commit`."""
+
+    def __init__(self, objects, number: int, storage: Storage, rowshape: tuple):
+        k = storage.chunks_per_superchunk
+        self.storage, self.rowshape = storage, tuple(rowshape)
+        self.objects, self.number = objects, number
+        self.first = number * k
+        self.length = self.first * storage.chunklen
+        self.nchunks = self.first
+        self.cbytes = 0
+        chunk_bytes = storage.chunklen * storage.dtype.itemsize * prod(self.rowshape)
+        self.geometry = Geometry(k, chunk_bytes, storage.dtype.itemsize,
+                                 layout.CHECKSUMS[storage.checksum])
+        self.items: list[tuple[int, object, int]] = []
+        self.generation = 0
+
+    def put(self, items: list[tuple[int, object, int]]) -> None:
+        for i, entry, size in items:
+            slot = i - self.first
+            if not 0 <= slot < self.storage.chunks_per_superchunk:
+                raise IndexError(f"chunk {i} is not in superchunk {self.number}")
+            self.cbytes += SPECIAL_CBYTES if isinstance(entry, Special) else len(entry)
+            self.items.append((slot, entry, size))
+        self.nchunks = self.first + len(self.items)
+
+    def commit(self, sizes: Sizes) -> None:
+        body, idx = parts.encode(self.number, self.geometry, self.items)
+        self.objects.put({parts.base_key(self.number): b"".join(body)})
+        self.generation = idx.generation
+
+
 @dataclass(frozen=True)
 class Target:
-    """A dataset being written: its hidden directory and how its chunks are made."""
+    """A dataset being written: its hidden directory (or, on object storage, its
+    URL and objects) and how its chunks are made."""
 
     rootdir: str
     storage: Storage
     rowshape: tuple
+    #: On object storage, the dataset's :class:`~bcolzx._storage.objects.Objects`.
+    objects: Any = None
 
     @property
     def rows_per_file(self) -> int:
@@ -122,6 +164,13 @@ def prepare(rootdir: str, storage: Storage, rowshape: tuple, per_file: int) -> T
     return Target(rootdir, storage, tuple(rowshape))
 
 
+def prepare_objects(objects, storage: Storage, rowshape: tuple, per_file: int) -> Target:
+    """The bulk write of a new dataset of `storage` at `objects` (object storage):
+    nothing is uploaded before the tasks' superchunks."""
+    storage = storage.replace(chunks_per_superchunk=int(per_file))
+    return Target(objects.url, storage, tuple(rowshape), objects)
+
+
 def write_superchunk(block: np.ndarray, target: Target, number: int,
                      nrows: int) -> Written:
     """Task `number`: compress `block` (the `nrows` rows of superchunk `number`) into
@@ -135,6 +184,13 @@ def write_superchunk(block: np.ndarray, target: Target, number: int,
     if rows.shape != (nrows, *target.rowshape):
         raise ValueError(f"block {number} has shape {rows.shape}, superchunk {number} needs "
                          f"{(nrows, *target.rowshape)}")
+    if target.objects is not None:
+        osink = _ObjectSink(target.objects, number, st, target.rowshape)
+        engine = ChunkedArray(osink, nthreads=1)
+        engine.append(rows)
+        engine.flush()  # the short last chunk, then the whole object uploaded
+        return Written(number, osink.generation, len(osink.items), osink.cbytes,
+                       _chunk_bounds(rows, st.chunklen, st.dtype) if target.zoned else None)
     final = layout.data_path(target.rootdir, number)
     part = f"{final}.{uuid.uuid4().hex}.part"
     try:
@@ -166,9 +222,22 @@ def commit(target: Target, length: int, written: list[Written]) -> None:
     if [w.number for w in written] != list(range(nfiles)):
         raise RuntimeError(f"{nfiles} superchunks expected, tasks wrote "
                            f"{[w.number for w in written]}")
+    sizes = Sizes((length, *target.rowshape), length * target.rowbytes,
+                  sum(w.cbytes for w in written), tuple(w.generation for w in written))
+    if target.objects is not None:  # meta/storage and the zone map, then meta/sizes
+        small = {f"{layout.META_DIR}/{layout.STORAGE_FILE}": jsonfile.dumps(
+            st.to_json(), layout.STORAGE_FILE, seal=st.sealed, uid=st.uid),
+            layout.ATTRS_FILE: jsonfile.dumps({}, layout.ATTRS_FILE, seal=st.sealed,
+                                              uid=st.uid)}
+        if target.zoned and written:
+            small[f"{layout.META_DIR}/{layout.ZONEMAP_FILE}"] = jsonfile.dumps(
+                zonemap.to_json(np.concatenate([w.zones for w in written])),
+                layout.ZONEMAP_FILE, seal=st.sealed, uid=st.uid)
+        target.objects.put(small)
+        target.objects.put({f"{layout.META_DIR}/{layout.SIZES_FILE}": jsonfile.dumps(
+            sizes.to_json(), layout.SIZES_FILE, seal=st.sealed, uid=st.uid)})
+        return
     jsonfile.fsync_dir(os.path.join(target.rootdir, layout.DATA_DIR))
     if target.zoned and written:
         zonemap.write(target.rootdir, np.concatenate([w.zones for w in written]))
-    write_sizes(target.rootdir, Sizes((length, *target.rowshape), length * target.rowbytes,
-                                      sum(w.cbytes for w in written),
-                                      tuple(w.generation for w in written)))
+    write_sizes(target.rootdir, sizes)

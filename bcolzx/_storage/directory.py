@@ -24,6 +24,25 @@ from bcolzx._storage.base import ChunkStore, Special
 from bcolzx.errors import CorruptDataError, ReadOnlyError
 
 
+def geometry_of(storage: Storage, rowshape: tuple, path: str | None) -> tuple[Geometry, int]:
+    """The superchunk geometry of a dataset of `storage` and rows of `rowshape`, and
+    what one row counts in sizes (its bytes, or 1 for variable-length items, §2d).
+
+    Raises
+    ------
+    CorruptDataError
+        If a chunk would hold no byte or 2 GiB or more.
+    """
+    rowbytes = storage.row_unit(rowshape)
+    chunk_bytes = storage.chunklen * rowbytes
+    if not 0 < chunk_bytes < 2**31 - 64:
+        raise CorruptDataError(f"chunks of {chunk_bytes} bytes are not supported "
+                               "(1 byte to 2 GiB)", path=path)
+    typesize = 1 if storage.vlen else storage.dtype.itemsize
+    return Geometry(storage.chunks_per_superchunk, chunk_bytes, typesize,
+                    layout.CHECKSUMS[storage.checksum]), rowbytes
+
+
 def _check_sizes(rootdir: str, storage: Storage, sizes: Sizes) -> None:
     """Check ``meta/sizes`` against ``meta/storage`` before anything is sized by it.
 
@@ -76,15 +95,8 @@ class DirectoryStore(ChunkStore):
         self.rootdir = os.fspath(rootdir)
         self.storage = storage
         self.rowshape = tuple(sizes.shape[1:])
-        # Sizes count bytes, or rows for variable-length items (format §2d).
-        rowbytes = storage.row_unit(self.rowshape)
-        self.chunk_bytes = storage.chunklen * rowbytes
-        if not 0 < self.chunk_bytes < 2**31 - 64:
-            raise CorruptDataError(f"chunks of {self.chunk_bytes} bytes are not supported "
-                                   "(1 byte to 2 GiB)", path=self.rootdir)
-        typesize = 1 if storage.vlen else storage.dtype.itemsize
-        self.geometry = Geometry(storage.chunks_per_superchunk, self.chunk_bytes,
-                                 typesize, layout.CHECKSUMS[storage.checksum])
+        self.geometry, rowbytes = geometry_of(storage, self.rowshape, self.rootdir)
+        self.chunk_bytes = self.geometry.chunk_size
         self.length = length = sizes.shape[0]
         self.nchunks = ceil(length / storage.chunklen)
         self._last_size = (length - (self.nchunks - 1) * storage.chunklen) * rowbytes \
@@ -159,6 +171,11 @@ class DirectoryStore(ChunkStore):
                 raise FileNotFoundError(f"no dataset directory at {rootdir}")
             storage = read_storage(rootdir)
         sizes = read_sizes(rootdir, storage)
+        if sizes.parts:  # superchunks continued in parts (docs/format §5): immutable objects
+            from bcolzx._storage import remote
+            from bcolzx._storage.objects import LocalObjects
+
+            return remote.open_store(LocalObjects(rootdir), readonly)  # type: ignore[return-value]
         _check_sizes(rootdir, storage, sizes)
         return cls(rootdir, storage, sizes, readonly)
 

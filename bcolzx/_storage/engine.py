@@ -697,8 +697,14 @@ class ChunkedArray(ChunkReader):
             commit point to make a deletion atomic).
         ReadOnlyError
             If the store is read-only.
+        AppendOnlyError
+            (a ReadOnlyError) If the store takes appends only (object storage).
         """
         self._check_writable()
+        if self._store.append_only:
+            from bcolzx._storage.remote import append_only
+
+            raise append_only("delete rows of", self._store.rootdir)
         pos = np.asarray(positions, dtype=np.int64).reshape(-1)
         n = len(self)
         if len(pos) and (pos[0] < 0 or pos[-1] >= n or np.any(np.diff(pos) <= 0)):
@@ -788,7 +794,7 @@ class ChunkedArray(ChunkReader):
             With `journal`, if another writer holds the dataset.
         """
         if self.store.readonly or self._closed or \
-                not (self._dirty or self._journal_pending(journal)):
+                not (self._dirty or self.store.unpublished or self._journal_pending(journal)):
             return
         if not self._dirty:  # journal rows replayed at opening: take the lock to commit them
             self._check_writable()

@@ -26,6 +26,9 @@ __all__ = ["ChunkReader"]
 #: Bytes of output below which a run of chunks is decoded by one thread
 #: (handing work to another thread costs tens of microseconds).
 _BYTES_PER_THREAD = 1 << 20
+#: Chunks fetched together by :meth:`ChunkReader.take_sorted` (bounds the memory
+#: their compressed bytes hold).
+_GATHER = 256
 
 
 class ChunkReader:
@@ -276,6 +279,39 @@ class ChunkReader:
 
         for _ in _threads.map_ordered(part, range(nparts), nparts):
             pass
+
+    def take_sorted(self, sidx: np.ndarray) -> np.ndarray:
+        """Rows at the sorted positions `sidx` (in range), for stores that fetch
+        scattered chunks together (object storage): the chunks they fall in
+        are requested in batches, each row decoded alone when its chunk holds
+        at most two of them.
+
+        Raises
+        ------
+        CorruptDataError, ChecksumError
+            If a chunk is damaged.
+        """
+        out = np.empty((len(sidx), *self.rowshape), dtype=self.dtype)
+        cl = self.chunklen
+        stored = int(np.searchsorted(sidx, self.nfull * cl))
+        chunks = sidx[:stored] // cl
+        wanted = np.unique(chunks).tolist()
+        for b in range(0, len(wanted), _GATHER):
+            batch = wanted[b:b + _GATHER]
+            for c, entry in zip(batch, self.store.get_many(batch)):
+                self._check_full(entry, c)
+                lo, hi = np.searchsorted(chunks, [c, c + 1])
+                rows = sidx[lo:hi] - c * cl
+                if len(rows) > 2 or isinstance(entry, Special) or self.itemsize > 255:
+                    tmp = np.empty((cl, *self.rowshape), dtype=self.dtype)
+                    self._decode_into(entry, tmp, c, cl)
+                    out[lo:hi] = tmp[rows]
+                    continue
+                for k, r in enumerate(rows.tolist()):
+                    self._getitem(entry, c, r, out[lo + k:lo + k + 1])
+        if stored < len(sidx):
+            out[stored:] = self._leftover[sidx[stored:] - self.nfull * cl]
+        return out
 
     def map_chunks(self, fn, batch: int = 64) -> list:
         """``fn(rows)`` on every chunk's rows, in order (the leftover last).

@@ -70,7 +70,8 @@ def reload(engine) -> None:
     """
     engine._abandon()  # its changes are dropped, the background chunk too
     old = engine._store
-    fresh = open_store(old.rootdir, old.readonly)
+    reopen = getattr(old, "reopen", None)  # object storage re-reads its own way
+    fresh = reopen() if reopen is not None else open_store(old.rootdir, old.readonly)
     st, fst = old.storage, fresh.storage
     if (type(fresh), fst.dtype, fst.chunklen, tuple(fresh.rowshape)) != \
             (type(old), st.dtype, st.chunklen, tuple(old.rowshape)):

@@ -121,7 +121,7 @@ class ZoneMap:
         if rootdir is None:
             self.bounds = None
             return
-        stats, exact = zonemap.load(rootdir, self._dtype, self._store.storage)
+        stats, exact = self._store.load_zonemap(self._dtype)
         # A dataset written without one (an older version), or with fewer
         # entries than its chunks, has none.
         if stats is None or len(stats) < stored_chunks:
@@ -198,8 +198,7 @@ class ZoneMap:
     def save(self) -> None:
         """Write ``meta/zonemap`` (atomically) if it changed."""
         if self.dirty and self.bounds is not None and self._store.rootdir is not None:
-            zonemap.write(self._store.rootdir,
-                          np.array(self.bounds, dtype=zonemap.stats_dtype(self._dtype)),
-                          storage=self._store.storage,
-                          exact=np.array(self.exact, dtype=np.bool_))
+            self._store.save_zonemap(
+                np.array(self.bounds, dtype=zonemap.stats_dtype(self._dtype)),
+                exact=np.array(self.exact, dtype=np.bool_))
         self.dirty = False

@@ -80,26 +80,31 @@ def _default_superchunk(chunklen: int, chunk_bytes: int, blocks: tuple) -> int:
     return max(1, min(most, WRITE_BLOCK_BYTES // chunk_bytes))
 
 
-def _create(rootdir: str, dtype: np.dtype, rowshape: tuple, length: int, options: dict,
+def _create(rootdir, dtype: np.dtype, rowshape: tuple, length: int, options: dict,
             blocks: tuple = ()) -> Target:
-    """Create the empty dataset `rootdir` as the carray constructor would, with the
-    `options` it takes plus ``chunks_per_superchunk``; `blocks` are the row
-    counts of the input's blocks."""
+    """Create the empty dataset `rootdir` (a path, or objects on object storage, where
+    nothing is uploaded yet) as the carray constructor would, with the `options` it
+    takes plus ``chunks_per_superchunk``; `blocks` are the row counts of the input's
+    blocks."""
     from bcolzx.carray import carray
 
     options = dict(options)
     per_file = options.pop("chunks_per_superchunk", None)
     options.setdefault("expectedlen", length)
-    ca = carray(np.empty((0, *rowshape), dtype), rootdir=rootdir, mode="w", **options)
+    remote = not isinstance(rootdir, str)
+    ca = carray(np.empty((0, *rowshape), dtype), rootdir=None if remote else rootdir,
+                mode="w", **options)
     storage = ca.engine.store.storage
     ca.close()  # nothing to flush; gives up the write lock
     chunk_bytes = storage.chunklen * storage.dtype.itemsize * prod(rowshape)
     if per_file is None:
         per_file = _default_superchunk(storage.chunklen, chunk_bytes, blocks)
+    if remote:
+        return bulk.prepare_objects(rootdir, storage, tuple(rowshape), per_file)
     return bulk.prepare(rootdir, storage, tuple(rowshape), per_file)
 
 
-def _plan(x, rootdir: str, options: dict) -> tuple[Target, int, list]:
+def _plan(x, rootdir, options: dict) -> tuple[Target, int, list]:
     """Create the dataset of Dask array `x` and the delayed tasks that fill it."""
     dask = import_optional("dask", "dask", "from_dask")
     if x.ndim == 0:
@@ -238,8 +243,9 @@ def _string_dtypes(names: list[str], measured: list[dict]) -> dict[str, np.dtype
     return out
 
 
-def _plan_frame(ddf, rootdir: str, options: dict, write_index: bool | None):
-    """Create the ctable of `ddf` (columns empty) and the tasks that fill its columns."""
+def _plan_frame(ddf, rootdir, options: dict, write_index: bool | None):
+    """Create the ctable of `ddf` (columns empty) and the tasks that fill its columns
+    (`rootdir`: a hidden directory, or objects on object storage)."""
     dask = import_optional("dask", "dask", "from_dask")
     da = import_optional("dask.array", "dask", "from_dask")
 
@@ -259,8 +265,13 @@ def _plan_frame(ddf, rootdir: str, options: dict, write_index: bool | None):
         pieces = [da.from_delayed(pick(e, name), shape=(n,), dtype=dtype)
                   for e, n in zip(encoded, lengths)]
         column = da.concatenate(pieces) if pieces else da.empty((0,), dtype=dtype)
-        plans.append((name, *_plan(column, os.path.join(rootdir, name), options)))
-    jsonfile.write_json(os.path.join(rootdir, layout.ATTRS_FILE), attrs)
+        where = os.path.join(rootdir, name) if isinstance(rootdir, str) else \
+            rootdir.child(name)
+        plans.append((name, *_plan(column, where, options)))
+    if isinstance(rootdir, str):
+        jsonfile.write_json(os.path.join(rootdir, layout.ATTRS_FILE), attrs)
+    else:  # unseen until __rootdirs__, uploaded last
+        rootdir.put({layout.ATTRS_FILE: jsonfile.dumps(attrs, layout.ATTRS_FILE)})
     return list(dtypes), plans
 
 
@@ -317,7 +328,7 @@ def _move_into_place(tmpdir: str, rootdir: str, mode: str) -> None:
 def from_dask(x, rootdir, mode: str = "a", *, chunklen: int | None = None, cparams=None,
               dflt=None, expectedlen: int | None = None,
               chunks_per_superchunk: int | None = None, write_index: bool | None = None,
-              scheduler=None):
+              scheduler=None, storage_options: dict | None = None, filesystem=None):
     """Write a Dask array (a carray) or dataframe (a ctable) into a new dataset, in parallel.
 
     Each Dask task compresses the rows of one superchunk into a file of its
@@ -325,7 +336,10 @@ def from_dask(x, rootdir, mode: str = "a", *, chunklen: int | None = None, cpara
     has succeeded, and the dataset appears under `rootdir` only then, by a
     rename.  A failed task leaves nothing under `rootdir`.  Works with every
     Dask scheduler (threads, processes, ``distributed``); with several
-    machines, `rootdir` must be on a file system they all share.
+    machines, `rootdir` must be on a file system they all share, or on
+    object storage (a URL): each task then uploads its superchunk as one
+    object, and this process uploads ``meta/`` last, once every task has
+    succeeded (docs/remote.md).
 
     Parameters
     ----------
@@ -334,10 +348,11 @@ def from_dask(x, rootdir, mode: str = "a", *, chunklen: int | None = None, cpara
         axis), or a dataframe, stored as :func:`~bcolzx.interop.pandas.from_dataframe`
         would store it.
     rootdir : str or os.PathLike
-        The new dataset's directory.
+        The new dataset's directory, or its URL (``s3://bucket/key``...).
     mode : {'a', 'w'}
         'a' (default) refuses an existing `rootdir`; 'w' replaces it (once
-        the new dataset is complete).
+        the new dataset is complete; on object storage, the old dataset's
+        objects are deleted first, as objects cannot be renamed).
     chunklen, cparams, dflt, expectedlen
         As for :class:`~bcolzx.carray` (for every column of a dataframe).
     chunks_per_superchunk : int, optional
@@ -351,6 +366,10 @@ def from_dask(x, rootdir, mode: str = "a", *, chunklen: int | None = None, cpara
         (default) stores it when it has a name (e.g. after ``set_index``).
     scheduler : str or object, optional
         Passed to :func:`dask.compute` (default: Dask's current scheduler).
+    storage_options : dict, optional
+        For a URL: fsspec's options (credentials, endpoint).
+    filesystem : fsspec.AbstractFileSystem, optional
+        The filesystem `rootdir` is a path of.
 
     Returns
     -------
@@ -384,41 +403,30 @@ def from_dask(x, rootdir, mode: str = "a", *, chunklen: int | None = None, cpara
     >>> len(ca), int(ca.sum())
     (1000, 499500)
     """
-    da = import_optional("dask.array", "dask", "from_dask")
-    dask = import_optional("dask", "dask", "from_dask")
     if mode == "r":
         raise ReadOnlyError("from_dask writes a new dataset: mode 'r' is not allowed")
     if mode not in ("a", "w"):
         raise ValueError(f"mode must be 'a' or 'w', not {mode!r}")
-    rootdir = os.fspath(rootdir)
+    from bcolzx._storage.objects import resolve
+
+    where = resolve(rootdir, storage_options, filesystem)
+    if not isinstance(where, str):
+        return _from_dask_objects(x, where, mode, write_index, scheduler, chunklen=chunklen,
+                                  cparams=cparams, dflt=dflt, expectedlen=expectedlen,
+                                  chunks_per_superchunk=chunks_per_superchunk)
+    rootdir = where
     if mode == "a" and os.path.lexists(rootdir):
         raise FileExistsError(f"{rootdir} exists; open it with bcolzx.open() or use mode='w' "
                               "to replace it")
-    if chunks_per_superchunk is not None and (
-            isinstance(chunks_per_superchunk, bool) or not isinstance(
-                chunks_per_superchunk, (int, np.integer)) or
-            not 1 <= chunks_per_superchunk <= 1 << 20):
-        raise ValueError(f"chunks_per_superchunk must be in 1..2**20, not "
-                         f"{chunks_per_superchunk!r}")
-    options = {k: v for k, v in (("chunklen", chunklen), ("cparams", cparams), ("dflt", dflt),
-                                 ("expectedlen", expectedlen),
-                                 ("chunks_per_superchunk", chunks_per_superchunk))
-               if v is not None}
-    frame = _is_frame(x)
-    if not frame and not isinstance(x, da.Array):
-        raise TypeError(f"from_dask needs a Dask array or dataframe, not {type(x).__name__}")
+    options, frame = _options(x, chunklen=chunklen, cparams=cparams, dflt=dflt,
+                              expectedlen=expectedlen,
+                              chunks_per_superchunk=chunks_per_superchunk)
     held = _lock_existing(rootdir) if mode == "w" else None
     tmpdir = _hidden_sibling(rootdir)
     try:
         if frame:
             os.makedirs(tmpdir)
-            names, plans = _plan_frame(x, tmpdir, options, write_index)
-        else:
-            plans = [(None, *_plan(x, tmpdir, options))]
-        tasks = [task for _, _, _, group in plans for task in group]
-        written = iter(dask.compute(*tasks, scheduler=scheduler) if tasks else ())
-        for _, target, length, group in plans:
-            bulk.commit(target, length, [next(written) for _ in group])
+        names = _write_all(x, tmpdir, frame, options, write_index, scheduler)
         if frame:
             jsonfile.write_json(os.path.join(tmpdir, layout.ROOTDIRS_FILE), {"names": names})
         _move_into_place(tmpdir, rootdir, mode)
@@ -431,6 +439,76 @@ def from_dask(x, rootdir, mode: str = "a", *, chunklen: int | None = None, cpara
     from bcolzx.toplevel import open as _open
 
     return _open(rootdir, mode="a")
+
+
+def _write_all(x, where, frame: bool, options: dict, write_index: bool | None,
+               scheduler) -> list[str] | None:
+    """Run the tasks that write `x` at `where` (a hidden directory, or objects), then
+    commit each dataset; a dataframe's column names."""
+    dask = import_optional("dask", "dask", "from_dask")
+    names = None
+    if frame:
+        names, plans = _plan_frame(x, where, options, write_index)
+    else:
+        plans = [(None, *_plan(x, where, options))]
+    tasks = [task for _, _, _, group in plans for task in group]
+    written = iter(dask.compute(*tasks, scheduler=scheduler) if tasks else ())
+    for _, target, length, group in plans:
+        bulk.commit(target, length, [next(written) for _ in group])
+    return names
+
+
+def _options(x, chunks_per_superchunk, **given) -> tuple[dict, bool]:
+    """The carray options of a write (those given), and whether `x` is a dataframe.
+
+    Raises
+    ------
+    ValueError
+        For a bad `chunks_per_superchunk`.
+    TypeError
+        If `x` is neither a Dask array nor a dataframe.
+    """
+    da = import_optional("dask.array", "dask", "from_dask")
+    if chunks_per_superchunk is not None and (
+            isinstance(chunks_per_superchunk, bool) or not isinstance(
+                chunks_per_superchunk, (int, np.integer)) or
+            not 1 <= chunks_per_superchunk <= 1 << 20):
+        raise ValueError(f"chunks_per_superchunk must be in 1..2**20, not "
+                         f"{chunks_per_superchunk!r}")
+    given["chunks_per_superchunk"] = chunks_per_superchunk
+    options = {k: v for k, v in given.items() if v is not None}
+    frame = _is_frame(x)
+    if not frame and not isinstance(x, da.Array):
+        raise TypeError(f"from_dask needs a Dask array or dataframe, not {type(x).__name__}")
+    return options, frame
+
+
+def _from_dask_objects(x, objects, mode: str, write_index: bool | None, scheduler, **given):
+    """:func:`from_dask` onto object storage: one object per task, ``meta/`` (and a
+    table's ``__rootdirs__``) uploaded last; a failure deletes what was uploaded."""
+    from bcolzx._storage import remote
+
+    options, frame = _options(x, **given)
+    kind, _ = remote.probe_published(objects)
+    if kind is not None and mode == "a":
+        raise FileExistsError(f"{objects.url} holds a {kind}; open it with bcolzx.open() or "
+                              "use mode='w' to replace it")
+    if mode == "w":  # objects cannot be renamed: the old dataset goes first
+        objects.remove_all()
+    try:
+        names = _write_all(x, objects, frame, options, write_index, scheduler)
+        if frame:  # the table's publication
+            objects.put({layout.ROOTDIRS_FILE: jsonfile.dumps({"names": names},
+                                                              layout.ROOTDIRS_FILE)})
+    except BaseException:
+        try:
+            objects.remove_all()
+        except Exception:  # noqa: BLE001 - unpublished objects are invisible to readers
+            pass
+        raise
+    from bcolzx.toplevel import open as _open
+
+    return _open(objects, mode="a")
 
 
 def _is_frame(x) -> bool:

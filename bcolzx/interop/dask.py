@@ -134,18 +134,30 @@ def tokenize(obj: carray | ctable) -> str:
     from bcolzx.carray import carray
 
     if not isinstance(obj, carray):
-        return _digest("bcolzx.ctable", obj.rootdir and os.path.abspath(obj.rootdir),
+        where = obj.rootdir
+        return _digest("bcolzx.ctable", where and (where if "://" in where else
+                                                    os.path.abspath(where)),
                        obj.names, sorted(obj.attrs.getall().items()),
                        [tokenize(obj.cols[n]) for n in obj.names])
     _committed(obj)
     if obj.rootdir is None:
         return _memory_token(obj)
     store = obj.engine.store
+    if _remote(store):  # objects never change: the URL and the commit identify the data
+        sizes = getattr(store, "sizes", None)
+        return _digest("bcolzx.carray", store.objects, obj.shape, str(obj.dtype), store.cbytes,
+                       sizes and (sizes.generations, sizes.parts),
+                       getattr(store.storage, "uid", None))
     rootdir = os.path.abspath(obj.rootdir)
     return _digest("bcolzx.carray", rootdir, obj.shape, str(obj.dtype), store.cbytes,
                    getattr(store, "generations", None),
                    _stat_marker(layout.meta_path(rootdir, layout.SIZES_FILE)),
                    _stat_marker(layout.meta_path(rootdir, layout.STORAGE_FILE)))
+
+
+def _remote(store) -> bool:
+    """Whether `store` is on object storage (its objects then travel in the graph)."""
+    return getattr(store, "objects", None) is not None
 
 
 def _memory_token(ca: carray) -> str:
@@ -176,7 +188,7 @@ class ArraySource:
     Attributes
     ----------
     rootdir : str
-        The dataset directory (absolute).
+        The dataset directory (absolute), or its URL on object storage.
     token : str
         The carray's :func:`tokenize` token.
     storage : Storage or None
@@ -184,12 +196,18 @@ class ArraySource:
         read as it is when the task runs.
     sizes : Sizes or None
         The committed ``meta/sizes`` the graph was made from.
+    objects : Objects or None
+        On object storage, where the dataset's objects are (a URL and the
+        filesystem's options, which pickle small): the task reads each
+        object's index and its chunks by ranged requests, straight from the
+        store.
     """
 
     rootdir: str
     token: str
     storage: Storage | None = None
     sizes: Sizes | None = None
+    objects: Any = None
 
     def __dask_tokenize__(self) -> str:
         return self.token
@@ -208,6 +226,16 @@ class ArraySource:
         from bcolzx._storage import DirectoryStore, engine_for
         from bcolzx._storage.legacy import LegacyStore
 
+        if self.objects is not None:
+            from bcolzx._storage import remote
+
+            if self.storage is None:  # legacy: its small files read again by the task
+                ostore = remote.open_store(self.objects, readonly=True)
+            else:  # the commit recorded: no metadata read, chunks of later appends unseen
+                assert self.sizes is not None
+                ostore = remote.ObjectStore(self.objects, self.storage, self.sizes,
+                                            readonly=True)
+            return engine_for(ostore, nthreads=1)
         if self.storage is None:
             return engine_for(LegacyStore.open(self.rootdir, readonly=True), nthreads=1)
         cl, k = self.storage.chunklen, self.storage.chunks_per_superchunk
@@ -249,6 +277,11 @@ def source_of(ca: carray) -> ArraySource:
         raise ValueError("an in-memory carray has no files to read from")
     _committed(ca)
     store = ca.engine.store
+    if _remote(store):
+        if not store.native:
+            return ArraySource(ca.rootdir, tokenize(ca), objects=store.objects)
+        return ArraySource(ca.rootdir, tokenize(ca), store.storage, store.sizes,
+                           objects=store.objects)
     rootdir = os.path.abspath(ca.rootdir)
     if not store.native:
         return ArraySource(rootdir, tokenize(ca))

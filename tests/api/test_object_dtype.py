@@ -675,7 +675,7 @@ def _write_meta(path, **changes):
     ("objs", {"vlen": None}, CorruptDataError, "without the 'vlen' member"),
     ("objs", {"vlen": "json"}, UnsupportedFormatError, "encoded as 'json'"),
     ("objs", {"format_version": 1}, CorruptDataError, "'vlen' in a format_version 1 file"),
-    ("objs", {"format_version": 3}, UnsupportedFormatError, "newer than this bcolzx reads"),
+    ("objs", {"format_version": 4}, UnsupportedFormatError, "newer than this bcolzx reads"),
     ("objs", {"dflt": {"raw": "AAAAAAAAAAA="}}, CorruptDataError, "invalid dflt"),
     ("objs", {"dflt": [1, 2]}, CorruptDataError, "invalid dflt"),
 ])

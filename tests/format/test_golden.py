@@ -365,8 +365,8 @@ DAMAGE = {
     "chunk byte flipped": (lambda r: _patch(r / "data" / "__1.bin", 0xA8, b"\x09"), ChecksumError),
     "stored checksum flipped": (lambda r: _patch(r / "data" / "__1.bin", 0xBC, b"\x00"),
                                 ChecksumError),
-    # 3: this reader knows 1 (fixed-size items) and 2 (variable-length items).
-    "newer format version": (lambda r: _damage_meta(r, "format_version", 3),
+    # 4: this reader knows 1 (fixed-size items), 2 (variable-length items) and 3 (parts, §5).
+    "newer format version": (lambda r: _damage_meta(r, "format_version", 4),
                              UnsupportedFormatError),
     "legacy dataset": (lambda r: _damage_meta(r, "format", None), UnsupportedFormatError),
     "invalid sizes JSON": (lambda r: (r / "meta" / "sizes").write_text("{"), CorruptDataError),

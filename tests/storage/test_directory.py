@@ -288,7 +288,7 @@ def test_newer_format_version_is_refused(dataset):
     rootdir, _ = dataset
     path = os.path.join(rootdir, "meta", "storage")
     meta = json.load(open(path))
-    meta["format_version"] = 3  # this reader knows 1 and 2 (variable-length items)
+    meta["format_version"] = 4  # this reader knows 1, 2 (variable-length items) and 3 (parts)
     json.dump(meta, open(path, "w"))
     with pytest.raises(UnsupportedFormatError):
         _read_all(rootdir)
