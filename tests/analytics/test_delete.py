@@ -196,8 +196,9 @@ def test_killed_while_deleting_leaves_old_or_new(tmp_path, kind):
     rng = random.Random(7)
     done = 0  # the state the dataset is in
     for _ in range(8):
+        # run where the bcolzx under test is: a child's cwd comes first on its path
         proc = subprocess.Popen([sys.executable, "-c", WRITER, path, kind], env=env,
-                                stdout=subprocess.PIPE, text=True)
+                                cwd=env["PYTHONPATH"], stdout=subprocess.PIPE, text=True)
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.0, 0.4))
         proc.send_signal(signal.SIGKILL)

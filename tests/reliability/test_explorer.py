@@ -282,7 +282,8 @@ def test_the_recorder_sees_what_strace_sees(tmp_path):
          "trace=write,pwrite64,pwritev,pwritev2,writev,fsync,fdatasync,mkdir,mkdirat,"
          "rename,renameat,renameat2,unlink,unlinkat,rmdir",
          sys.executable, "-c", _STRACE_WRITER, root],
-        env=env, capture_output=True, text=True, timeout=300)
+        env=env, cwd=os.path.dirname(os.path.dirname(bcolzx.__file__)),
+        capture_output=True, text=True, timeout=300)
     if proc.returncode != 0 and "ptrace" in proc.stderr.lower():
         pytest.skip(f"strace cannot trace here: {proc.stderr.strip()[:200]}")
     assert proc.returncode == 0, proc.stderr

@@ -37,7 +37,10 @@ from .test_concurrency import _writer_and_reader
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="symbolic links, FIFOs and flock "
                                 "are POSIX features")
-ENV = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(bcolzx.__file__))}
+#: The bcolzx under test (installed, or built in place): children run there, so that
+#: the directory Python puts first on their path (their cwd) is not a source tree.
+BCOLZX_PARENT = os.path.dirname(os.path.dirname(bcolzx.__file__))
+ENV = {**os.environ, "PYTHONPATH": BCOLZX_PARENT}
 
 
 def _resealed(path, **changes):
@@ -67,8 +70,8 @@ def c8(tmp_path):
 
 def _in_child(code: str, timeout: float = 60) -> subprocess.CompletedProcess:
     """Run `code` in a Python child (a crash there is a return code, not a dead test run)."""
-    return subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run([sys.executable, "-c", code], env=ENV, cwd=BCOLZX_PARENT,
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def _bounded(fn, seconds: float):
@@ -195,7 +198,7 @@ def test_forged_sizes_are_refused_before_anything_is_sized_by_them(case, c8):
     out = _bounded(lambda: bcolzx.verify(c8), 20)
     assert not out["value"].ok and out["seconds"] < 20
     cli = subprocess.run([sys.executable, "-m", "bcolzx", "verify", c8], env=ENV,
-                         capture_output=True, text=True, timeout=60)
+                         cwd=BCOLZX_PARENT, capture_output=True, text=True, timeout=60)
     assert cli.returncode != 0 and "sizes" in cli.stdout + cli.stderr
 
 

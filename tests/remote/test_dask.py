@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bcolzx
-from tests.remote.test_remote import CL, SC
+from tests.remote.test_remote import BCOLZX_PARENT, CL, SC
 
 pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
@@ -56,7 +56,7 @@ def test_to_bcolzx_one_object_per_task_read_back_elsewhere(client, s3, url, so):
     assert keys == [f"__{k}.bin" for k in range(5)]
     code = (f"import bcolzx, numpy as np; r = bcolzx.open({url!r}, storage_options={so!r}); "
             f"np.testing.assert_array_equal(r[:], np.arange({SC * 4 + 1000}, dtype='f8') * 1.5)")
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=os.getcwd())
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=BCOLZX_PARENT)
 
 
 def test_to_bcolzx_dataframe_becomes_a_ctable(client, url, so):

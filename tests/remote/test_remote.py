@@ -20,6 +20,10 @@ from bcolzx.errors import (
 from tests.conftest import LEGACY
 from tests.remote import s3server
 
+#: The bcolzx under test: children run there (their cwd comes first on their path,
+#: and must not be this source tree when bcolzx is installed, as in CI).
+BCOLZX_PARENT = os.path.dirname(os.path.dirname(bcolzx.__file__))
+
 
 def _data(n=300_000):
     return np.arange(n, dtype="f8") * 0.5
@@ -60,7 +64,7 @@ class _Requests:
 
 def test_import_does_not_import_fsspec():
     code = "import sys, bcolzx; assert 'fsspec' not in sys.modules and 's3fs' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=os.getcwd())
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=BCOLZX_PARENT)
 
 
 def test_carray_round_trip(url, so):
@@ -306,7 +310,7 @@ objects.FsspecObjects.put = die
 bcolzx.carray(np.arange(400_000.), rootdir={url!r}, storage_options={so!r}, mode="w",
               chunklen=512)
 """
-    proc = subprocess.run([sys.executable, "-c", code], cwd=os.getcwd())
+    proc = subprocess.run([sys.executable, "-c", code], cwd=BCOLZX_PARENT)
     assert proc.returncode == 9
     assert s3.filesystem().find(url[len("s3://"):])  # it did upload something
     with pytest.raises(DatasetNotFoundError):
