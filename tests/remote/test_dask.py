@@ -1,6 +1,5 @@
 """Dask over datasets on object storage: tasks read their chunks straight from the store."""
 
-import os
 import pickle
 import subprocess
 import sys
