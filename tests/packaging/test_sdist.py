@@ -24,7 +24,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = "0.1.0.dev0+sdisttest"
 #: Build products and caches of a working tree, never part of an sdist.
-PRODUCTS = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__",
+PRODUCTS = shutil.ignore_patterns(".git", ".venv", "venv", ".tox", ".nox", "build", "dist", "*.egg-info", "__pycache__",
                                   ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis",
                                   "_build", "*.so", "*.o", "*.pyc", "_version.py")
 

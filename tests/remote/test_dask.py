@@ -69,14 +69,17 @@ def test_to_bcolzx_dataframe_becomes_a_ctable(client, url, so):
     np.testing.assert_array_equal(t["b"][:], frame.b.to_numpy())
 
 
-def _fail_on_third_block(block, block_info=None):
-    if block_info[0]["chunk-location"][0] == 2:
-        raise RuntimeError("task failed")
-    return block
-
-
 def test_failed_task_publishes_nothing(client, s3, url, so):
     da = pytest.importorskip("dask.array")
+
+    # Defined here, so that cloudpickle sends it to the workers by value: the workers
+    # cannot import this test module (in CI the `tests` package is not on their path,
+    # and a worker that cannot unpickle a task stops serving the scheduler).
+    def _fail_on_third_block(block, block_info=None):
+        if block_info[0]["chunk-location"][0] == 2:
+            raise RuntimeError("task failed")
+        return block
+
     x = da.arange(SC * 4, chunks=SC, dtype="f8").map_blocks(_fail_on_third_block,
                                                            dtype="f8")
     with pytest.raises(RuntimeError, match="task failed"):
