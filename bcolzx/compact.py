@@ -7,13 +7,18 @@ the old bytes stay in the file, unreferenced, until the file is compacted
 chunks back to back; every file is written beside the old one, fsynced and
 renamed over it, then the directory is fsynced, so that a crash leaves the
 old or the new file, both complete.
+
+On object storage objects are never changed in place, so a dataset there is
+compacted into a new place: ``compact(url, dst)`` writes a copy with the
+same parameters whose superchunks are each one object holding only live
+chunks (appends had continued them in part objects, docs/format §5), and
+publishes it last, as :func:`bcolzx.convert` does (that is the code path);
+`dst` may be local, and a local dataset may be compacted to a URL.
 """
 
 from __future__ import annotations
 
-import os
-
-from bcolzx.errors import UnsupportedFormatError
+from bcolzx.errors import AppendOnlyError, UnsupportedFormatError
 
 __all__ = ["compact", "compact_carray", "compact_ctable"]
 
@@ -62,33 +67,57 @@ def compact_ctable(ct, progress=None) -> int:
     return sum(compact_carray(c, progress) for c in native)
 
 
-def compact(rootdir, *, progress=None) -> int:
+def compact(rootdir, dst=None, *, progress=None, storage_options=None, verify=True) -> int:
     """Reclaim the space that rewrites and truncations left in a dataset's files.
 
     Parameters
     ----------
     rootdir : str or os.PathLike
         A carray or ctable directory in the bcolzx format (every column of a
-        ctable is compacted).
+        ctable is compacted), or its URL on object storage (``s3://...``,
+        any fsspec URL or mapper; docs/remote.md), which needs a `dst`.
+    dst : str or os.PathLike, optional
+        Write the compacted dataset there (a directory or a URL; nothing may
+        be there yet) instead of compacting in place; `rootdir` is left as it
+        is.  The copy has the same parameters, every superchunk in one file
+        or object with its live chunks back to back, and is verified against
+        `rootdir` (unless `verify` is False) before it is installed or
+        published.
     progress : callable, optional
-        Called with 1 after each superchunk file is compacted.
+        Called with 1 after each superchunk file is compacted; with `dst`,
+        with the uncompressed bytes written (then compared), as
+        :func:`bcolzx.convert` calls it.
+    storage_options : dict, optional
+        The options of the fsspec filesystem of a URL `rootdir` or `dst`.
+    verify : bool, optional
+        With `dst`: compare the copy with `rootdir` before publishing it
+        (default True).
 
     Returns
     -------
     int
-        Bytes reclaimed (0 when there was nothing to reclaim).
+        Bytes reclaimed (0 when there was nothing to reclaim); with `dst`,
+        how many fewer bytes `dst` stores than `rootdir` (0 if not fewer).
 
     Raises
     ------
     FileNotFoundError
         If `rootdir` holds no carray or ctable.
+    FileExistsError
+        If something is stored at `dst` already.
     UnsupportedFormatError
         (a ValueError) For a legacy bcolz (format v1) dataset: its chunks are
         files of their own and leave no dead space; nothing is written.
+    AppendOnlyError
+        (a PermissionError) For a dataset on object storage without `dst`:
+        its objects cannot be rewritten in place; nothing is written.
     CorruptDataError
-        If the metadata or an index is damaged (run :func:`bcolzx.verify`).
+        If the metadata or an index is damaged (run :func:`bcolzx.verify`),
+        or the copy at `dst` does not verify (it is then discarded).
     PermissionError
         If the files cannot be written.
+    RemoteError
+        (an OSError) If the object store fails; nothing is published at `dst`.
     OSError
         If the file system refuses.
 
@@ -100,6 +129,12 @@ def compact(rootdir, *, progress=None) -> int:
     copied as they are, so damage is neither repaired nor hidden.  Nobody
     else may have the dataset open meanwhile: readers elsewhere keep the old
     chunk offsets.
+
+    With `dst` the rows are read and written again (recompressed with the
+    same parameters), as ``bcolzx.convert`` with the dataset's own cparams
+    and chunklen would; on object storage the copy is published only once
+    complete and verified (docs/remote.md).  Readers of `rootdir` are not
+    disturbed; to replace it, point them at `dst`.
 
     Examples
     --------
@@ -113,11 +148,47 @@ def compact(rootdir, *, progress=None) -> int:
     >>> bcolzx.compact(d)                             # nothing left to reclaim
     0
     """
+    if dst is not None:
+        return _compact_to(rootdir, dst, progress, storage_options, verify)
+    from bcolzx._storage.objects import Objects, resolve
     from bcolzx.ctable import ctable
     from bcolzx.toplevel import open as _open
 
-    rootdir = os.fspath(rootdir)
-    dataset = _open(rootdir, mode="a")  # FileNotFoundError when there is none
+    where = resolve(rootdir, storage_options)
+    if isinstance(where, Objects):
+        raise AppendOnlyError(
+            f"cannot compact {where.url} in place: objects on object storage are never "
+            "changed in place; compact it into a new location instead (bcolzx.compact(url, "
+            "dst), 'bcolzx compact SRC DST'): each superchunk becomes one object holding "
+            "its live chunks, published once complete")
+    dataset = _open(where, mode="a")  # FileNotFoundError when there is none
     if isinstance(dataset, ctable):
         return compact_ctable(dataset, progress)
     return compact_carray(dataset, progress)
+
+
+def _compact_to(rootdir, dst, progress, storage_options, verify: bool) -> int:
+    """:func:`compact` into `dst`: a verified copy with the source's own parameters."""
+    from bcolzx.convert import _is_legacy, _locate, _plan, check_destination, write_plan
+
+    source, target = _locate(rootdir, dst, storage_options)
+    assert target is not None
+    check_destination(source, target)
+    plan = _plan(source, None, None, rewrite=True)
+    if any(_is_legacy(c.source) for c in plan[2]):
+        raise UnsupportedFormatError(f"{_label(source)} {_LEGACY}")
+    before = _usage(source)
+    write_plan(plan, source, target, dst, verify, progress)
+    return max(0, before - _usage(target))
+
+
+def _label(where) -> str:
+    return getattr(where, "url", where)
+
+
+def _usage(where) -> int:
+    """Bytes stored at `where` (a directory or objects)."""
+    from bcolzx._storage.objects import LocalObjects
+
+    objects = where if not isinstance(where, str) else LocalObjects(where)
+    return objects.usage()[1]

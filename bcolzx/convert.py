@@ -24,6 +24,14 @@ How a conversion runs:
 
 If anything fails before the install, the source was never written to and
 the temporary directory is removed.
+
+On object storage (a URL, docs/remote.md) there is no rename: the converted
+dataset is built at `dst` itself with its ``meta/sizes`` held back
+(:attr:`bcolzx._storage.remote.ObjectStore.hold`), verified from what was
+uploaded, and only then published (a ctable's ``__rootdirs__`` last), so
+that no reader ever sees it before it is complete and checked; a failure
+deletes what was uploaded.  A dataset on object storage is never converted
+in place (its objects cannot be replaced atomically): it needs a `dst`.
 """
 
 from __future__ import annotations
@@ -41,14 +49,15 @@ import numpy as np
 
 from bcolzx._ext import codec as _codec
 from bcolzx._format import layout, legacy, pickles
-from bcolzx._format.jsonfile import fsync_dir, read_json, write_json
+from bcolzx._format.jsonfile import dumps, fsync_dir, read_json, write_json
 from bcolzx._format.meta import read_storage, write_storage
 from bcolzx._format.strings import encode_rows, item_kind
 from bcolzx._storage import writer
+from bcolzx._storage.objects import Objects, is_url, resolve
 from bcolzx.carray import carray as _carray
 from bcolzx.carray import iterblocks
 from bcolzx.defaults import defaults
-from bcolzx.errors import CorruptDataError, UnsupportedFormatError
+from bcolzx.errors import AppendOnlyError, CorruptDataError, UnsupportedFormatError
 from bcolzx.params import cparams as _cparams
 from bcolzx.toplevel import open as _open
 
@@ -212,7 +221,7 @@ def _target_cparams(src: _carray, override) -> _cparams:
     """
     cp = src.cparams
     params = cp.to_dict()
-    if legacy.is_legacy(src.rootdir):  # no such knobs in legacy bcolz: bcolzx's defaults
+    if _is_legacy(src):  # no such knobs in legacy bcolz: bcolzx's defaults
         params.update(blocksize=layout.DEFAULT_BLOCKSIZE, bytedelta=layout.DEFAULT_BYTEDELTA)
     else:
         params.update(blocksize=cp.blocksize, bytedelta=cp.bytedelta)
@@ -236,9 +245,14 @@ def _target_chunklen(src: _carray, chunklen: int | None) -> int | None:
     """The chunklen of the converted copy of `src`: `chunklen` when given; else
     a bcolzx-format column keeps its own, a legacy one gets bcolzx's default
     (None)."""
-    if chunklen is None and not legacy.is_legacy(src.rootdir):
+    if chunklen is None and not _is_legacy(src):
         return src.chunklen
     return chunklen
+
+
+def _is_legacy(src: _carray) -> bool:
+    """Whether `src` is stored in the legacy bcolz format (on disk or on object storage)."""
+    return not src.engine.store.native
 
 
 def _whole_items(blocksize: int, itemsize: int) -> int:
@@ -281,8 +295,12 @@ def _check_readable(path: str) -> None:
                 "dataset with legacy bcolz first")
 
 
-def _plan(src: str, cparams, chunklen, allow_pickle=None) -> tuple[str, object, list[_Column]]:
-    """Open `src` read-only and decide everything; nothing is written.
+def _plan(src: str | Objects, cparams, chunklen, allow_pickle=None, *, rewrite: bool = False
+          ) -> tuple[str, object, list[_Column]]:
+    """Open `src` (a local path, or the objects of a dataset on object storage)
+    read-only and decide everything; nothing is written.  With `rewrite`, a
+    dataset in the bcolzx format is accepted without new `cparams` or `chunklen`
+    (it is copied with its own: :func:`bcolzx.compact` to a new place).
 
     Returns
     -------
@@ -300,6 +318,8 @@ def _plan(src: str, cparams, chunklen, allow_pickle=None) -> tuple[str, object, 
         raise TypeError(f"cparams must be a bcolzx.cparams, a dict or None, not "
                         f"{type(cparams).__name__}")
     chunklen = _check_chunklen(chunklen)
+    if isinstance(src, Objects):
+        return _plan_objects(src, cparams, chunklen, allow_pickle, rewrite)
     if os.path.isfile(os.path.join(src, layout.ROOTDIRS_FILE)):
         kind = "ctable"
     elif os.path.isfile(layout.meta_path(src, layout.STORAGE_FILE)):
@@ -307,7 +327,7 @@ def _plan(src: str, cparams, chunklen, allow_pickle=None) -> tuple[str, object, 
     else:
         raise FileNotFoundError(errno.ENOENT, "no carray or ctable (neither "
                                 f"{layout.ROOTDIRS_FILE} nor meta/storage) in", src)
-    recompress = cparams is not None or chunklen is not None
+    recompress = cparams is not None or chunklen is not None or rewrite
     if kind == "carray" and not legacy.is_legacy(src) and not recompress:
         raise UnsupportedFormatError(
             f"{src} is already in the bcolzx format: there is nothing to convert (give "
@@ -321,6 +341,36 @@ def _plan(src: str, cparams, chunklen, allow_pickle=None) -> tuple[str, object, 
             for n in names:
                 _check_readable(os.path.join(src, n))
     dataset = _open(src, mode="r", allow_pickle=allow_pickle)
+    return _columns(kind, dataset, src, cparams, chunklen, allow_pickle, recompress)
+
+
+def _plan_objects(src: Objects, cparams, chunklen, allow_pickle, rewrite: bool
+                  ) -> tuple[str, object, list[_Column]]:
+    """:func:`_plan` of a dataset on object storage: opened (one batch of small
+    reads), then checked as a local one."""
+    from bcolzx.ctable import ctable as _ctable
+
+    dataset = _open(src, mode="r", allow_pickle=allow_pickle)  # DatasetNotFoundError
+    kind = "ctable" if isinstance(dataset, _ctable) else "carray"
+    sources = [dataset] if kind == "carray" else list(dataset.cols.values())
+    for c in sources:
+        cname = c.cparams.cname
+        if _is_legacy(c) and cname not in _codec.CODECS:
+            raise UnsupportedFormatError(
+                f"{c.rootdir}: the chunks are compressed with {cname!r}, which C-Blosc2 "
+                f"(hence bcolzx) cannot decode (it knows {', '.join(_codec.CODECS)}); "
+                "recompress the dataset with legacy bcolz first")
+    recompress = cparams is not None or chunklen is not None or rewrite
+    if not recompress and not any(_is_legacy(c) for c in sources):
+        raise UnsupportedFormatError(
+            f"{src.url} is already in the bcolzx format: there is nothing to convert (give "
+            "cparams or chunklen to rewrite it with other ones)")
+    return _columns(kind, dataset, src.url, cparams, chunklen, allow_pickle, recompress)
+
+
+def _columns(kind: str, dataset, src: str, cparams, chunklen, allow_pickle, recompress: bool
+             ) -> tuple[str, object, list[_Column]]:
+    """The carrays of the opened `dataset` to convert, their parameters decided."""
     sources = [dataset] if kind == "carray" else list(dataset.cols.values())
     if any(item_kind(c.dtype) == "pickle" for c in sources):
         allowed = defaults.allow_pickle if allow_pickle is None else allow_pickle
@@ -329,7 +379,7 @@ def _plan(src: str, cparams, chunklen, allow_pickle=None) -> tuple[str, object, 
         return kind, dataset, [_Column(dataset, "", _target_cparams(dataset, cparams),
                                        _target_chunklen(dataset, chunklen))]
     names = dataset.names
-    if not recompress and not any(legacy.is_legacy(os.path.join(src, n)) for n in names):
+    if not recompress and not any(_is_legacy(dataset.cols[n]) for n in names):
         raise UnsupportedFormatError(
             f"{src} is already in the bcolzx format (a ctable with no legacy column): there "
             "is nothing to convert (give cparams or chunklen to rewrite it with other ones)")
@@ -342,13 +392,18 @@ def _plan(src: str, cparams, chunklen, allow_pickle=None) -> tuple[str, object, 
 # -- building --------------------------------------------------------------------------
 
 
-def _write_carray(col: _Column, rootdir: str, progress=None) -> None:
+def _write_carray(col: _Column, rootdir: str | Objects, progress=None):
     """Write the bcolzx-format copy of `col.source` at `rootdir` (which must not exist).
 
     The rows are copied as stored, block by block, never quantized again: the
     dataset is created with ``quantize=0`` and the wanted ``quantize`` is
     written into ``meta/storage`` once the data is in, so that later appends
     are quantized as legacy bcolz did.
+
+    On object storage (`rootdir` an :class:`Objects`) the attributes and the
+    ``quantize`` go up with the one commit, which holds ``meta/sizes`` back:
+    returns the store, to :meth:`~bcolzx._storage.remote.ObjectStore.publish`
+    once checked (None on disk).
     """
     src, cp = col.source, col.cparams
     write_cp = _cparams(clevel=cp.clevel, shuffle=cp.shuffle, cname=cp.cname, quantize=0,
@@ -359,9 +414,14 @@ def _write_carray(col: _Column, rootdir: str, progress=None) -> None:
     if objects and chunklen is None:  # sized from the pickles (legacy: one per chunk)
         sample = src.engine.read(0, min(n, 64))
         chunklen = layout.vlen_chunklen(sum(map(len, sample)) / len(sample) if n else None)
+    remote = isinstance(rootdir, Objects)
     out = _carray(np.empty((0, *src.shape[1:]), src.dtype), rootdir=rootdir, mode="w",
                   cparams=write_cp, chunklen=chunklen, dflt=src.dflt,
-                  expectedlen=n or None, allow_pickle=True if objects else None)
+                  expectedlen=n or None, allow_pickle=True if objects else None,
+                  _publish=not remote)
+    store = out.engine.store if remote else None
+    if store is not None:
+        store.hold = True
     try:
         if objects:  # the pickles as they are: nothing is unpickled
             blen = max(out.chunklen, 1024)
@@ -377,9 +437,15 @@ def _write_carray(col: _Column, rootdir: str, progress=None) -> None:
                 out.append(block)
                 if progress is not None:
                     progress(block.nbytes)
+        if store is not None:  # staged, uploaded by the (held) commit
+            for name, value in src.attrs:
+                out.attrs[name] = value
+            if cp.quantize:
+                store.replace_storage(_quantized(store.storage, cp.quantize))
         out.flush()
-        for name, value in src.attrs:
-            out.attrs[name] = value
+        if store is None:
+            for name, value in src.attrs:
+                out.attrs[name] = value
     except BaseException:
         try:
             out.purge()  # drops unflushed rows: nothing is flushed at garbage collection
@@ -387,10 +453,15 @@ def _write_carray(col: _Column, rootdir: str, progress=None) -> None:
             pass
         raise
     del out
-    if cp.quantize:
-        storage = read_storage(rootdir)
-        write_storage(rootdir, storage.replace(
-            cparams=dataclasses.replace(storage.cparams, quantize=cp.quantize)))
+    if store is None and cp.quantize:
+        assert isinstance(rootdir, str)
+        write_storage(rootdir, _quantized(read_storage(rootdir), cp.quantize))
+    return store
+
+
+def _quantized(storage, quantize: int):
+    """`storage` with `quantize` in its cparams."""
+    return storage.replace(cparams=dataclasses.replace(storage.cparams, quantize=quantize))
 
 
 def _build(kind: str, dataset, columns: list[_Column], tmp: str, progress=None) -> None:
@@ -441,8 +512,9 @@ def _verify_objects(new: _carray, src: _carray, fail, progress=None) -> None:
             progress((hi - lo) * layout.VLEN_ROW_NBYTES)
 
 
-def _verify_carray(col: _Column, path: str, progress=None) -> None:
-    """Compare the converted carray at `path` with `col.source`.
+def _verify_carray(col: _Column, path: str | Objects, progress=None, *, held=None) -> None:
+    """Compare the converted carray at `path` with `col.source` (on object storage,
+    read through the small files `held`, its ``meta/sizes`` not yet published).
 
     Raises
     ------
@@ -450,14 +522,17 @@ def _verify_carray(col: _Column, path: str, progress=None) -> None:
         At the first difference.
     """
     src = col.source
+    label = path.url if isinstance(path, Objects) else path
 
     def fail(what: str):
         raise CorruptDataError(f"verification of the converted dataset failed: {what}",
-                               path=path)
+                               path=label)
 
-    if legacy.is_legacy(path):
+    if isinstance(path, str) and legacy.is_legacy(path):
         fail("it is not in the bcolzx format")
-    new = _carray(rootdir=path, mode="r", allow_pickle=src._allow_pickle)
+    new = _carray(rootdir=path, mode="r", allow_pickle=src._allow_pickle, _fetched=held)
+    if _is_legacy(new):
+        fail("it is not in the bcolzx format")
     if new.dtype != src.dtype:
         fail(f"dtype {new.dtype}, the source has {src.dtype}")
     if new.shape != src.shape:
@@ -541,7 +616,7 @@ def _remove(path: str) -> None:
 
 
 def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None,
-            progress=None, allow_pickle=None) -> str:
+            progress=None, allow_pickle=None, storage_options=None) -> str:
     """Convert a legacy bcolz (format v1) carray or ctable directory to the bcolzx format.
 
     Parameters
@@ -552,12 +627,16 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None,
         :meth:`ctable.addcol` mixes both formats; all its columns are
         rewritten).  With `cparams` or `chunklen` given, also a dataset
         already in the bcolzx format: it is rewritten with them
-        (recompressed), in the same way.
+        (recompressed), in the same way.  Or its URL on object storage
+        (``s3://...``, any fsspec URL, or an fsspec mapper; docs/remote.md).
     dst : str or os.PathLike, optional
         Where to write the converted dataset; it must not exist, its parent
         directory must.  `src` is then left untouched.  None (default)
         converts in place: `src` is replaced, atomically, by its converted
-        copy (see Notes).
+        copy (see Notes).  A URL (or fsspec mapper) writes it to object
+        storage: nothing may be stored under it yet, and the dataset is
+        published only once complete and verified.  A `src` on object
+        storage needs a `dst` (local or remote).
     verify : bool, optional
         Reopen the converted dataset and compare it with `src` before it is
         installed: every row byte for byte (so NaN payloads and signed zeros
@@ -587,6 +666,9 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None,
         per value) too; default ``bcolzx.defaults.allow_pickle``.  The
         pickles are copied and compared as they are, never unpickled; the
         switch is asked for because the result is a dataset of pickles.
+    storage_options : dict, optional
+        The options of the fsspec filesystem of `src` or `dst` when it is a
+        URL (endpoint, credentials...), for both when both are.
 
     Returns
     -------
@@ -619,6 +701,12 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None,
     LockedError
         (an ``IOError``) Converting in place, if a writer holds `src` or one of
         its columns; nothing is written.
+    AppendOnlyError
+        (a ``PermissionError``) If `src` is on object storage and `dst` is
+        not given: nothing is written.
+    RemoteError
+        (an ``OSError``) If the object store fails a request; nothing is
+        published at `dst`.
     OSError
         If the file system refuses.
 
@@ -639,6 +727,15 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None,
     does not exist for a moment, and a crash there leaves the old dataset
     under the backup name ``.<name>.bcolzx-convert-old-<hex>``.  A symbolic
     link `src` is followed: the directory it points to is converted.
+
+    *To object storage* there is no rename: the dataset is uploaded at `dst`
+    with its commit point (``meta/sizes``) held back, verified by reading back
+    what was uploaded, and published only then (a ctable's columns, its
+    ``__attrs__``, and ``__rootdirs__`` last).  Until that last upload no
+    reader finds a dataset at `dst`; a failure (the server gone, a
+    verification error, Ctrl-C) deletes what was uploaded, and if even that
+    fails the objects left name no dataset (a later write to `dst` in mode
+    ``'w'`` deletes them).
 
     Quantize: legacy ``quantize`` was applied when the values were written,
     so the stored values are copied exactly as they are, never quantized a
@@ -679,7 +776,35 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None,
     ...     print("nothing to convert")
     nothing to convert
     """
-    src_given = os.fspath(src)
+    source, target = _locate(src, dst, storage_options)
+    if isinstance(source, Objects) or isinstance(target, Objects):
+        return _convert_objects(source, target, dst, verify, cparams, chunklen, progress,
+                                allow_pickle)
+    return _convert_paths(source, target, verify, cparams, chunklen, progress, allow_pickle)
+
+
+def _locate(src, dst, storage_options) -> tuple[str | Objects, str | Objects | None]:
+    """Where `src` and `dst` are: local paths, or objects (URLs, with the
+    `storage_options` of their filesystem; fsspec mappers).
+
+    Raises
+    ------
+    ValueError
+        For `storage_options` when neither is a URL.
+    """
+    if storage_options and not any(is_url(x) for x in (src, dst)):
+        raise ValueError("storage_options go with a URL (s3://..., gs://...); neither "
+                         f"{os.fspath(src)!r} nor {dst!r} is one")
+
+    def where(x):
+        return resolve(x, storage_options if is_url(x) else None)
+
+    return where(src), None if dst is None else where(dst)
+
+
+def _convert_paths(src_given: str, dst, verify, cparams, chunklen, progress,
+                   allow_pickle, rewrite: bool = False) -> str:
+    """:func:`convert` from a local directory to another (or in place)."""
     if not os.path.isdir(src_given):
         raise FileNotFoundError(errno.ENOENT, "no dataset directory at", src_given)
     # In place, nobody may write the source meanwhile: the swap would lose its rows.
@@ -687,41 +812,61 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None,
     locks = []
     if dst is None:
         # A wrong call is refused before any lock.
-        _plan(src_given, cparams, chunklen, allow_pickle)
+        _plan(src_given, cparams, chunklen, allow_pickle, rewrite=rewrite)
         locks = writer.lock_tree(src_given, defaults.lock_timeout)
     try:
         return _convert_locked(src_given, dst, verify, cparams, chunklen, progress,
-                               allow_pickle)
+                               allow_pickle, rewrite)
     finally:
         writer.release_all(locks)
 
 
+def _local_target(dst_given: str, real_src: str | None) -> str:
+    """The real path where a converted copy goes on disk: `dst_given`, which must not
+    exist, in a directory that does (and not inside the source, `real_src`).
+
+    Raises
+    ------
+    FileExistsError, FileNotFoundError, ValueError
+        As :func:`convert`.
+    """
+    if os.path.lexists(dst_given):
+        raise FileExistsError(errno.EEXIST, "the destination exists", dst_given)
+    parent, base = os.path.split(os.path.abspath(dst_given))
+    real_parent = os.path.realpath(parent)
+    if real_src is not None and (real_parent == real_src or
+                                 real_parent.startswith(real_src + os.sep)):
+        raise ValueError(f"the destination {dst_given} is inside the source {real_src}")
+    if not os.path.isdir(real_parent):
+        raise FileNotFoundError(errno.ENOENT, "the destination's directory does not exist",
+                                parent)
+    return os.path.join(real_parent, base)
+
+
 def _convert_locked(src_given: str, dst, verify, cparams, chunklen, progress,
-                    allow_pickle=None) -> str:
+                    allow_pickle=None, rewrite: bool = False) -> str:
     """:func:`convert`, the source's write locks held (in place): planned again under them."""
-    kind, dataset, columns = _plan(src_given, cparams, chunklen, allow_pickle)
+    plan = _plan(src_given, cparams, chunklen, allow_pickle, rewrite=rewrite)
     real_src = os.path.realpath(src_given)
     if dst is None:
-        target = real_src
-    else:
-        dst_given = os.fspath(dst)
-        if os.path.lexists(dst_given):
-            raise FileExistsError(errno.EEXIST, "the destination exists", dst_given)
-        parent, base = os.path.split(os.path.abspath(dst_given))
-        real_parent = os.path.realpath(parent)
-        if real_parent == real_src or real_parent.startswith(real_src + os.sep):
-            raise ValueError(f"the destination {dst_given} is inside the source {src_given}")
-        if not os.path.isdir(real_parent):
-            raise FileNotFoundError(errno.ENOENT, "the destination's directory does not exist",
-                                    parent)
-        target = os.path.join(real_parent, base)
+        _write_local(plan, real_src, verify, progress, in_place=True, src_given=src_given)
+        return src_given
+    dst_given = os.fspath(dst)
+    _write_local(plan, _local_target(dst_given, real_src), verify, progress)
+    return dst_given
+
+
+def _write_local(plan, target: str, verify: bool, progress, *, in_place: bool = False,
+                 src_given: str = "") -> None:
+    """Build the converted dataset of `plan` beside `target`, verify it and install it."""
+    kind, dataset, columns = plan
     parent, base = os.path.split(target)
     tmp = _reserve(parent, base)
     try:
         _build(kind, dataset, columns, tmp, progress)
         if verify:
             _verify(kind, dataset, columns, tmp, progress)
-        old = _install(tmp, target, in_place=dst is None)
+        old = _install(tmp, target, in_place=in_place)
     except BaseException:
         _remove(tmp)
         raise
@@ -731,5 +876,84 @@ def _convert_locked(src_given: str, dst, verify, cparams, chunklen, progress,
             shutil.rmtree(old)
         except OSError as exc:
             warnings.warn(f"{src_given} was converted, but its old copy could not be removed "
-                          f"from {old}: {exc}", RuntimeWarning, stacklevel=2)
-    return src_given if dst is None else dst_given
+                          f"from {old}: {exc}", RuntimeWarning, stacklevel=3)
+
+
+# -- object storage --------------------------------------------------------------------
+
+
+def _convert_objects(source: str | Objects, target: str | Objects | None, dst_given,
+                     verify, cparams, chunklen, progress, allow_pickle) -> str:
+    """:func:`convert` from or to object storage: never in place."""
+    check_destination(source, target)
+    plan = _plan(source, cparams, chunklen, allow_pickle)
+    return write_plan(plan, source, target, dst_given, verify, progress)
+
+
+def check_destination(source: str | Objects, target: str | Objects | None) -> None:
+    """Refuse, before anything is read, a copy of `source` to `target` that cannot be.
+
+    Raises
+    ------
+    AppendOnlyError
+        If `target` is None (in place) and `source` is on object storage.
+    FileNotFoundError
+        If `source` is a path and not a directory.
+    FileExistsError
+        If something is stored at `target`.
+    """
+    if target is None:
+        if isinstance(source, Objects):
+            raise AppendOnlyError(
+                f"cannot convert {source.url} in place: objects on object storage cannot be "
+                "replaced atomically; convert it to a new location (bcolzx.convert(src, "
+                "dst), 'bcolzx convert SRC DST'), then use that one")
+        return
+    if isinstance(source, str) and not os.path.isdir(source):
+        raise FileNotFoundError(errno.ENOENT, "no dataset directory at", source)
+    if isinstance(target, Objects) and target.occupied():
+        raise FileExistsError(errno.EEXIST, "the destination exists (objects are stored "
+                              "under it)", target.url)
+    if isinstance(target, str) and os.path.lexists(target):
+        raise FileExistsError(errno.EEXIST, "the destination exists", target)
+
+
+def write_plan(plan, source: str | Objects, target: str | Objects, dst_given, verify: bool,
+               progress) -> str:
+    """Write the converted dataset of `plan` (from :func:`_plan` of `source`) to
+    `target`, a new directory or new objects; return where, as given."""
+    if isinstance(target, str):
+        real_src = os.path.realpath(source) if isinstance(source, str) else None
+        _write_local(plan, _local_target(target, real_src), verify, progress)
+        return target if is_url(dst_given) else os.fspath(dst_given)
+    _write_objects(plan, target, verify, progress)
+    return dst_given if isinstance(dst_given, str) else target.url
+
+
+def _write_objects(plan, target: Objects, verify: bool, progress) -> None:
+    """Build the converted dataset of `plan` at `target` (no object there), verify it
+    from what was uploaded, then publish it: each carray's ``meta/sizes``, then for
+    a ctable its ``__attrs__`` and, last, ``__rootdirs__``.  Whatever fails,
+    nothing was published and what was uploaded is deleted (best effort).
+    """
+    from bcolzx._storage import remote
+
+    kind, dataset, columns = plan
+    try:
+        if kind == "carray":
+            places = [target]
+        else:
+            places = [target.child(col.relpath) for col in columns]
+        stores = [_write_carray(col, where, progress) for col, where in zip(columns, places)]
+        if verify:
+            for col, where, store in zip(columns, places, stores):
+                _verify_carray(col, where, progress, held=store.held_files())
+        for store in stores:
+            store.publish()
+        if kind == "ctable":
+            target.put({remote.ATTRS: dumps(dataset.attrs.getall(), layout.ATTRS_FILE)})
+            target.put({remote.ROOTDIRS: dumps({"names": dataset.names},
+                                               layout.ROOTDIRS_FILE)})
+    except BaseException:
+        target.discard()
+        raise

@@ -37,7 +37,7 @@ from bcolzx.errors import (
     TruncatedDataError,
 )
 
-__all__ = ["Objects", "FsspecObjects", "LocalObjects", "resolve", "is_url"]
+__all__ = ["Objects", "FsspecObjects", "LocalObjects", "resolve", "is_url", "upload", "exists"]
 
 #: Requests one batch keeps in flight at most (fsspec's ``batch_size``).
 MAX_IN_FLIGHT = 64
@@ -172,9 +172,25 @@ class Objects:
         """Delete every object under the directory (none there: nothing to do)."""
         raise NotImplementedError
 
+    def discard(self) -> None:
+        """:meth:`remove_all`, best effort: what a failed write uploaded, which no
+        metadata names (readers never see it); a store that fails now is ignored."""
+        try:
+            self.remove_all()
+        except Exception:  # noqa: BLE001 - unpublished objects are invisible to readers
+            pass
+
     def exists(self, key: str) -> bool:
         """Whether the object `key` exists (one request)."""
         return self.fetch([key])[0] is not None
+
+    def occupied(self) -> bool:
+        """Whether any object is stored under the directory (one listing)."""
+        raise NotImplementedError
+
+    def usage(self) -> tuple[int, int]:
+        """``(objects, bytes)`` stored under the directory (a listing)."""
+        raise NotImplementedError
 
     def _short(self, key: str, start: int, end: int | None, got: int) -> TruncatedDataError:
         if end is None:
@@ -316,6 +332,25 @@ class FsspecObjects(Objects):
         except Exception as exc:
             raise _failure(exc, self.url, "writing objects under") from exc
 
+    def occupied(self) -> bool:
+        try:
+            self.fs.invalidate_cache(self.path)
+            return bool(self.fs.find(self.path, maxdepth=None))
+        except FileNotFoundError:
+            return False
+        except Exception as exc:
+            raise _failure(exc, self.url, "listing the objects under") from exc
+
+    def usage(self) -> tuple[int, int]:
+        try:
+            self.fs.invalidate_cache(self.path)
+            sizes = self.fs.du(self.path, total=False)
+        except FileNotFoundError:
+            return 0, 0
+        except Exception as exc:
+            raise _failure(exc, self.url, "listing the objects under") from exc
+        return len(sizes), int(sum(sizes.values()))
+
     def remove_all(self) -> None:
         try:
             found = self.fs.find(self.path)
@@ -326,6 +361,74 @@ class FsspecObjects(Objects):
         except Exception as exc:
             raise _failure(exc, self.url, "deleting the objects under") from exc
         self.fs.invalidate_cache(self.path)
+
+
+#: Names of Zarr's metadata documents: a reader finds a Zarr store by them.
+ZARR_METADATA = frozenset({"zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata"})
+
+
+def upload(local: str, url: str, storage_options: dict | None = None) -> None:
+    """Upload the file or directory `local` (an export: a .npy, Parquet, HDF5 file,
+    a Zarr store...) to `url`, so that no reader sees it half-written.
+
+    A file becomes one object, written whole (an object store shows the old
+    object or the new one, never part of one).  A directory is uploaded data
+    first, then its Zarr metadata documents deepest first, the top one last:
+    until then a reader finds no store at `url` (and no array whose chunks
+    are missing, which Zarr would read as fill values).  If the upload of a
+    directory fails, what was uploaded is deleted (best effort).
+
+    Raises
+    ------
+    RemoteError, RemoteTimeoutError
+        If the store fails (naming `url`).
+    ImportError
+        If fsspec, or the filesystem of `url`, is not installed.
+    """
+    fs, path = _fsspec().core.url_to_fs(url, **(storage_options or {}))
+    path = path.rstrip("/")
+    if not os.path.isdir(local):
+        try:
+            fs.put_file(local, path)
+        except Exception as exc:
+            raise _failure(exc, url, "uploading") from exc
+        return
+    data, meta = [], []
+    for root, _dirs, names in os.walk(local):
+        for name in names:
+            rel = os.path.relpath(os.path.join(root, name), local).replace(os.sep, "/")
+            (meta if name in ZARR_METADATA else data).append(rel)
+    meta.sort(key=lambda rel: (-rel.count("/"), rel))  # the top document last
+    try:
+        if data:
+            fs.put([os.path.join(local, *r.split("/")) for r in data],
+                   [f"{path}/{r}" for r in data])
+        for rel in meta:
+            fs.put_file(os.path.join(local, *rel.split("/")), f"{path}/{rel}")
+    except BaseException as exc:
+        try:
+            fs.rm(path, recursive=True)
+        except Exception:  # noqa: BLE001 - without its top document no reader finds it
+            pass
+        if isinstance(exc, Exception):
+            raise _failure(exc, url, "uploading") from exc
+        raise
+
+
+def exists(url: str, storage_options: dict | None = None) -> bool:
+    """Whether anything (an object, or objects under it) is stored at `url`.
+
+    Raises
+    ------
+    RemoteError
+        If the store fails.
+    """
+    fs, path = _fsspec().core.url_to_fs(url, **(storage_options or {}))
+    try:
+        fs.invalidate_cache(path)
+        return bool(fs.exists(path))
+    except Exception as exc:
+        raise _failure(exc, url, "looking for") from exc
 
 
 def _empty_range(exc: BaseException) -> bool:
@@ -399,6 +502,20 @@ class LocalObjects(Objects):
             path = self.url_of(key)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             write_atomic(path, data)
+
+    def occupied(self) -> bool:
+        return os.path.lexists(self.rootdir)
+
+    def usage(self) -> tuple[int, int]:
+        files = size = 0
+        for root, _dirs, names in os.walk(self.rootdir):
+            for name in names:
+                try:
+                    size += os.lstat(os.path.join(root, name)).st_size
+                except FileNotFoundError:  # removed meanwhile
+                    continue
+                files += 1
+        return files, size
 
     def remove_all(self) -> None:
         import shutil

@@ -241,6 +241,11 @@ class ObjectStore(ChunkStore):
     #: Reads of many scattered chunks go out together (:meth:`get_many`).
     gathers = True
     append_only = True
+    #: Set by a writer that checks a new dataset before readers may see it
+    #: (:func:`bcolzx.convert`): a commit then uploads everything but
+    #: ``meta/sizes``, which it keeps in :attr:`held` until :meth:`publish`.
+    hold = False
+    held: bytes | None = None
 
     def __init__(self, objects: Objects, storage: Storage, sizes: Sizes, readonly: bool, *,
                  fetched: dict | None = None, published: bool = True):
@@ -589,10 +594,61 @@ class ObjectStore(ChunkStore):
             self._check_unchanged()
         data = dumps(committed.to_json(), layout.SIZES_FILE, seal=storage.sealed,
                      uid=storage.uid)
+        if self.hold and self.unpublished:  # everything is stored; readers see nothing yet
+            self.held, self.storage = data, storage
+            self._committed(committed)
+            return
         self.objects.put({SIZES: data})
         self.storage, self.unpublished = storage, False
         self._fetched[SIZES] = data
         self._committed(committed)
+
+    def replace_storage(self, storage: Storage) -> None:
+        """Give the dataset, not yet published, the ``meta/storage`` `storage` (same
+        layout; e.g. the ``quantize`` later appends apply), uploaded with the next commit.
+
+        Raises
+        ------
+        ValueError
+            If the dataset is published already (its ``meta/storage`` is fixed).
+        """
+        if not self.unpublished:
+            raise ValueError(f"{self.rootdir} is published: its meta/storage is fixed")
+        self.storage = storage
+        self.stage(STORAGE, dumps(storage.to_json(), layout.STORAGE_FILE, seal=storage.sealed,
+                                  uid=storage.uid))
+
+    def held_files(self) -> dict:
+        """The small files of the dataset as a reader would fetch them once it is
+        published: read back from the store, with the held ``meta/sizes`` (for a
+        check of what was uploaded before :meth:`publish`)."""
+        if self.held is None:
+            raise ValueError(f"{self.rootdir} has no held commit")
+        fetched = dict(zip(CARRAY_KEYS, self.objects.fetch(list(CARRAY_KEYS))))
+        fetched[SIZES] = self.held
+        return fetched
+
+    def publish(self) -> None:
+        """Upload the ``meta/sizes`` a held commit kept back (see :attr:`hold`): the
+        dataset exists for readers from then on.
+
+        Raises
+        ------
+        FileExistsError
+            If a dataset was published at the URL meanwhile (by another writer):
+            nothing is published.
+        RemoteError
+            If the store fails; nothing is published.
+        """
+        if self.held is None:
+            raise ValueError(f"{self.rootdir} has no held commit to publish")
+        if self.objects.fetch([SIZES])[0] is not None:
+            raise FileExistsError(f"{self.rootdir}: another writer published a dataset "
+                                  "there meanwhile; nothing was published")
+        data, self.held, self.hold = self.held, None, False
+        self.objects.put({SIZES: data})
+        self.unpublished = False
+        self._fetched[SIZES] = data
 
     def _check_unchanged(self) -> None:
         (now,) = self.objects.fetch([SIZES])

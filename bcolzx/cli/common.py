@@ -108,6 +108,40 @@ def add_cparams_options(parser: argparse.ArgumentParser, title: str,
     group.add_argument("--chunklen", type=_positive, metavar="ROWS", help="rows per chunk")
 
 
+def _json_object(text: str) -> dict:
+    """A JSON object given inline, or ``@path`` of a file holding one."""
+    if text.startswith("@"):
+        try:
+            with open(text[1:], encoding="utf-8") as f:
+                text = f.read()
+        except OSError as exc:
+            raise argparse.ArgumentTypeError(f"cannot read {text[1:]!r}: {exc}") from None
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object ({...})")
+    return obj
+
+
+def add_storage_options(parser: argparse.ArgumentParser) -> None:
+    """The ``--storage-options`` option: the fsspec options of the URLs a command is given."""
+    parser.add_argument(
+        "--storage-options", metavar="JSON", type=_json_object,
+        help="for a URL (s3://..., gs://..., https://...): the options of its fsspec "
+             "filesystem, a JSON object or @FILE holding one, e.g. '{\"client_kwargs\": "
+             "{\"endpoint_url\": \"http://127.0.0.1:9000\"}}' (credentials are best left to "
+             "the filesystem's own configuration: environment, ~/.aws, gcloud...)")
+
+
+def location_options(path, args: argparse.Namespace) -> dict | None:
+    """The ``--storage-options`` for `path` if it is a URL (None for a local path)."""
+    from bcolzx._storage.objects import is_url
+
+    return getattr(args, "storage_options", None) if is_url(path) else None
+
+
 def cparams_from(args: argparse.Namespace) -> dict | None:
     """The compression options given on the command line, as a dict (None if none)."""
     keys = ("cname", "clevel", "shuffle", "quantize", "blocksize", "bytedelta")

@@ -9,10 +9,12 @@ from bcolzx.cli.common import (
     ON_DISK_TEXT,
     add_cparams_options,
     add_quiet,
+    add_storage_options,
     cparams_from,
+    location_options,
     sizes_text,
 )
-from bcolzx.cli.describe import describe
+from bcolzx.cli.describe import describe_any
 from bcolzx.cli.progress import bar
 from bcolzx.errors import UnsupportedFormatError
 
@@ -25,22 +27,27 @@ format, into DST (which must not exist) or, without DST, in place (SRC is
 replaced atomically by its converted copy).  With compression options, also
 rewrite a dataset that is already in the bcolzx format with them.  Unless
 --no-verify, the new copy is read back and compared with SRC, byte for byte,
-before it is installed; whatever fails, SRC is left as it was."""
+before it is installed; whatever fails, SRC is left as it was.  SRC and DST
+may be URLs (s3://..., gs://...; --storage-options): a dataset on object
+storage is converted into a DST (never in place), and a DST there is
+published only once complete and verified."""
 
 EPILOG = """\
 examples:
   bcolzx convert old/prices                 in place, legacy -> bcolzx
   bcolzx convert old/prices new/prices      into a new directory
-  bcolzx convert data/prices --cname zstd --clevel 7 --chunklen 65536"""
+  bcolzx convert data/prices --cname zstd --clevel 7 --chunklen 65536
+  bcolzx convert s3://bucket/old s3://bucket/new --storage-options @s3.json"""
 
 
 def register(sub) -> None:
     """Add ``convert`` to the subcommands."""
     p = sub.add_parser("convert", help=HELP, description=DESCRIPTION, epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("src", metavar="SRC", help="a carray or ctable directory")
+    p.add_argument("src", metavar="SRC", help="a carray or ctable directory, or its URL")
     p.add_argument("dst", metavar="DST", nargs="?",
-                   help="where to write the converted dataset (default: replace SRC)")
+                   help="where to write the converted dataset, a directory or a URL "
+                        "(default: replace SRC)")
     p.add_argument("--no-verify", dest="verify", action="store_false",
                    help="do not compare the new copy with SRC before installing it "
                         "(faster: SRC is read once)")
@@ -48,6 +55,7 @@ def register(sub) -> None:
                    help="also convert object-dtype data (pickled Python objects); the "
                         "pickles are copied and compared, never unpickled")
     add_cparams_options(p, "compression of the new copy")
+    add_storage_options(p)
     add_quiet(p)
     p.set_defaults(run=run, subparser=p)
 
@@ -56,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``bcolzx convert``."""
     from bcolzx.convert import convert
 
-    before = describe(args.src)
+    before = describe_any(args.src, location_options(args.src, args))
     cparams = cparams_from(args)
     if before["format"] == "bcolzx" and cparams is None and args.chunklen is None:
         raise UnsupportedFormatError(
@@ -67,8 +75,9 @@ def run(args: argparse.Namespace) -> int:
     with bar(total, "convert", quiet=args.quiet) as advance:
         out = convert(args.src, args.dst, verify=args.verify, cparams=cparams,
                       chunklen=args.chunklen, progress=advance,
-                      allow_pickle=True if args.allow_pickle else None)
-    after = describe(out)
+                      allow_pickle=True if args.allow_pickle else None,
+                      storage_options=args.storage_options)
+    after = describe_any(out, location_options(out, args))
     print(f"{args.src} ({before['format']} {before['kind']}) -> {out} ({after['format']}): "
           f"{after['shape'][0]:,} rows{', verified' if args.verify else ''}")
     print(f"  before: {sizes_text(before)}")

@@ -19,7 +19,7 @@ from bcolzx._format import jsonfile, layout, legacy
 from bcolzx._format.meta import read_sizes, read_storage
 from bcolzx.errors import CorruptDataError
 
-__all__ = ["dataset_kind", "describe", "disk_usage", "require_directory"]
+__all__ = ["dataset_kind", "describe", "describe_any", "disk_usage", "require_directory"]
 
 _LEGACY_FORMAT = "legacy-v1"
 
@@ -218,3 +218,46 @@ def describe(rootdir) -> dict:
     attrs_path = os.path.join(rootdir, layout.ATTRS_FILE)
     info["attrs"] = jsonfile.read_json(attrs_path) if os.path.isfile(attrs_path) else {}
     return info
+
+
+def describe_any(path, storage_options: dict | None = None) -> dict:
+    """:func:`describe` of a directory, or the same main keys for a dataset on
+    object storage (:func:`describe_objects`)."""
+    from bcolzx._storage.objects import Objects, is_url, resolve
+
+    where = resolve(path, storage_options if is_url(path) else None)
+    if isinstance(where, Objects):
+        return describe_objects(where)
+    return describe(where)
+
+
+def describe_objects(objects) -> dict:
+    """``path``, ``kind``, ``format``, ``shape``, ``nbytes``, ``cbytes``, ``ratio``,
+    ``files`` (objects) and ``disk_bytes`` (their bytes) of the dataset at
+    `objects` (an :class:`~bcolzx._storage.objects.Objects`): its metadata, read
+    in one batch of small requests, and a listing.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        (a FileNotFoundError) If no dataset is published there.
+    RemoteError
+        If the store fails.
+    """
+    from bcolzx.ctable import ctable
+    from bcolzx.toplevel import open as _open
+
+    ds = _open(objects, mode="r")
+    kind = "ctable" if isinstance(ds, ctable) else "carray"
+    parts = [ds] if kind == "carray" else [ds.cols[n] for n in ds.names]
+    formats = {_LEGACY_FORMAT if not c.engine.store.native else layout.FORMAT_NAME
+               for c in parts}
+    files, size = objects.usage()
+    nbytes, cbytes = int(ds.nbytes), int(ds.cbytes)
+    return {"path": objects.url, "kind": kind,
+            "format": formats.pop() if len(formats) == 1 else
+            ("mixed" if formats else layout.FORMAT_NAME),
+            "shape": list(ds.shape) if kind == "carray" else [len(ds)],
+            "nbytes": nbytes, "cbytes": cbytes,
+            "ratio": round(nbytes / cbytes, 4) if cbytes else None,
+            "files": files, "disk_bytes": size}

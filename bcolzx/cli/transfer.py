@@ -20,6 +20,12 @@ leaves half a file or half a dataset at the destination; an existing
 destination is refused unless ``--force`` (then it is replaced, in one
 rename).  The one exception is exporting into an HDF5 file that exists:
 the new node is added to it, in place, as HDF5 does.
+
+``bcolzx export`` also reads a dataset from a URL and writes to one
+(``s3://...``, ``gs://...``; ``--storage-options``): the export is written
+to a local temporary directory (``$TMPDIR``), then uploaded so that no
+reader sees it half-written (:func:`bcolzx._storage.objects.upload`: a file
+as one object, a Zarr store with its metadata documents last).
 """
 
 from __future__ import annotations
@@ -36,8 +42,10 @@ from bcolzx.cli.common import (
     EXIT_OK,
     add_cparams_options,
     add_quiet,
+    add_storage_options,
     cparams_from,
     human,
+    location_options,
     sizes_text,
     usage_error,
 )
@@ -188,13 +196,16 @@ def _cannot_hold(obj, fmt: Format, src: str) -> str:
 
 def run_export(args: argparse.Namespace) -> int:
     """Run ``bcolzx export``."""
+    from bcolzx._storage.objects import is_url
     from bcolzx.toplevel import open as _open
 
     fmt = _format_of(args, args.dest)
     if args.node is not None and fmt.name != "hdf5":
         usage_error(args, "--node is for the hdf5 format")
-    require_directory(args.src)
-    obj = _open(args.src, mode="r")
+    src_options = location_options(args.src, args)
+    if not is_url(args.src):
+        require_directory(args.src)
+    obj = _open(args.src, mode="r", storage_options=src_options)
     if args.column is not None:
         names = getattr(obj, "names", None)
         if names is None or args.column not in names:
@@ -202,6 +213,10 @@ def run_export(args: argparse.Namespace) -> int:
                              (f"; its columns: {', '.join(names)}" if names else
                               " (it is a carray)"))
         obj = obj.cols[args.column]
+    if is_url(args.dest) and not args.dest.startswith("file://"):
+        return _export_to_url(args, obj, fmt)
+    if args.dest.startswith("file://"):
+        args.dest = args.dest[len("file://"):]
     # Into an existing HDF5 file the node is added in place; everything else is
     # written beside the destination and renamed into place.
     append = fmt.name == "hdf5" and os.path.isfile(args.dest) and not args.force
@@ -220,6 +235,33 @@ def run_export(args: argparse.Namespace) -> int:
     _files, size = disk_usage(args.dest)
     print(f"{args.src} -> {args.dest} ({fmt.name}): {len(obj):,} rows, "
           f"{human(size, exact=False)} on disk")
+    return EXIT_OK
+
+
+def _export_to_url(args: argparse.Namespace, obj, fmt: Format) -> int:
+    """``bcolzx export SRC URL``: exported to a local temporary directory, then uploaded
+    (:func:`bcolzx._storage.objects.upload`)."""
+    import tempfile
+
+    from bcolzx._storage.objects import exists, upload
+
+    options = args.storage_options
+    if exists(args.dest, options):
+        if not args.force:
+            raise FileExistsError(errno.EEXIST, "the destination exists (--force replaces "
+                                  "it)", args.dest)
+        if fmt.is_directory:
+            raise FileExistsError(errno.EEXIST, f"--force cannot replace a {fmt.name} store "
+                                  "on object storage (its objects would not all change at "
+                                  "once); delete it first, or export to a new URL", args.dest)
+    with tempfile.TemporaryDirectory(prefix=".bcolzx-export-") as tmp:
+        local = os.path.join(tmp, f"export{fmt.extensions[0]}")
+        with bar(obj.nbytes, f"export {fmt.name}", quiet=args.quiet) as advance:
+            _export(obj, fmt, local, args.node, advance, False, args.src)
+        files, size = disk_usage(local)
+        upload(local, args.dest, options)
+    print(f"{args.src} -> {args.dest} ({fmt.name}): {len(obj):,} rows, "
+          f"{human(size, exact=False)} uploaded in {files:,} object{'s' * (files != 1)}")
     return EXIT_OK
 
 
@@ -319,12 +361,15 @@ def _add_parser(sub, name: str, help_: str, description: str, src: str, dest: st
 def register(sub) -> None:
     """Add ``export`` and ``import`` to the subcommands."""
     p = _add_parser(sub, "export", EXPORT_HELP, "Write the carray or ctable at SRC to the "
-                    "file (or Zarr store) DEST.", "a carray or ctable directory",
-                    "the file (or .zarr directory) to write",
+                    "file (or Zarr store) DEST; either may be a URL (s3://..., gs://...: "
+                    "DEST is written locally, then uploaded whole, a Zarr store's metadata "
+                    "last).", "a carray or ctable directory, or its URL",
+                    "the file (or .zarr directory) to write, or its URL",
                     "hdf5: where the data goes in the file (default /carray or /ctable)",
                     "replace DEST if it exists (an existing HDF5 file is otherwise added to)")
     p.add_argument("--column", metavar="NAME",
                    help="export only this column of a ctable (as a carray)")
+    add_storage_options(p)
     add_quiet(p)
     p.set_defaults(run=run_export, subparser=p)
     p = _add_parser(sub, "import", IMPORT_HELP, "Make a new carray or ctable at DEST from "

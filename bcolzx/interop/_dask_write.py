@@ -501,10 +501,7 @@ def _from_dask_objects(x, objects, mode: str, write_index: bool | None, schedule
             objects.put({layout.ROOTDIRS_FILE: jsonfile.dumps({"names": names},
                                                               layout.ROOTDIRS_FILE)})
     except BaseException:
-        try:
-            objects.remove_all()
-        except Exception:  # noqa: BLE001 - unpublished objects are invisible to readers
-            pass
+        objects.discard()
         raise
     from bcolzx.toplevel import open as _open
 
