@@ -419,8 +419,12 @@ def _write_carray(col: _Column, rootdir: str | Objects, progress=None):
                   cparams=write_cp, chunklen=chunklen, dflt=src.dflt,
                   expectedlen=n or None, allow_pickle=True if objects else None,
                   _publish=not remote)
-    store = out.engine.store if remote else None
-    if store is not None:
+    store = None
+    if remote:
+        from bcolzx._storage.remote import ObjectStore
+
+        store = out.engine.store
+        assert isinstance(store, ObjectStore)
         store.hold = True
     try:
         if objects:  # the pickles as they are: nothing is unpickled

@@ -47,7 +47,7 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("name", ["ca_float64_default", "ct_mixed", "ca_float64_quantize2",
-                                  "ca_float64_attrs"])
+                                  "ca_float64_attrs", "ct_attrs"])
 def test_convert_legacy_to_url(url, so, name):
     local = bcolzx.open(str(LEGACY / name), mode="r")
     assert bcolzx.convert(str(LEGACY / name), url, storage_options=so) == url
@@ -86,6 +86,21 @@ def test_convert_local_bcolzx_to_url_with_new_parameters(tmp_path, url, so):
     np.testing.assert_array_equal(new[:], a)
     assert new.chunklen == 1000 and new.cparams.cname == "zstd" and new.cparams.clevel == 3
     assert new.attrs["unit"] == "mm"
+
+
+def test_convert_table_of_strings_to_url_and_back(tmp_path, url, so):
+    n = 5000
+    words = np.array([f"w{i % 97}" * (i % 5) for i in range(n)], dtype=np.dtypes.StringDType())
+    t = bcolzx.ctable([np.arange(n), words], names=["i", "s"], rootdir=str(tmp_path / "t"),
+                      chunklen=512)
+    t.attrs["source"] = "test"
+    t.flush()
+    bcolzx.convert(str(tmp_path / "t"), url, storage_options=so, chunklen=1000)
+    r = bcolzx.open(url, storage_options=so)
+    assert r.attrs["source"] == "test" and r["s"].chunklen == 1000
+    np.testing.assert_array_equal(r["s"][:], words)
+    back = bcolzx.convert(url, str(tmp_path / "back"), storage_options=so, chunklen=512)
+    np.testing.assert_array_equal(bcolzx.open(back)["s"][:], words)
 
 
 def test_convert_on_object_storage_needs_a_destination(s3, url, so):
