@@ -169,7 +169,8 @@ def compact(rootdir, dst=None, *, progress=None, storage_options=None, verify=Tr
 
 def _compact_to(rootdir, dst, progress, storage_options, verify: bool) -> int:
     """:func:`compact` into `dst`: a verified copy with the source's own parameters."""
-    from bcolzx.convert import _is_legacy, _locate, _plan, check_destination, write_plan
+    from bcolzx._publish import check_destination, write_plan
+    from bcolzx.convert import _is_legacy, _locate, _plan
 
     source, target = _locate(rootdir, dst, storage_options)
     assert target is not None

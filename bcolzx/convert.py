@@ -30,8 +30,9 @@ dataset is built at `dst` itself with its ``meta/sizes`` held back
 (:attr:`bcolzx._storage.remote.ObjectStore.hold`), verified from what was
 uploaded, and only then published (a ctable's ``__rootdirs__`` last), so
 that no reader ever sees it before it is complete and checked; a failure
-deletes what was uploaded.  A dataset on object storage is never converted
-in place (its objects cannot be replaced atomically): it needs a `dst`.
+deletes what was uploaded (:mod:`bcolzx._publish`).  A dataset on object
+storage is never converted in place (its objects cannot be replaced
+atomically): it needs a `dst`.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ import numpy as np
 
 from bcolzx._ext import codec as _codec
 from bcolzx._format import layout, legacy, pickles
-from bcolzx._format.jsonfile import dumps, fsync_dir, read_json, write_json
+from bcolzx._format.jsonfile import fsync_dir, read_json, write_json
 from bcolzx._format.meta import read_storage, write_storage
 from bcolzx._format.strings import encode_rows, item_kind
 from bcolzx._storage import writer
@@ -57,7 +58,7 @@ from bcolzx._storage.objects import Objects, is_url, resolve
 from bcolzx.carray import carray as _carray
 from bcolzx.carray import iterblocks
 from bcolzx.defaults import defaults
-from bcolzx.errors import AppendOnlyError, CorruptDataError, UnsupportedFormatError
+from bcolzx.errors import CorruptDataError, UnsupportedFormatError
 from bcolzx.params import cparams as _cparams
 from bcolzx.toplevel import open as _open
 
@@ -782,8 +783,11 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None,
     """
     source, target = _locate(src, dst, storage_options)
     if isinstance(source, Objects) or isinstance(target, Objects):
-        return _convert_objects(source, target, dst, verify, cparams, chunklen, progress,
-                                allow_pickle)
+        from bcolzx._publish import check_destination, write_plan
+
+        check_destination(source, target)
+        plan = _plan(source, cparams, chunklen, allow_pickle)
+        return write_plan(plan, source, target, dst, verify, progress)
     return _convert_paths(source, target, verify, cparams, chunklen, progress, allow_pickle)
 
 
@@ -807,7 +811,7 @@ def _locate(src, dst, storage_options) -> tuple[str | Objects, str | Objects | N
 
 
 def _convert_paths(src_given: str, dst, verify, cparams, chunklen, progress,
-                   allow_pickle, rewrite: bool = False) -> str:
+                   allow_pickle) -> str:
     """:func:`convert` from a local directory to another (or in place)."""
     if not os.path.isdir(src_given):
         raise FileNotFoundError(errno.ENOENT, "no dataset directory at", src_given)
@@ -816,11 +820,11 @@ def _convert_paths(src_given: str, dst, verify, cparams, chunklen, progress,
     locks = []
     if dst is None:
         # A wrong call is refused before any lock.
-        _plan(src_given, cparams, chunklen, allow_pickle, rewrite=rewrite)
+        _plan(src_given, cparams, chunklen, allow_pickle)
         locks = writer.lock_tree(src_given, defaults.lock_timeout)
     try:
         return _convert_locked(src_given, dst, verify, cparams, chunklen, progress,
-                               allow_pickle, rewrite)
+                               allow_pickle)
     finally:
         writer.release_all(locks)
 
@@ -848,9 +852,9 @@ def _local_target(dst_given: str, real_src: str | None) -> str:
 
 
 def _convert_locked(src_given: str, dst, verify, cparams, chunklen, progress,
-                    allow_pickle=None, rewrite: bool = False) -> str:
+                    allow_pickle=None) -> str:
     """:func:`convert`, the source's write locks held (in place): planned again under them."""
-    plan = _plan(src_given, cparams, chunklen, allow_pickle, rewrite=rewrite)
+    plan = _plan(src_given, cparams, chunklen, allow_pickle)
     real_src = os.path.realpath(src_given)
     if dst is None:
         _write_local(plan, real_src, verify, progress, in_place=True, src_given=src_given)
@@ -881,83 +885,3 @@ def _write_local(plan, target: str, verify: bool, progress, *, in_place: bool = 
         except OSError as exc:
             warnings.warn(f"{src_given} was converted, but its old copy could not be removed "
                           f"from {old}: {exc}", RuntimeWarning, stacklevel=3)
-
-
-# -- object storage --------------------------------------------------------------------
-
-
-def _convert_objects(source: str | Objects, target: str | Objects | None, dst_given,
-                     verify, cparams, chunklen, progress, allow_pickle) -> str:
-    """:func:`convert` from or to object storage: never in place."""
-    check_destination(source, target)
-    plan = _plan(source, cparams, chunklen, allow_pickle)
-    return write_plan(plan, source, target, dst_given, verify, progress)
-
-
-def check_destination(source: str | Objects, target: str | Objects | None) -> None:
-    """Refuse, before anything is read, a copy of `source` to `target` that cannot be.
-
-    Raises
-    ------
-    AppendOnlyError
-        If `target` is None (in place) and `source` is on object storage.
-    FileNotFoundError
-        If `source` is a path and not a directory.
-    FileExistsError
-        If something is stored at `target`.
-    """
-    if target is None:
-        if isinstance(source, Objects):
-            raise AppendOnlyError(
-                f"cannot convert {source.url} in place: objects on object storage cannot be "
-                "replaced atomically; convert it to a new location (bcolzx.convert(src, "
-                "dst), 'bcolzx convert SRC DST'), then use that one")
-        return
-    if isinstance(source, str) and not os.path.isdir(source):
-        raise FileNotFoundError(errno.ENOENT, "no dataset directory at", source)
-    if isinstance(target, Objects) and target.occupied():
-        raise FileExistsError(errno.EEXIST, "the destination exists (objects are stored "
-                              "under it)", target.url)
-    if isinstance(target, str) and os.path.lexists(target):
-        raise FileExistsError(errno.EEXIST, "the destination exists", target)
-
-
-def write_plan(plan, source: str | Objects, target: str | Objects, dst_given, verify: bool,
-               progress) -> str:
-    """Write the converted dataset of `plan` (from :func:`_plan` of `source`) to
-    `target`, a new directory or new objects; return where, as given."""
-    if isinstance(target, str):
-        real_src = os.path.realpath(source) if isinstance(source, str) else None
-        _write_local(plan, _local_target(target, real_src), verify, progress)
-        return target if is_url(dst_given) else os.fspath(dst_given)
-    _write_objects(plan, target, verify, progress)
-    return dst_given if isinstance(dst_given, str) else target.url
-
-
-def _write_objects(plan, target: Objects, verify: bool, progress) -> None:
-    """Build the converted dataset of `plan` at `target` (no object there), verify it
-    from what was uploaded, then publish it: each carray's ``meta/sizes``, then for
-    a ctable its ``__attrs__`` and, last, ``__rootdirs__``.  Whatever fails,
-    nothing was published and what was uploaded is deleted (best effort).
-    """
-    from bcolzx._storage import remote
-
-    kind, dataset, columns = plan
-    try:
-        if kind == "carray":
-            places = [target]
-        else:
-            places = [target.child(col.relpath) for col in columns]
-        stores = [_write_carray(col, where, progress) for col, where in zip(columns, places)]
-        if verify:
-            for col, where, store in zip(columns, places, stores):
-                _verify_carray(col, where, progress, held=store.held_files())
-        for store in stores:
-            store.publish()
-        if kind == "ctable":
-            target.put({remote.ATTRS: dumps(dataset.attrs.getall(), layout.ATTRS_FILE)})
-            target.put({remote.ROOTDIRS: dumps({"names": dataset.names},
-                                               layout.ROOTDIRS_FILE)})
-    except BaseException:
-        target.discard()
-        raise
