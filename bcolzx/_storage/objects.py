@@ -335,7 +335,7 @@ class FsspecObjects(Objects):
     def occupied(self) -> bool:
         try:
             self.fs.invalidate_cache(self.path)
-            return bool(self.fs.find(self.path, maxdepth=None))
+            return bool(self.fs.ls(self.path, detail=False))  # one level: one request
         except FileNotFoundError:
             return False
         except Exception as exc:
