@@ -785,7 +785,8 @@ def convert(src, dst=None, *, verify=True, cparams=None, chunklen=None,
     if isinstance(source, Objects) or isinstance(target, Objects):
         from bcolzx._publish import check_destination, write_plan
 
-        check_destination(source, target)
+        check_destination(source, target)  # AppendOnlyError for a URL in place
+        assert target is not None
         plan = _plan(source, cparams, chunklen, allow_pickle)
         return write_plan(plan, source, target, dst, verify, progress)
     return _convert_paths(source, target, verify, cparams, chunklen, progress, allow_pickle)

@@ -393,7 +393,8 @@ def upload(local: str, url: str, storage_options: dict | None = None) -> None:
         except Exception as exc:
             raise _failure(exc, url, "uploading") from exc
         return
-    data, meta = [], []
+    data: list[str] = []
+    meta: list[str] = []
     for root, _dirs, names in os.walk(local):
         for name in names:
             rel = os.path.relpath(os.path.join(root, name), local).replace(os.sep, "/")
