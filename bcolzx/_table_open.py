@@ -173,8 +173,8 @@ class Opening:
                   for name in names}
         _table.even_columns(opened, self._mode)  # a crash between two columns' commits
         self._cols = cols(list(opened), list(opened.values()), table=self)
-        self._attrs = _attrs.attrs(None, self._mode, _seal=self._seal,
-                                   _io=remote.AttrsIO(objects, fetched.get(remote.ATTRS)))
+        io = remote.AttrsIO(objects, fetched.get(remote.ATTRS))
+        self._attrs: _attrs.attrs | None = _attrs.attrs(None, self._mode, _seal=self._seal, _io=io)
 
     def _open(self, fetched: dict | None = None) -> None:
         if self._remote is not None:
