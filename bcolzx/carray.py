@@ -27,6 +27,7 @@ from bcolzx._format.meta import CParams, Storage, check_item_kind
 from bcolzx._iteration import Chunks, Iteration, iterblocks
 from bcolzx._keys import Keys
 from bcolzx._storage import DirectoryStore, MemoryStore, engine_for, writer
+from bcolzx._storage.encoding import quantize as quantize  # importable from here, as before
 from bcolzx._storage.legacy import LegacyStore
 from bcolzx._storage.lock import WriterLock
 from bcolzx._storage.objects import Objects, resolve

@@ -148,8 +148,8 @@ def get_len_of_range(start, stop, step):
 
 
 def quantize(data, significant_digits):
-    """Round floats keeping `significant_digits` decimals (as a carray's ``cparams.quantize``)."""
-    from bcolzx._storage.encoding import quantize as _quantize
+    """Round floats keeping `significant_digits` decimals (see :func:`bcolzx.carray.quantize`)."""
+    from bcolzx.carray import quantize as _quantize
 
     return _quantize(np.asarray(data), significant_digits)
 
