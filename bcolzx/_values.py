@@ -173,16 +173,6 @@ class Values:
 
     # -- objects (pickled) -----------------------------------------------------------
 
-    @property
-    def _objects(self) -> bool:
-        """Whether this carray holds Python objects (object dtype, pickled)."""
-        return self.engine.store.storage.vlen == "pickle"
-
-    @property
-    def _texts(self) -> bool:
-        """Whether this carray holds strings or bytes (StringDType, bytes), never pickled."""
-        return self.engine.store.storage.vlen in ("utf8", "bytes")
-
     def _pickle_ok(self) -> bool:
         """This carray's ``allow_pickle``, or the global default when not given."""
         return defaults.allow_pickle if self._allow_pickle is None else self._allow_pickle

@@ -317,6 +317,16 @@ class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
     # -- properties ----------------------------------------------------------------
 
     @property
+    def _objects(self) -> bool:
+        """Whether this carray holds Python objects (object dtype, pickled)."""
+        return self._engine.store.storage.vlen == "pickle"
+
+    @property
+    def _texts(self) -> bool:
+        """Whether this carray holds strings or bytes (StringDType, bytes), never pickled."""
+        return self._engine.store.storage.vlen in ("utf8", "bytes")
+
+    @property
     def engine(self):
         """The low-level handle: this carray's :class:`bcolzx._storage.ChunkedArray`.
 
