@@ -2,7 +2,12 @@
 
 The class is thin: it validates arguments and translates NumPy-style keys into
 row ranges; the chunked-array engine (:mod:`bcolzx._storage`) does the work
-over a memory or directory store.
+over a memory or directory store.  Here: creating and opening, the public
+properties, writing, copies and views, the Python protocols.  Its other
+methods come from mixins, one concern each: values to rows and back
+(:mod:`bcolzx._values`), keys (:mod:`bcolzx._keys`), iteration
+(:mod:`bcolzx._iteration`), other formats (:mod:`bcolzx._exchange`) and
+reductions (:mod:`bcolzx._analytics.methods`).
 """
 
 from __future__ import annotations
@@ -10,110 +15,34 @@ from __future__ import annotations
 import math
 import os
 import shutil
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from bcolzx import attrs as _attrs
 from bcolzx._analytics.methods import Reductions
+from bcolzx._exchange import ArrayExchange
 from bcolzx._format import layout, pickles, strings
-from bcolzx._format.meta import CParams, Storage, check_item_kind, dflt_to_json
+from bcolzx._format.meta import CParams, Storage, check_item_kind
+from bcolzx._iteration import Chunks, Iteration, iterblocks
+from bcolzx._keys import Keys
 from bcolzx._storage import DirectoryStore, MemoryStore, engine_for, writer
-from bcolzx._storage.encoding import quantize
+from bcolzx._storage.encoding import quantize as quantize  # importable from here, as before
 from bcolzx._storage.legacy import LegacyStore
 from bcolzx._storage.lock import WriterLock
 from bcolzx._storage.objects import Objects, resolve
 from bcolzx._storage.opening import open_store, seal_of
+from bcolzx._values import Values, item_size
 from bcolzx.defaults import defaults
-from bcolzx.errors import LegacyFormatError, MaskLengthError, ReadOnlyError
+from bcolzx.errors import LegacyFormatError, ReadOnlyError
 from bcolzx.params import cparams as _cparams
 
-__all__ = ["carray"]
+# iterblocks is bcolzx.iterblocks (legacy bcolz.iterblocks): imported from here too.
+__all__ = ["carray", "iterblocks"]
 
 _MODES = ("r", "a", "w")
 #: The codec of strings and bytes carrays created without `cparams`.
 STRINGS_CODEC = "zstd"
-
-
-def _is_sequence(value) -> bool:
-    """Whether `value` holds several objects (for object carrays): a list, a tuple,
-    a range, an array of at least one dimension or a carray; anything else
-    (a str, a dict, a number...) is one object."""
-    return isinstance(value, (list, tuple, range, carray)) or \
-        (isinstance(value, np.ndarray) and value.ndim >= 1)
-
-
-def as_objects(values) -> np.ndarray:
-    """`values` as a 1-D object array, split along the first axis only.
-
-    A sequence (see :func:`_is_sequence`) gives one object per element, so
-    that a list of lists or tuples gives a list or tuple per row (as legacy
-    bcolz); a 1-D array of another dtype gives Python scalars (tuples for a
-    structured dtype), as ``astype(object)``; anything else is one object.
-    """
-    if isinstance(values, carray):
-        values = values[:]
-    if isinstance(values, np.ndarray) and values.ndim >= 1:
-        if values.ndim == 1:
-            return values if values.dtype == object else values.astype(object)
-        out = np.empty(len(values), dtype=object)
-        for i in range(len(values)):
-            out[i] = values[i]
-        return out
-    if isinstance(values, (list, tuple, range)):
-        out = np.empty(len(values), dtype=object)
-        for i, value in enumerate(values):
-            out[i] = value
-        return out
-    out = np.empty(1, dtype=object)
-    out[0] = values
-    return out
-
-
-def _item_size(data: np.ndarray, kind: str, sample: int = 64) -> float | None:
-    """Mean stored size of the first `sample` items of `data` (None if empty):
-    their pickles, UTF-8 or bytes, as `kind` says."""
-    if kind == "pickle":
-        return _pickled_size(data, sample)
-    head = data[:sample]
-    if not len(head):
-        return None
-    if kind == "utf8":
-        return sum(len(s.encode("utf-8")) for s in head.tolist() if isinstance(s, str)) / len(head)
-    return sum(len(b) for b in head.tolist()) / len(head)
-
-
-def as_bytes(values, dtype: np.dtype = strings.BYTES_DTYPE) -> np.ndarray:
-    """`values` as a 1-D array of `dtype` (object declared as bytes) holding
-    ``bytes``: a sequence gives one item per element, anything else one item.
-
-    Raises
-    ------
-    TypeError
-        For an item that is not bytes-like (a str is not: encode it first).
-    """
-    if isinstance(values, (bytes, bytearray, memoryview)) or not _is_sequence(values):
-        values = [values]
-    objs = values.tolist() if isinstance(values, np.ndarray) else list(values)
-    out = np.empty(len(objs), dtype=dtype)
-    for i, v in enumerate(objs):
-        if isinstance(v, bytes):
-            out[i] = v
-        elif isinstance(v, (bytearray, memoryview, np.bytes_)):
-            out[i] = bytes(v)
-        else:
-            raise TypeError(f"item {i} of a bytes column is {type(v).__name__}, not bytes "
-                            "(encode text first, or use a StringDType column)")
-    return out
-
-
-def _pickled_size(data: np.ndarray, sample: int = 64) -> float | None:
-    """Mean size of the pickles of the first `sample` objects of `data` (None if empty)."""
-    if not len(data):
-        return None
-    head = data[:sample]
-    return sum(len(pickles.dump_one(v)) for v in head) / len(head)
 
 
 def _as_cparams(value) -> _cparams:
@@ -126,18 +55,7 @@ def _as_cparams(value) -> _cparams:
     raise TypeError(f"cparams must be a bcolzx.cparams or a dict, not {type(value).__name__}")
 
 
-def conversion_error(exc: Exception, what: str) -> Exception:
-    """NumPy's conversion failure `exc` as its builtin class (``ValueError`` or
-    ``TypeError``, as legacy bcolz let through), with `what` failed in front.
-
-    Not ``type(exc)``: NumPy may raise subclasses whose constructors take
-    other arguments (``UnicodeEncodeError``, its ufunc errors).
-    """
-    cls = ValueError if isinstance(exc, ValueError) else TypeError
-    return cls(f"{what}: {exc}")
-
-
-class carray(Reductions):
+class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
     """A compressed and chunked array, in memory or on disk (bcolz 1.2 ``carray``).
 
     Parameters
@@ -282,7 +200,7 @@ class carray(Reductions):
                                         or expectedlen < 0):
             raise ValueError(f"expectedlen must be an int >= 0, not {expectedlen!r}")
         if chunklen is None:
-            chunklen = layout.vlen_chunklen(_item_size(data, kind), kind) if kind and not _v1 else \
+            chunklen = layout.vlen_chunklen(item_size(data, kind), kind) if kind and not _v1 else \
                 layout.default_chunklen(rowbytes, int(expectedlen or len(data)) or None)
         elif not isinstance(chunklen, (int, np.integer)) or chunklen < 1:
             raise ValueError(f"chunklen must be a positive int, not {chunklen!r}")
@@ -396,55 +314,7 @@ class carray(Reductions):
         else:  # a missing legacy __attrs__ is written at opening, as legacy does
             self._attrs = _attrs.attrs(rootdir, mode, _seal=seal_of(store))
 
-    # -- conversions -------------------------------------------------------------
-
-    @staticmethod
-    def _convert(array, dtype) -> np.ndarray:
-        want = np.dtype(dtype) if dtype is not None else None
-        if want is not None and want.hasobject:
-            # TypeError for objects in structured/sub-arrays
-            check_item_kind(want, strings.item_kind(want))
-        if strings.is_bytes(want) or (want is None and
-                                      strings.is_bytes(getattr(array, "dtype", None))):
-            return as_bytes(array[:] if isinstance(array, carray) else array)
-        objects = np.dtype(object)
-        if want == objects or (want is None and getattr(array, "dtype", None) == objects):
-            return as_objects(array)
-        if isinstance(array, carray):
-            array = array[:]
-        try:
-            data = np.ascontiguousarray(array, dtype=want)
-        except (TypeError, ValueError) as exc:  # NumPy's class, as append (and legacy)
-            raise conversion_error(exc, f"cannot make an array of dtype {dtype} from the "
-                                        "data") from None
-        if data.dtype == object and data.ndim > 1:  # NumPy's guess: rows are the objects
-            return as_objects(array)
-        return data
-
-    @staticmethod
-    def _dflt(dflt, dtype: np.dtype) -> np.ndarray:
-        if isinstance(dflt, np.ndarray) and dflt.shape == () and \
-                strings.item_kind(dtype) in ("utf8", "bytes"):
-            dflt = dflt[()]
-        if strings.is_bytes(dtype):
-            return as_bytes(b"" if dflt is None else [dflt], dtype).reshape(())
-        if strings.is_string(dtype) and dflt is None:
-            return np.array("", dtype=dtype)
-        if dtype == np.dtype(object):
-            if isinstance(dflt, np.ndarray) and dflt.shape == ():
-                dflt = dflt[()]
-            out = np.empty((), dtype=object)  # None unless given
-            out[()] = dflt
-            dflt_to_json(out)  # ValueError unless a JSON scalar: it goes to meta/storage
-            return out
-        if dflt is None:
-            return np.zeros((), dtype=dtype)
-        try:
-            return np.array(dflt, dtype=dtype).reshape(())
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"dflt {dflt!r} is not a value of dtype {dtype}: {exc}") from None
-
-    # -- objects (pickled) -----------------------------------------------------------
+    # -- properties ----------------------------------------------------------------
 
     @property
     def _objects(self) -> bool:
@@ -455,90 +325,6 @@ class carray(Reductions):
     def _texts(self) -> bool:
         """Whether this carray holds strings or bytes (StringDType, bytes), never pickled."""
         return self._engine.store.storage.vlen in ("utf8", "bytes")
-
-    def _pickle_ok(self) -> bool:
-        """This carray's ``allow_pickle``, or the global default when not given."""
-        return defaults.allow_pickle if self._allow_pickle is None else self._allow_pickle
-
-    def _pickles_refused(self) -> bool:
-        """Whether this carray holds objects whose values may not be read now."""
-        return self._objects and not self._pickle_ok()
-
-    def _require_pickle(self, action: str) -> None:
-        pickles.require(self._pickle_ok(), f"{action} of an object carray", self._rootdir)
-
-    def _protocol(self) -> int:
-        return pickles.PROTOCOL if self._engine.store.native else pickles.LEGACY_PROTOCOL
-
-    def _object_rows(self, values, n: int | None, single: bool) -> np.ndarray:
-        """The pickles of `values`, as engine rows (an object array of bytes).
-
-        `single`: `values` is one object (``c[i] = v``).  Else a sequence gives
-        one row per element (exactly `n` when given) and anything else one
-        row (broadcast to `n` rows).
-        """
-        self._require_pickle("storing the values")
-        protocol = self._protocol()
-        if single or (n is not None and not _is_sequence(values)):
-            item = pickles.dump_one(values, protocol)
-            out = np.empty(1 if n is None else n, dtype=object)
-            out.fill(item)
-            return out
-        objs = as_objects(values)
-        if n is not None and len(objs) != n:
-            raise ValueError(f"cannot put {len(objs)} values into {n} rows (wrap a sequence "
-                             "meant as one object in a list of one)")
-        return pickles.dumps(objs, protocol)
-
-    def _out(self, rows: np.ndarray) -> np.ndarray:
-        """Engine rows as values: the objects unpickled (with consent), else `rows`."""
-        if not self._objects:
-            return rows
-        self._require_pickle("reading the values")
-        return pickles.loads(rows)
-
-    def _fill_value(self, growing: bool = True):
-        """What the engine fills new rows with: ``dflt``, pickled for objects."""
-        if not self._objects or not growing:
-            return self.dflt
-        self._require_pickle("enlarging")
-        return pickles.dump_one(self.dflt[()], self._protocol())
-
-    def _rows(self, values, n: int | None = None, single: bool = False) -> np.ndarray:
-        """`values` as rows of this array (converted, broadcast to `n` rows if given);
-        for objects, their pickles (`single`: `values` is one object)."""
-        eng = self._engine
-        if self._objects:
-            return self._object_rows(values, n, single)
-        if strings.is_bytes(eng.dtype):
-            arr = as_bytes([values] if single else values, eng.dtype)
-            if n is not None and len(arr) != n:
-                if len(arr) != 1:
-                    raise ValueError(f"cannot put {len(arr)} values into {n} rows")
-                arr = np.repeat(arr, n).astype(eng.dtype)
-            return arr
-        try:
-            arr = np.asarray(values, dtype=eng.dtype)
-        except (TypeError, ValueError) as exc:  # the same class as legacy bcolz's
-            raise conversion_error(exc, f"cannot convert to {eng.dtype}") from None
-        if n is None:
-            if arr.shape == eng.rowshape:
-                arr = arr.reshape((1, *eng.rowshape))
-            elif arr.shape[1:] != eng.rowshape:
-                raise ValueError(f"data of shape {arr.shape} does not fit rows of shape "
-                                 f"{eng.rowshape}")
-        else:
-            try:
-                arr = np.broadcast_to(arr, (n, *eng.rowshape))
-            except ValueError:
-                raise ValueError(f"cannot put values of shape {arr.shape} into {n} rows of "
-                                 f"shape {eng.rowshape}") from None
-        q = self._cparams.quantize
-        if q:  # floats only: TypeError otherwise, as legacy bcolz
-            arr = quantize(arr, q).astype(eng.dtype, copy=False)
-        return np.ascontiguousarray(arr)
-
-    # -- properties ----------------------------------------------------------------
 
     @property
     def engine(self):
@@ -668,9 +454,9 @@ class carray(Reductions):
         return [(s, min(s + cl, n)) for s in range(0, n, cl)]
 
     @property
-    def chunks(self) -> "_Chunks":
+    def chunks(self) -> Chunks:
         """The full chunks, as a sequence of decompressed NumPy arrays."""
-        return _Chunks(self)
+        return Chunks(self)
 
     @property
     def mode(self) -> str:
@@ -990,454 +776,7 @@ class carray(Reductions):
         new.__dict__.pop("_is_iterator", None)
         return new
 
-    # -- interop -------------------------------------------------------------------
-
-    def tohdf5(self, filepath, nodepath: str = "/carray", mode: str = "w", cparams=None,
-               compression=None, *, progress=None) -> None:
-        """Write this array to an HDF5 dataset with h5py, chunk by chunk.
-
-        See :func:`bcolzx.interop.h5py.to_hdf5` (the dtype, ``dflt`` and attrs
-        are carried; Blosc2 filter when hdf5plugin is installed).
-
-        Raises
-        ------
-        ImportError
-            If h5py is not installed.
-        ValueError
-            For a bad `mode` or `nodepath`, or an existing node at `nodepath`.
-        TypeError
-            For a dtype HDF5 cannot hold.
-        """
-        from bcolzx.interop.h5py import to_hdf5
-
-        to_hdf5(self, filepath, nodepath=nodepath, mode=mode, cparams=cparams,
-                compression=compression, progress=progress)
-
-    def to_b2frame(self, path, layout: str = "auto", mode: str = "w", *,
-                   progress=None) -> None:
-        """Write this array to a Blosc2 contiguous frame without compressing it again.
-
-        See :func:`bcolzx.interop.b2frame.to_b2frame`; ``blosc2.open(path)``
-        gives an NDArray (or an SChunk, see `layout`) with the same content.
-
-        Raises
-        ------
-        ImportError
-            If python-blosc2 is not installed.
-        ValueError
-            For a bad `layout` or `mode`.
-        FileExistsError
-            With ``mode='x'`` when `path` exists.
-        """
-        from bcolzx.interop.b2frame import to_b2frame
-
-        to_b2frame(self, path, layout=layout, mode=mode, progress=progress)
-
-    def to_zarr(self, store, chunks=None, shards=None, mode: str = "w", cparams=None, *,
-                progress=None):
-        """Write this array to a Zarr v3 array, block by block.
-
-        See :func:`bcolzx.interop.zarr.to_zarr`.
-
-        Returns
-        -------
-        zarr.Array
-
-        Raises
-        ------
-        ImportError
-            If zarr is not installed.
-        ValueError
-            For bad `chunks`, `shards` or `mode`.
-        TypeError
-            For a dtype Zarr cannot hold.
-        """
-        from bcolzx.interop.zarr import to_zarr
-
-        return to_zarr(self, store, chunks=chunks, shards=shards, mode=mode, cparams=cparams,
-                       progress=progress)
-
-    def to_dask(self, chunks: int | None = None):
-        """A Dask array over this carray; see :func:`bcolzx.interop.dask.to_dask_array`.
-
-        On disk, each task reads its rows straight from the files (the graph
-        holds no data).  ``dask.array.from_array(c, chunks=...)`` works too,
-        with explicit `chunks` (``c.chunks`` keeps its legacy meaning).
-
-        Returns
-        -------
-        dask.array.Array
-
-        Raises
-        ------
-        ImportError
-            If Dask is not installed.
-        ValueError
-            For a non-positive `chunks`.
-        """
-        from bcolzx.interop.dask import to_dask_array
-
-        return to_dask_array(self, chunks=chunks)
-
-    def __dask_tokenize__(self) -> str:
-        """Dask's token: path and committed state on disk, never the data
-        (see :func:`bcolzx.interop.dask.tokenize`)."""
-        from bcolzx.interop.dask import tokenize
-
-        return tokenize(self)
-
-    # -- reading -------------------------------------------------------------------
-
-    def _index(self, i) -> int:
-        n = len(self)
-        key = i = int(i)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(f"index {key} out of range for length {n} (valid: {-n} to {n - 1})")
-        return i
-
-    def _take(self, idx: np.ndarray) -> np.ndarray:
-        """Rows at integer positions `idx` (already in range), in that order."""
-        if self._objects:
-            self._require_pickle("reading the values")
-        return self._out(self._take_rows(idx))
-
-    def _take_rows(self, idx: np.ndarray) -> np.ndarray:
-        """Engine rows at integer positions `idx` (already in range), in that order."""
-        out = np.empty((len(idx), *self.shape[1:]), dtype=self.dtype)
-        if not len(idx):
-            return out
-        cl = self.chunklen
-        order = np.argsort(idx, kind="stable")
-        sidx = idx[order]
-        if self._engine.store.gathers:  # object storage: the chunks requested together
-            out[order] = self._engine.take_sorted(sidx)
-            return out
-        chunks = sidx // cl
-        bounds = np.flatnonzero(np.diff(chunks)) + 1
-        for group in np.split(np.arange(len(sidx)), bounds):
-            rows = sidx[group]
-            if len(rows) <= 2:
-                for g, r in zip(group, rows):
-                    out[order[g]] = self._engine.read_row(int(r))
-                continue
-            c = int(chunks[group[0]])
-            block = self._engine.read(c * cl, min((c + 1) * cl, len(self)))
-            out[order[group]] = block[rows - c * cl]
-        return out
-
-    def _mask(self, key) -> np.ndarray:
-        mask = key[:] if isinstance(key, carray) else np.asarray(key)
-        if mask.shape != (len(self),):
-            raise MaskLengthError(f"boolean mask of shape {mask.shape} for length {len(self)}")
-        return mask
-
-    def __getitem__(self, key):
-        if self._objects:
-            self._require_pickle("reading the values")
-            if isinstance(key, tuple):
-                if len(key) > 1:
-                    raise IndexError(f"too many indices for a one-dimensional object carray: "
-                                     f"{key!r}")
-                key = key[0] if key else slice(None)
-            if isinstance(key, (int, np.integer)):
-                return pickles.load_one(self._engine.read_row(self._index(key)))
-            return self._out(self._get_rows(key))
-        return self._get_rows(key)
-
-    def _get_rows(self, key):
-        """``self[key]`` as engine rows (pickles for object dtype)."""
-        if isinstance(key, (int, np.integer)):
-            row = self._engine.read_row(self._index(key))
-            if self._texts:  # a str, bytes or the missing value
-                return row
-            return row.item() if self.ndim == 1 else row
-        if isinstance(key, slice):
-            self._sync_threads()
-            start, stop, step = key.indices(len(self))
-            if step == 1:
-                return self._engine.read(start, max(start, stop))
-            if step > 0:
-                if stop <= start:
-                    return np.empty((0, *self.shape[1:]), self.dtype)
-                return self._engine.read(start, stop)[::step].copy()
-            lo = stop + 1
-            if start < lo:
-                return np.empty((0, *self.shape[1:]), self.dtype)
-            return self._engine.read(lo, start + 1)[::-1][::-step].copy()
-        if isinstance(key, tuple):
-            if not key:
-                return self._get_rows(slice(None))
-            first, rest = key[0], key[1:]
-            if isinstance(first, (int, np.integer)):
-                return np.asarray(self[first])[rest] if rest else self[first]
-            return self[first][(slice(None),) + tuple(rest)]
-        if isinstance(key, str):
-            return self._take_rows(np.flatnonzero(self._condition(key, 3)))
-        if isinstance(key, (carray, list, np.ndarray)):
-            return self._take_rows(self._positions(key))
-        raise IndexError(f"unsupported key type {type(key).__name__}: index with an int, a "
-                         "slice, a list or array of ints or booleans, or a condition string")
-
-    def _condition(self, expression: str, depth: int = 2) -> np.ndarray:
-        """The boolean mask of a string key, evaluated in the user's scope.
-
-        Names are looked up as for :func:`bcolzx.eval`, from the frame that
-        indexed this carray (`depth` levels up: ``__getitem__`` and
-        ``_get_rows`` are three, ``__setitem__`` two).
-        """
-        from bcolzx._query.evaluate import mask
-        from bcolzx._query.scope import caller_scope
-
-        return mask(expression, caller_scope(None, depth), len(self))
-
-    def _positions(self, key) -> np.ndarray:
-        """Integer row positions selected by a slice, a mask or an index array/list.
-
-        A list is a list of indices, as in legacy bcolz: its items are
-        converted to integers (``[True, False]`` selects rows 1 and 0,
-        ``[1.7]`` row 1); a boolean mask is a NumPy array or a carray.
-        """
-        n = len(self)
-        if isinstance(key, slice):
-            return np.arange(n)[key]
-        if isinstance(key, list):
-            try:
-                key = np.array(key, dtype=np.intp) if key else np.empty(0, np.intp)
-            except (TypeError, ValueError, OverflowError):
-                raise IndexError(f"the list {key!r} cannot be converted to row "
-                                 "indices") from None
-            if key.ndim != 1:
-                raise IndexError(f"a list of indices must be flat, not of shape {key.shape}")
-        arr = key[:] if isinstance(key, carray) else np.asarray(key)
-        if arr.dtype == np.bool_:
-            return np.flatnonzero(self._mask(arr))
-        if arr.size == 0:
-            return np.empty(0, dtype=np.int64)
-        if arr.dtype.kind not in "iu" or arr.ndim != 1:
-            raise IndexError("index arrays must be one-dimensional, of integer or boolean "
-                             f"type, not {arr.dtype} of shape {arr.shape}")
-        # Range checks and the shift of negative indices in int64, never in the key's own
-        # dtype (a uint8 key on 300 rows: arr + n would overflow, or wrap around).
-        if arr.dtype.kind == "u" and arr.max() >= n:
-            raise IndexError(f"index out of range for length {n}")
-        idx = arr.astype(np.int64)
-        idx[idx < 0] += n
-        if idx.min() < 0 or idx.max() >= n:
-            raise IndexError(f"index out of range for length {n}")
-        return idx
-
-    def __setitem__(self, key, value) -> None:
-        self._check_writable()
-        self._check_rewritable("rewrite rows of")
-        eng = self._engine
-        if self._objects:
-            self._require_pickle("storing the values")
-            if isinstance(key, tuple):
-                if len(key) != 1:
-                    raise IndexError(f"a one-dimensional object carray takes one index, not "
-                                     f"{key!r}")
-                key = key[0]
-        if isinstance(key, (int, np.integer)):
-            eng.write(self._index(key), self._rows(value, 1, single=True))
-            return
-        if isinstance(key, tuple):
-            if len(key) <= 1:  # c[()] = v assigns every row, as NumPy (and c[()] reads them)
-                self[key[0] if key else slice(None)] = value
-                return
-            first, rest = key[0], key[1:]
-            if isinstance(first, (int, np.integer)):
-                row = np.array(self[first])
-                row[rest] = value
-                self[first] = row
-                return
-            pos = self._positions(first if not isinstance(first, slice) else first)
-            block = self._take(pos)
-            block[(slice(None),) + tuple(rest)] = value
-            self._write_positions(pos, block)
-            return
-        if isinstance(key, str):
-            pos = np.flatnonzero(self._condition(key))
-            self._write_positions(pos, self._rows(value, len(pos)))
-            return
-        if isinstance(key, slice) and key.indices(len(self))[2] == 1:
-            start, stop, _ = key.indices(len(self))
-            if stop > start:
-                eng.write(start, self._rows(value, stop - start))
-            return
-        pos = self._positions(key)
-        self._write_positions(pos, self._rows(value, len(pos)))
-
-    def _write_positions(self, pos: np.ndarray, rows: np.ndarray) -> None:
-        """Write `rows` at positions `pos`, chunk by chunk (later repeats win, as NumPy)."""
-        if not len(pos):
-            return
-        cl = self.chunklen
-        chunks = pos // cl
-        for c in np.unique(chunks):
-            c = int(c)
-            sel = chunks == c
-            lo, hi = c * cl, min((c + 1) * cl, len(self))
-            block = self._engine.read(lo, hi)
-            block[pos[sel] - lo] = rows[sel]
-            self._engine.write(lo, block)
-
-    # -- iteration -----------------------------------------------------------------
-    #
-    # As in legacy bcolz, iter(), where() and wheretrue() return a carray: a
-    # view of this one's data that is also an iterator (so next(c.iter()),
-    # c.iter(3).iter(5) and c.wheretrue().sum() work).  Each call makes a new
-    # view with its own position, so iterations never disturb each other or
-    # the carray they came from.
-
-    _cursor: Iterator | None = None  # the position of an iteration, if any
-    _is_iterator = False  # made by iter()/where()/wheretrue()
-
-    def _iterating(self, items: Iterator) -> "carray":
-        it = self._alias()
-        it._cursor, it._is_iterator = items, True
-        return it
-
-    def __iter__(self) -> "carray":
-        return self if self._is_iterator else self.iter()
-
-    def __next__(self):
-        # next(c) on a plain carray iterates over it, as legacy bcolz did.
-        if self._cursor is None:
-            self._cursor = self._iter(range(len(self)))
-        return next(self._cursor)
-
-    def iter(self, start: int = 0, stop: int | None = None, step: int = 1,
-             limit: int | None = None, skip: int = 0) -> "carray":
-        """Iterate over rows ``start:stop:step``, skipping `skip`, yielding at most `limit`.
-
-        Items of a 1-D carray come as Python scalars, rows of an N-D one as
-        arrays.  A negative `step` iterates backwards (legacy bcolz refused
-        it).
-
-        Returns
-        -------
-        carray
-            A view of this carray that is an iterator over those rows.
-
-        Raises
-        ------
-        ValueError
-            If `step` is 0.
-        PickleNotAllowedError
-            For object dtype without ``allow_pickle``.
-        """
-        if step == 0:
-            raise ValueError("step cannot be 0 in iter()")
-        if self._objects:
-            self._require_pickle("reading the values")
-        rows = range(*slice(start, stop, step).indices(len(self)))[skip:]
-        if limit is not None:
-            rows = rows[:max(0, limit)]
-        return self._iterating(self._iter(rows))
-
-    def _iter(self, rows: range) -> Iterator:
-        """The rows at the positions of `rows`, read a chunk's worth at a time."""
-        per = max(1, self.chunklen // abs(rows.step))
-        for k in range(0, len(rows), per):
-            part = rows[k:k + per]
-            lo, hi = min(part[0], part[-1]), max(part[0], part[-1]) + 1
-            block = self._engine.read(lo, hi)
-            block = self._out(block[::part.step] if part.step > 0 else block[::-1][::-part.step])
-            yield from (block.tolist() if self.ndim == 1 else block)
-
-    def where(self, boolarr, limit: int | None = None, skip: int = 0) -> "carray":
-        """Iterate over the values where `boolarr` (array or carray of this length) is True.
-
-        Returns
-        -------
-        carray
-            A view of this carray that is an iterator over those values.
-
-        Rows of an N-D carray come as arrays (legacy bcolz refused N-D
-        carrays here).
-
-        Raises
-        ------
-        ValueError
-            If `boolarr` is not a boolean array, list or carray of this length.
-        NotImplementedError
-            For a boolean mask of more than one dimension (as legacy bcolz).
-        """
-        if not isinstance(boolarr, carray):
-            # an empty list is an empty mask (NumPy would make it float64)
-            boolarr = np.asarray(boolarr, dtype=bool if isinstance(boolarr, list) and
-                                 not boolarr else None)
-        if boolarr.dtype == np.bool_ and boolarr.ndim > 1:
-            raise NotImplementedError(
-                f"where() takes a one-dimensional mask of rows, not one of shape "
-                f"{boolarr.shape} (legacy bcolz refused N-D where() too): for a selection of "
-                "items use c[:][mask[:]]")
-        if boolarr.dtype != np.bool_ or boolarr.ndim != 1:
-            raise ValueError(f"boolarr must be a one-dimensional boolean array, not "
-                             f"{boolarr.dtype} of shape {boolarr.shape}")
-        if len(boolarr) != len(self):
-            raise ValueError(f"boolarr has {len(boolarr)} values for {len(self)} rows")
-        if self._objects:
-            self._require_pickle("reading the values")
-
-        def values():
-            yielded, left = 0, skip
-            for lo in range(0, len(self), self.chunklen):
-                hi = min(len(self), lo + self.chunklen)
-                hits = np.flatnonzero(np.asarray(boolarr[lo:hi]))
-                if left:
-                    drop = min(left, len(hits))
-                    hits, left = hits[drop:], left - drop
-                if limit is not None:
-                    hits = hits[: max(0, limit - yielded)]
-                if len(hits):
-                    rows = self._out(self._engine.read(lo, hi)[hits])
-                    yield from (rows.tolist() if self.ndim == 1 else rows)
-                    yielded += len(hits)
-                if limit is not None and yielded >= limit:
-                    return
-        return self._iterating(values())
-
-    def wheretrue(self, limit: int | None = None, skip: int = 0) -> "carray":
-        """Iterate over the indices of the True values of a boolean carray.
-
-        Returns
-        -------
-        carray
-            A view of this carray that is an iterator over the indices.
-
-        Raises
-        ------
-        ValueError
-            If the carray is not of boolean dtype.
-        NotImplementedError
-            If it has more than one dimension (as legacy bcolz).
-        """
-        if self.dtype != np.bool_:
-            raise ValueError("wheretrue() needs a carray of boolean dtype")
-        if self.ndim > 1:
-            raise NotImplementedError(
-                "wheretrue() gives the positions of the True items of a one-dimensional "
-                f"carray (as legacy bcolz); this one has shape {self.shape}: use "
-                "numpy.nonzero(c[:]) for N-D positions")
-
-        def indices():
-            seen = yielded = 0
-            for lo, block in _blocks(self, self.chunklen, 0, len(self)):
-                hits = np.flatnonzero(block) + lo
-                if seen + len(hits) <= skip:
-                    seen += len(hits)
-                    continue
-                hits = hits[max(0, skip - seen):]
-                seen = skip
-                for h in hits.tolist():
-                    if limit is not None and yielded >= limit:
-                        return
-                    yield h
-                    yielded += 1
-        return self._iterating(indices())
+    # -- reductions (the others: bcolzx._analytics.methods.Reductions) -------------
 
     def sum(self, dtype=None, axis=None, *, where=None, user_dict=None, vm=None):
         """Sum of the items (``numpy.sum``: integers widen to the platform
@@ -1554,75 +893,6 @@ def _human(nbytes: int) -> str:
     return str(n)
 
 
-class _Chunks:
-    """Sequence view of the full chunks of a carray as decompressed arrays."""
-
-    def __init__(self, ca: carray):
-        self._ca = ca
-
-    def __len__(self) -> int:
-        return self._ca.nchunks
-
-    def __getitem__(self, i: int) -> np.ndarray:
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(f"chunk {i} out of range for {n} chunks")
-        cl = self._ca.chunklen
-        return self._ca._out(self._ca._engine.read(i * cl, (i + 1) * cl))
-
-
-def _blocks(ca: carray, blen: int, start: int, stop: int):
-    ca._sync_threads()
-    if ca._objects:
-        ca._require_pickle("reading the values")
-    for lo in range(start, stop, blen):
-        yield lo, ca._out(ca._engine.read(lo, min(stop, lo + blen)))
-
-
-def iterblocks(cobj, blen: int | None = None, start: int = 0, stop: int | None = None):
-    """Iterate over a carray (or ctable) in NumPy blocks of `blen` rows.
-
-    Parameters
-    ----------
-    cobj : carray or ctable
-        The container (a ctable yields structured arrays).
-    blen : int, optional
-        Rows per block (default: the chunk length; for a ctable, its
-        columns' shortest).
-    start, stop : int, optional
-        Row range.
-
-    Yields
-    ------
-    numpy.ndarray
-
-    Raises
-    ------
-    ValueError
-        If `blen` is not positive.
-    PickleNotAllowedError
-        For object dtype (or an object column) without ``allow_pickle``.
-    """
-    if not isinstance(cobj, carray):  # a ctable: structured blocks
-        if blen is None:
-            blen = min((c.chunklen for c in cobj.cols.values()), default=1)
-        blen = int(blen)
-        if blen <= 0:
-            raise ValueError(f"blen must be positive, not {blen}")
-        start, stop, _ = slice(start, stop).indices(len(cobj))
-        for lo in range(start, stop, blen):
-            yield cobj[lo:min(stop, lo + blen)]
-        return
-    blen = cobj.chunklen if blen is None else int(blen)
-    if blen <= 0:
-        raise ValueError(f"blen must be positive, not {blen}")
-    start, stop, _ = slice(start, stop).indices(len(cobj))
-    for _, block in _blocks(cobj, blen, start, stop):
-        yield block
-
-
 def _reopen(rootdir: str, mode: str, allow_pickle: bool | None = None) -> carray:
     return carray(rootdir=rootdir, mode=mode, allow_pickle=allow_pickle)
 
@@ -1630,3 +900,4 @@ def _reopen(rootdir: str, mode: str, allow_pickle: bool | None = None) -> carray
 def _rebuild(data, cparams, chunklen, dflt, expectedlen, allow_pickle=None) -> carray:
     return carray(data, cparams=cparams, chunklen=chunklen, dflt=dflt, expectedlen=expectedlen,
                   allow_pickle=allow_pickle)
+

@@ -17,7 +17,9 @@ def test_readme_examples_run():
     assert result.attempted > 0 and result.failed == 0
 
 
-@pytest.mark.parametrize("module", [bcolzx.toplevel, importlib.import_module("bcolzx.ctable")])
+# ctable's reduce, groupby and delete are defined (with their examples) in a mixin module.
+@pytest.mark.parametrize("module", [bcolzx.toplevel, importlib.import_module("bcolzx.ctable"),
+                                    importlib.import_module("bcolzx._table_analytics")])
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, verbose=False)
     assert result.attempted > 0 and result.failed == 0

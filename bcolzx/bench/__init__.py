@@ -15,7 +15,9 @@ From Python::
     print(text_report(doc))
 
 Modules: :mod:`~bcolzx.bench.data` (the data), :mod:`~bcolzx.bench.systems`
-(one adapter per system), :mod:`~bcolzx.bench.runner` (workloads, timing,
+(one adapter per system, and the registry; the HDF5, Blosc2 and Zarr ones in
+:mod:`~bcolzx.bench.chunked`, the interface in :mod:`~bcolzx.bench.adapter`),
+:mod:`~bcolzx.bench.runner` (workloads, timing,
 peak memory), :mod:`~bcolzx.bench.report` (tables), :mod:`~bcolzx.bench.plots`
 (PNG plots, with matplotlib), :mod:`~bcolzx.bench.cli` (the command).
 Importing this package imports no optional dependency.

@@ -23,7 +23,8 @@ from typing import Callable
 import numpy as np
 
 from bcolzx.bench import data as D  # noqa: N812 - short: used in long expressions
-from bcolzx.bench.systems import ALIASES, SYSTEMS, disk_usage, have_pandas, rmtree, sync_tree
+from bcolzx.bench.adapter import disk_usage, have_pandas, rmtree, sync_tree
+from bcolzx.bench.systems import ALIASES, SYSTEMS
 
 SCHEMA = 1
 

@@ -1,15 +1,13 @@
 """A ctable opened in mode 'r' opens each column when it is first used."""
 
-import importlib
 import os
 
 import numpy as np
 import pytest
 
 import bcolzx
+from bcolzx._columns import Unopened
 from bcolzx.errors import ConcurrentModificationError, CorruptDataError
-
-ctable_module = importlib.import_module("bcolzx.ctable")  # the module, not the class
 
 
 @pytest.fixture
@@ -21,7 +19,7 @@ def path(tmp_path):
 
 
 def _unopened(t):
-    return [n for n, c in t.cols._cols.items() if isinstance(c, ctable_module._Unopened)]
+    return [n for n, c in t.cols._cols.items() if isinstance(c, Unopened)]
 
 
 def test_opening_reads_no_column_until_one_is_used(path):

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 import bcolzx  # noqa: E402
 from bcolzx import ctable  # noqa: E402
-from bcolzx.interop import arrow  # noqa: E402
+from bcolzx.interop import _arrow_in, arrow  # noqa: E402
 
 from .recorder import Recorder, small_blocks  # noqa: E402
 
@@ -90,7 +90,7 @@ def test_parquet_roundtrip_is_exact_and_streams_row_groups(tmp_path, where):
 
 
 def test_parquet_progress_counts_every_batch_both_ways(tmp_path, monkeypatch):
-    small_blocks(monkeypatch, arrow, most=16 << 10)
+    small_blocks(monkeypatch, _arrow_in, most=16 << 10)  # Parquet is read in blocks there
     ct = _table()
     out, back_progress = Recorder(), Recorder()
     ct.to_parquet(tmp_path / "t.parquet", row_group_rows=400, progress=out)
@@ -103,7 +103,7 @@ def test_parquet_progress_counts_every_batch_both_ways(tmp_path, monkeypatch):
 
 
 def test_parquet_progress_of_a_foreign_file_counts_the_measured_widths(tmp_path, monkeypatch):
-    small_blocks(monkeypatch, arrow)
+    small_blocks(monkeypatch, _arrow_in)
     words = ["a", "longest", ""] * 1000
     pq.write_table(pa.table({"w": words, "i": np.arange(3000)}), tmp_path / "f.parquet",
                    row_group_size=700)
