@@ -75,7 +75,9 @@ def salvage_campaign(workdir: str, masks: int = 8, ctable_flips: int = 2000,
     of every header and index copy, runs of 8 and 16 zero bytes at every
     offset of the committed index copies, every file cut at every 5th byte
     of its data region; the ctable recipe (4 columns, 256-slot files):
-    `ctable_flips` random flips over headers and index copies.  Each
+    `ctable_flips` random flips over headers and index copies; both
+    recipes: each superchunk file's header and both index copies zeroed
+    (readers lose the file; ``repair`` scans it, run for each of these).  Each
     mutation: every chunk read on its own (lost / wrong); for every 10th,
     ``bcolzx.repair`` into a new directory, and the rows it carries over
     compared with the pristine ones.
@@ -107,6 +109,9 @@ def salvage_campaign(workdir: str, masks: int = 8, ctable_flips: int = 2000,
                 C.Mutation("truncate", p, "superchunk", n)
                 for p, regs in sorted(regions.items())
                 for n in range(regs[2][2], os.path.getsize(p), 5)]
+        # Both index copies (and the header) zeroed: readers lose the file, repair scans it.
+        families["zero the header and both index copies"] = [
+            C.Mutation("zero", p, "index", 0, regs[2][2]) for p, regs in sorted(regions.items())]
         else:
             families["flip header/index"] = [
                 m for region in ("header", "index", "other-index")
@@ -118,7 +123,7 @@ def salvage_campaign(workdir: str, masks: int = 8, ctable_flips: int = 2000,
             out["families"][f"{kind}: {name}"] = {
                 "mutations": tally.mutations, "chunks lost per mutation": dict(
                     sorted(tally.lost.items())), "wrong": len(tally.wrong)}
-            for m in muts[::10]:
+            for m in (muts if name.startswith("zero the header") else muts[::10]):
                 dst = os.path.join(workdir, "repaired")
                 with C.applied(m):
                     report = bcolzx.repair(path, dst)
@@ -137,6 +142,11 @@ def salvage_campaign(workdir: str, masks: int = 8, ctable_flips: int = 2000,
                 repaired["rows_recovered"] += int(rows.sum())
                 repaired["rows_lost"] += int((~rows).sum())
                 repaired["bad"] += int((~same & rows).sum())
+                if name.startswith("zero the header"):
+                    scan = out.setdefault("scan", {"files": 0, "rows": 0, "rows_recovered": 0})
+                    scan["files"] += 1
+                    scan["rows"] += len(pristine)
+                    scan["rows_recovered"] += int(rows.sum())
                 shutil.rmtree(dst)
     out["repair"] = repaired
     out["seconds"] = round(time.monotonic() - start, 1)
