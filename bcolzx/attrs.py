@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from bcolzx._format.jsonfile import read_json_sealed, write_json
+from bcolzx._format.jsonfile import FLOAT_KEY, is_float_object, read_json_sealed, write_json
 from bcolzx._format.layout import ATTRS_FILE
 from bcolzx._format.seal import CRC_KEY, UID_KEY, Seal, check_member, dataset_seal
 from bcolzx.errors import CorruptDataError, ReadOnlyError
@@ -92,9 +92,12 @@ def _check_keys(obj: Any, depth: int = 0) -> None:
 def _to_json_value(obj: Any) -> Any:
     """The value `obj` becomes once stored: its JSON form, decoded again.
 
-    NaN and infinities are kept, written as legacy bcolz writes them (Python's
-    ``NaN``, ``Infinity``), so that they round-trip; dict keys that would merge
-    in JSON are refused.
+    NaN and infinities are kept, so that they round-trip: a bcolzx-format
+    (sealed) ``__attrs__`` stores them as ``{"$float": "NaN"}`` objects, so the
+    file stays standard JSON, and a legacy directory's as legacy bcolz writes
+    them (Python's ``NaN``, ``Infinity``) for legacy bcolz to read.  Dict keys
+    that would merge in JSON are refused, and so is a dict that is exactly a
+    ``{"$float": ...}`` stand-in (it would read back as a number).
 
     Raises
     ------
@@ -110,7 +113,30 @@ def _to_json_value(obj: Any) -> Any:
     except TypeError as exc:
         raise TypeError(f"attribute value is not JSON-serialisable: {exc}") from None
     _check_keys(obj)  # after dumps, which refuses a cycle
-    return json.loads(text)
+    value = json.loads(text)
+    _check_float_objects(value)
+    return value
+
+
+def _check_float_objects(obj: Any) -> None:
+    """Refuse a dict that has the shape of a non-finite stand-in (``{"$float": x}``).
+
+    Raises
+    ------
+    ValueError
+        If `obj` holds one.
+    """
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if is_float_object(item):
+            raise ValueError(f"a dict whose only key is {FLOAT_KEY!r} is reserved (it stands "
+                             "for a non-finite float in the attributes file): add another key "
+                             "or rename it")
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 class attrs:  # noqa: N801 - legacy name
@@ -304,8 +330,8 @@ class attrs:  # noqa: N801 - legacy name
             nothing is changed.
         ValueError
             If `name` is ``'__crc32c__'`` or ``'__uid__'`` (reserved), or `obj`
-            holds a dict whose keys would merge in JSON (``{1: 'a', '1': 'b'}``);
-            nothing is changed.
+            holds a dict whose keys would merge in JSON (``{1: 'a', '1': 'b'}``)
+            or whose only key is ``'$float'`` (reserved); nothing is changed.
         OSError
             If ``__attrs__`` cannot be written; nothing is changed.
         """

@@ -11,6 +11,57 @@ from bcolzx._format import seal as _seal
 from bcolzx.errors import CorruptDataError
 
 
+#: The one member of the JSON object that stands for a non-finite float in the
+#: JSON file of a sealed (bcolzx-format) dataset (docs/format/README.md §2c).
+FLOAT_KEY = "$float"
+_NONFINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def is_float_object(obj: Any) -> bool:
+    return isinstance(obj, dict) and len(obj) == 1 and FLOAT_KEY in obj
+
+
+def encode_nonfinite(obj: Any) -> Any:
+    """`obj` (a stored value: JSON types only) with every NaN and infinity
+    replaced by its standard-JSON stand-in ``{"$float": "NaN"}`` (``"Infinity"``,
+    ``"-Infinity"``), for a sealed file; `obj` itself is returned when it holds
+    none."""
+    if isinstance(obj, float):
+        if obj != obj:
+            return {FLOAT_KEY: "NaN"}
+        if obj in (float("inf"), float("-inf")):
+            return {FLOAT_KEY: "Infinity" if obj > 0 else "-Infinity"}
+        return obj
+    if isinstance(obj, dict):
+        new = {k: encode_nonfinite(v) for k, v in obj.items()}
+        return obj if all(new[k] is obj[k] for k in obj) else new
+    if isinstance(obj, list):
+        items = [encode_nonfinite(v) for v in obj]
+        return obj if all(a is b for a, b in zip(items, obj)) else items
+    return obj
+
+
+def decode_nonfinite(obj: Any, path: str | None = None) -> Any:
+    """The inverse of :func:`encode_nonfinite`, for what a sealed file holds.
+
+    Raises
+    ------
+    CorruptDataError
+        For a ``{"$float": ...}`` object whose value is not one of the three names.
+    """
+    if is_float_object(obj):
+        name = obj[FLOAT_KEY]
+        if not isinstance(name, str) or name not in _NONFINITE:
+            raise CorruptDataError(f"malformed non-finite number {obj!r} ",
+                                   path=path)
+        return _NONFINITE[name]
+    if isinstance(obj, dict):
+        return {k: decode_nonfinite(v, path) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [decode_nonfinite(v, path) for v in obj]
+    return obj
+
+
 def fsync_dir(path: str) -> None:
     """fsync a directory, so that a rename or a new file in it is durable."""
     fd = os.open(path, os.O_RDONLY | _files.CLOEXEC)
@@ -166,7 +217,11 @@ def loads_sealed(raw: bytes, name: str, path: str | None = None, *,
     if kind is not None and not isinstance(obj, kind):
         raise CorruptDataError(f"expected a JSON {kind.__name__}, found {type(obj).__name__}",
                                path=path)
-    return _seal.unseal(raw, obj, name, path)
+    obj, found = _seal.unseal(raw, obj, name, path)
+    # Sealed files written before the stand-ins hold NaN tokens, which json reads too.
+    if found.sealed and b'"$float"' in raw:
+        obj = decode_nonfinite(obj, path)
+    return obj, found
 
 
 def dumps(obj: Any, name: str, *, seal: bool = True, uid: str | None = None) -> bytes:
@@ -177,8 +232,8 @@ def dumps(obj: Any, name: str, *, seal: bool = True, uid: str | None = None) -> 
     TypeError, ValueError
         If `obj` cannot be represented in JSON.
     """
-    if seal and isinstance(obj, dict):
-        return _seal.seal(obj, name, uid)
+    if seal and isinstance(obj, dict):  # standard JSON: NaN and infinities stand in
+        return _seal.seal(encode_nonfinite(obj), name, uid)
     return json.dumps(obj, allow_nan=True).encode("utf-8")
 
 

@@ -58,7 +58,8 @@ def seal(obj: dict, name: str, uid: str | None = None) -> bytes:
     Raises
     ------
     ValueError
-        If `obj` already holds a seal member, or `uid` is malformed.
+        If `obj` already holds a seal member, `uid` is malformed, or `obj`
+        holds a NaN or an infinity (not standard JSON).
     TypeError
         If `obj` cannot be represented in JSON.
     """
@@ -68,7 +69,9 @@ def seal(obj: dict, name: str, uid: str | None = None) -> bytes:
         if not isinstance(uid, str) or not _UID.match(uid):
             raise ValueError(f"a dataset uid is 16 lowercase hex digits, not {uid!r}")
         obj = {**obj, UID_KEY: uid}
-    body = json.dumps(obj, allow_nan=True).encode("utf-8")
+    # Standard JSON only (RFC 8259): a NaN or infinity here is a bug of the caller
+    # (attributes encode theirs, docs/format/README.md §2c), refused with ValueError.
+    body = json.dumps(obj, allow_nan=False).encode("utf-8")
     crc = _crc(name, body)
     sep = b", " if obj else b""
     return body[:-1] + sep + b'"__crc32c__": %d}' % crc

@@ -74,8 +74,10 @@ class _Held:
 
 
 # The flocks this process holds, by (st_dev, st_ino) of the lock file.  Process
-# state by nature (a flock is the process's); reset in a forked child.
-_mutex = threading.Lock()
+# state by nature (a flock is the process's); reset in a forked child.  Reentrant:
+# the cycle collector may free a lock object (whose __del__ releases it) at any
+# allocation, including one made while this thread holds the mutex to take another.
+_mutex = threading.RLock()
 _held: dict[tuple[int, int], _Held] = {}
 
 
@@ -425,7 +427,7 @@ def _probe_flock(fd: int) -> bool:
 def _after_fork_in_child() -> None:
     """Drop every inherited lock: close the descriptors, never unlock (the parent's)."""
     global _mutex
-    _mutex = threading.Lock()
+    _mutex = threading.RLock()
     for held in list(_held.values()):
         owner = held.owner()
         if owner is not None:

@@ -233,3 +233,77 @@ def test_legacy_properties(tmp_path):
 def test_docstring_examples_run():
     result = doctest.testmod(attrs_module, verbose=False)
     assert result.attempted > 0 and result.failed == 0
+
+
+def _strict_json(raw):
+    """json.loads that refuses Python's NaN / Infinity tokens (RFC 8259 only)."""
+    def refuse(token):
+        raise ValueError(f"non-standard JSON token {token}")
+    return json.loads(raw, parse_constant=refuse)
+
+
+def test_nonfinite_floats_are_standard_json_in_a_bcolzx_dataset(tmp_path):
+    import bcolzx
+    c = bcolzx.carray([1, 2, 3], rootdir=str(tmp_path / "c"), mode="w")
+    c.attrs["nan"] = float("nan")
+    c.attrs["nested"] = [1.5, float("-inf"), {"up": float("inf")}]
+    raw = (tmp_path / "c" / "__attrs__").read_bytes()
+    stored = _strict_json(raw)
+    assert stored["nan"] == {"$float": "NaN"}
+    assert stored["nested"] == [1.5, {"$float": "-Infinity"}, {"up": {"$float": "Infinity"}}]
+    got = bcolzx.open(str(tmp_path / "c")).attrs.getall()
+    assert np.isnan(got["nan"]) and got["nested"][:2] == [1.5, float("-inf")]
+    assert got["nested"][2] == {"up": float("inf")}
+    # a ctable's attributes too
+    t = bcolzx.ctable([np.arange(3)], names=["a"], rootdir=str(tmp_path / "t"), mode="w")
+    t.attrs["x"] = float("nan")
+    assert _strict_json((tmp_path / "t" / "__attrs__").read_bytes())["x"] == {"$float": "NaN"}
+    assert np.isnan(bcolzx.open(str(tmp_path / "t")).attrs["x"])
+
+
+def test_a_dict_shaped_like_the_stand_in_is_refused(rootdir):
+    a = attrs(rootdir, "a", _new=True)
+    a["keep"] = 1
+    for bad in ({"$float": "NaN"}, [{"$float": 1}], {"k": {"$float": "x"}}):
+        with pytest.raises(ValueError, match=r"\$float"):
+            a["bad"] = bad
+    a["fine"] = {"$float": "NaN", "other": 1}  # not the stand-in's shape
+    assert a.getall() == {"keep": 1, "fine": {"$float": "NaN", "other": 1}}
+    if rootdir is not None:
+        assert attrs(rootdir, "r").getall() == a.getall()
+
+
+def test_sealed_files_of_older_writers_with_nan_tokens_still_read(tmp_path):
+    import bcolzx
+    from bcolzx._format import seal
+    c = bcolzx.carray([1.0], rootdir=str(tmp_path), mode="w")
+    uid = json.loads((tmp_path / "__attrs__").read_bytes())["__uid__"]
+    body = json.dumps({"x": float("nan"), "__uid__": uid}).encode()
+    crc = seal._crc("__attrs__", body)
+    (tmp_path / "__attrs__").write_bytes(body[:-1] + b', "__crc32c__": %d}' % crc)
+    assert np.isnan(bcolzx.open(str(tmp_path)).attrs["x"])
+    del c
+
+
+def test_a_malformed_stand_in_is_corrupt_data(tmp_path):
+    import bcolzx
+    from bcolzx._format import seal
+    bcolzx.carray([1.0], rootdir=str(tmp_path), mode="w")
+    uid = json.loads((tmp_path / "__attrs__").read_bytes())["__uid__"]
+    body = json.dumps({"x": {"$float": "NotANumber"}, "__uid__": uid}).encode()
+    (tmp_path / "__attrs__").write_bytes(
+        body[:-1] + b', "__crc32c__": %d}' % seal._crc("__attrs__", body))
+    with pytest.raises(CorruptDataError, match="non-finite"):
+        bcolzx.open(str(tmp_path))
+
+
+def test_legacy_directories_keep_legacy_nan_tokens(tmp_path):
+    import shutil
+
+    import bcolzx
+    legacy = os.path.join(os.path.dirname(__file__), os.pardir, "data", "legacy_bcolz")
+    shutil.copytree(os.path.join(legacy, "ca_float64_default"), tmp_path / "l")
+    c = bcolzx.open(str(tmp_path / "l"), mode="a")
+    c.attrs["x"] = float("nan")
+    assert b"NaN" in (tmp_path / "l" / "__attrs__").read_bytes()  # what legacy bcolz reads
+    assert np.isnan(bcolzx.open(str(tmp_path / "l")).attrs["x"])

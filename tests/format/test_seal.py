@@ -25,12 +25,24 @@ def test_layout_from_the_spec():
     assert seal({}, "__attrs__") == b'{"__crc32c__": %d}' % checksum.crc32c(b"__attrs__\0{}")
 
 
-@pytest.mark.parametrize("obj", [{}, {"a": 1}, {"names": ["x", "y"], "nan": float("nan")}])
+@pytest.mark.parametrize("obj", [{}, {"a": 1}, {"names": ["x", "y"], "n": [1.5, None]}])
 def test_round_trip(obj):
     raw = seal(obj, "f", UID)
     back, found = unseal(raw, json.loads(raw), "f")
     assert found == Seal(True, UID)
     assert json.dumps(back) == json.dumps(obj)
+
+
+def test_a_sealed_file_is_standard_json_and_nonfinite_floats_round_trip():
+    obj = {"names": ["x"], "nan": float("nan"), "more": [float("inf"), {"k": float("-inf")}]}
+    with pytest.raises(ValueError):  # the seal itself writes standard JSON only
+        seal(obj, "f", UID)
+    raw = jsonfile.dumps(obj, "f", uid=UID)
+    strict = json.loads(raw, parse_constant=lambda token: pytest.fail(token))
+    assert strict["nan"] == {"$float": "NaN"}
+    back, found = jsonfile.loads_sealed(raw, "f")
+    assert found == Seal(True, UID)
+    assert json.dumps(back) == json.dumps(obj)  # NaN, Infinity, -Infinity again
 
 
 def test_every_byte_flip_is_detected():
