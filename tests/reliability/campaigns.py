@@ -109,13 +109,13 @@ def salvage_campaign(workdir: str, masks: int = 8, ctable_flips: int = 2000,
                 C.Mutation("truncate", p, "superchunk", n)
                 for p, regs in sorted(regions.items())
                 for n in range(regs[2][2], os.path.getsize(p), 5)]
-        # Both index copies (and the header) zeroed: readers lose the file, repair scans it.
-        families["zero the header and both index copies"] = [
-            C.Mutation("zero", p, "index", 0, regs[2][2]) for p, regs in sorted(regions.items())]
         else:
             families["flip header/index"] = [
                 m for region in ("header", "index", "other-index")
                 for m in C.random_flips(path, region, ctable_flips // 3, rng)]
+        # Both index copies (and the header) zeroed: readers lose the file, repair scans it.
+        families["zero the header and both index copies"] = [
+            C.Mutation("zero", p, "index", 0, regs[2][2]) for p, regs in sorted(regions.items())]
         pristine = bcolzx.open(path, mode="r")[:]
         for name, muts in families.items():
             tally = C.salvage_campaign(path, muts)
