@@ -10,7 +10,6 @@ from bcolzx._format import files as _files
 from bcolzx._format import seal as _seal
 from bcolzx.errors import CorruptDataError
 
-
 #: The one member of the JSON object that stands for a non-finite float in the
 #: JSON file of a sealed (bcolzx-format) dataset (docs/format/README.md §2c).
 FLOAT_KEY = "$float"

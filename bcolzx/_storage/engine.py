@@ -144,10 +144,21 @@ class ChunkedArray(ChunkReader):
             return
         self.settle()  # the chunks in flight were handed off under the old count
         self._window = nthreads + max(1, min(8, flight.FLIGHT_BYTES // max(self.chunk_bytes, 1)))
-        self._enc = Encoder(self.store.storage, self.itemsize, self._store.native, nthreads,
-                            own=self.store.encoder(nthreads), previous=self._enc)
-        self._dec = codec.Decompressor(nthreads)
         self.nthreads = nthreads
+        if self._enc is not None:  # else made on first use: readers never need one
+            self._enc = self._new_encoder(self._enc)
+        self._dec = codec.Decompressor(nthreads)
+
+    def _new_encoder(self, previous: Encoder | None) -> Encoder:
+        return Encoder(self.store.storage, self.itemsize, self._store.native, self.nthreads,
+                       own=self.store.encoder(self.nthreads), previous=previous)
+
+    @property
+    def _encoder(self) -> Encoder:
+        """The compressor of this array's chunks (made on the first write)."""
+        if self._enc is None:
+            self._enc = self._new_encoder(None)
+        return self._enc
 
     # -- chunks stored in the background -----------------------------------------
 
@@ -219,7 +230,7 @@ class ChunkedArray(ChunkReader):
         order any more, or when anything reads the store (:attr:`store`), so
         readers never miss a chunk.
         """
-        if self.nthreads < 2 or not self._store.native or self._enc.trial_due or \
+        if self.nthreads < 2 or not self._store.native or self._encoder.trial_due or \
                 _threads.in_worker():
             # One thread asked for, a legacy store, a byte-delta trial due, or
             # called from a pool thread (which must not wait for the pool).
@@ -236,14 +247,14 @@ class ChunkedArray(ChunkReader):
             rows, chunk = self._leftover, self.nfull
             try:
                 future = _threads.pool(self.nthreads).submit(
-                    encode_in_pool, self._enc.comp, self.itemsize, rows,
+                    encode_in_pool, self._encoder.comp, self.itemsize, rows,
                     self._zones.active(self._stored_chunks()))
             except RuntimeError:  # interpreter shutdown: no new threads
                 flight.land(nbytes)
                 return False
             self._pending.append((future, chunk, rows))
             flight.busy.add(self)
-            self._enc.counted()  # one chunk between trials, special or not
+            self._encoder.counted()  # one chunk between trials, special or not
             self._leftover = _threads.chunk_buffer(nbytes).view(self.dtype).reshape(rows.shape)
             self.nfull += 1
         return True
@@ -307,7 +318,7 @@ class ChunkedArray(ChunkReader):
         if not self.nleft or self._leftover_stored:
             return 0
         if self._left_cbytes is None:
-            self._left_cbytes = self._enc.encoded_size(self._leftover[: self.nleft]) \
+            self._left_cbytes = self._encoder.encoded_size(self._leftover[: self.nleft]) \
                 - self._stale_cbytes()
         return self._left_cbytes
 
@@ -391,7 +402,7 @@ class ChunkedArray(ChunkReader):
 
     def _encode(self, rows: np.ndarray):
         """Compressed bytes of `rows`, or a Special when they are one constant."""
-        return self._enc.encode(rows)
+        return self._encoder.encode(rows)
 
     def _encode_one(self, rows: np.ndarray) -> list:
         """As :meth:`_encode_full` for one chunk: its bounds are computed on
@@ -415,7 +426,7 @@ class ChunkedArray(ChunkReader):
         cl = self.chunklen
         parts = [rows[k:k + cl] for k in range(0, len(rows), cl)]
         want_bounds = self._zones.active(self._stored_chunks())
-        encoded = self._enc.encode_parts(parts, want_bounds, self.nthreads)
+        encoded = self._encoder.encode_parts(parts, want_bounds, self.nthreads)
         items = []
         for part, (entry, computed) in zip(parts, encoded):
             items.append((self.nfull, entry, self.chunk_bytes))

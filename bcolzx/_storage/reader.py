@@ -206,7 +206,13 @@ class ChunkReader:
             out = np.empty((stop - start, *self.rowshape), dtype=self.dtype)
         cl, stored_end = self.chunklen, self.nfull * self.chunklen
         if start < stored_end:
-            c0, c1 = start // cl, (min(stop, stored_end) + cl - 1) // cl
+            c0 = start // cl
+            if stop <= (c0 + 1) * cl:  # inside one stored chunk: a hot one is copied at once
+                rows = DECODED.get(self._owner, c0)
+                if rows is not None:
+                    out[...] = rows[start - c0 * cl:stop - c0 * cl]
+                    return out
+            c1 = (min(stop, stored_end) + cl - 1) // cl
             epoch = DECODED.epoch(self._owner)
             hot = {c: rows for c in range(c0, c1)
                    if (rows := DECODED.get(self._owner, c)) is not None}
