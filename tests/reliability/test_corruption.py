@@ -22,6 +22,7 @@ import bcolzx
 from bcolzx.errors import CorruptDataError
 
 from . import corruption as C
+from .campaigns import STRESS_TIMEOUT
 from .datasets import RECIPES, copy_legacy
 
 JSON_REGIONS = {"sizes", "storage", "zonemap", "attrs", "rootdirs"}
@@ -130,6 +131,7 @@ def test_legacy_damage_never_escapes_the_hierarchy(kind, tmp_path_factory):
 
 
 @pytest.mark.stress
+@pytest.mark.timeout(STRESS_TIMEOUT)
 def test_published_corruption_campaign(tmp_path):
     """The figures of docs/reliability.md: >= 10,000 random chunk flips, exhaustive
     flips (8 masks a byte) over headers, indexes and metadata, 100% detected."""
