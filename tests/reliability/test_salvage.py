@@ -21,6 +21,7 @@ from bcolzx._ext.checksum import crc32c
 from bcolzx._format.salvage import single_byte_corrections
 
 from . import corruption as C
+from .campaigns import STRESS_TIMEOUT
 from .datasets import RECIPES
 
 
@@ -158,6 +159,7 @@ def test_a_writer_heals_an_index_corrected_through_its_crc(tmp_path):
 
 
 @pytest.mark.stress
+@pytest.mark.timeout(STRESS_TIMEOUT)
 def test_every_mask_on_every_byte_of_a_large_index(tmp_path):
     """8 random masks on every byte of the header and both index copies of 64-slot files."""
     from bcolzx._format.meta import Storage
