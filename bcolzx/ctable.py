@@ -1449,19 +1449,21 @@ class ctable:  # noqa: N801 - legacy name
         Parameters
         ----------
         keys : str or list of str
-            Key columns: integers, bools, fixed-width strings, datetimes or
-            timedeltas.
+            Key columns: integers, bools, strings (fixed-width or
+            StringDType), variable-length bytes, datetimes or timedeltas.
         aggregations : dict or list
             ``{name: (column, func)}``, or ``[(column, func), (column, func,
             name), ...]`` (default name ``column_func``), with `func` one of
             ``sum``, ``mean``, ``count``, ``min``, ``max``, ``std``, ``var``,
             ``first``, ``last``, ``nunique``.  NaN values are skipped (as
             pandas); ``count`` counts the values that are not NaN/NaT.
+            Columns of strings or bytes take ``count``, ``min``, ``max``,
+            ``first``, ``last`` and ``nunique``.
         where : str or boolean array/carray, optional
             Only the rows where this holds.
         dropna : bool
-            Drop the rows whose key is NaT (pandas' default); False keeps
-            them as a group.
+            Drop the rows whose key is NaT or a missing string (pandas'
+            default); False keeps them as a group.
         ddof : int
             Delta degrees of freedom of ``std`` and ``var`` (pandas: 1).
         out_flavor : {'ctable', 'dataframe'}
@@ -1513,11 +1515,7 @@ class ctable:  # noqa: N801 - legacy name
             ddof=int(ddof), nthreads=defaults.nthreads)
         names = [s.name for s in specs]
         if out_flavor == "dataframe":
-            import pandas as pd
-
-            index = pd.MultiIndex.from_arrays(key_values, names=keys) if len(keys) > 1 \
-                else pd.Index(key_values[0], name=keys[0])
-            return pd.DataFrame(dict(zip(names, results)), index=index)
+            return _groupby.to_frame(key_values, results, keys, names)
         return ctable([*key_values, *results], names=[*keys, *names], **kwargs)
 
     def _sync_threads(self) -> None:

@@ -8,11 +8,16 @@ How it travels:
    thread at a time (round robin; a slot's next batch waits for its last).
 2. On the pool thread the batch is decoded chunk by chunk into the slot's
    own buffers (``engine.decode_chunk``), the keys are factorized into the
-   slot's group numbers (:class:`bcolzx._ext.groupby.Int64Table` or
-   :class:`~bcolzx._ext.groupby.BytesTable` per key column, a table of code
-   pairs for several keys) and the Cython kernels accumulate (sums with
-   Kahan compensation, extremes, Welford moments, first/last with their row
-   numbers, ``(group, value)`` pairs for ``nunique``), GIL released.
+   slot's group numbers (:class:`bcolzx._ext.groupby.Int64Table`,
+   :class:`~bcolzx._ext.groupby.BytesTable` for fixed-width strings or
+   :class:`~bcolzx._ext.groupby.VarBytesTable` for StringDType and bytes,
+   per key column, a table of code pairs for several keys) and the Cython
+   kernels accumulate (sums with Kahan compensation, extremes, Welford
+   moments, first/last with their row numbers, ``(group, value)`` pairs for
+   ``nunique``), GIL released.  Columns of strings or bytes as values keep,
+   per group, their count, first, last, smallest and largest value
+   (:class:`_TextColumn`, NumPy's string comparisons, byte order), and for
+   ``nunique`` a table of their distinct values.
 3. The slots' partial aggregates are merged: each slot's group keys are
    factorized into one table of all groups and its accumulators combined
    (Chan's formula for the moments, the smaller row for ``first``...).
@@ -25,6 +30,9 @@ condition, or columns of different chunk lengths, take the row path: the
 calling thread reads blocks of the selected rows and the slots aggregate
 them the same way.  Semantics follow pandas' ``groupby(...).agg``: NaN
 values are skipped, NaT keys dropped (``dropna=True``), groups sorted.
+Missing strings (a ``StringDType(na_object=nan)``) are NaN to pandas: a
+missing key is dropped (or, ``dropna=False``, a group of its own, sorted
+last), a missing value skipped.
 """
 
 from __future__ import annotations
@@ -39,18 +47,22 @@ import numpy as np
 from bcolzx import _threads
 from bcolzx._analytics import Columns, selection
 from bcolzx._ext import groupby as kernels
+from bcolzx._format import strings
+from bcolzx.errors import CorruptDataError
 
-__all__ = ["AGGREGATIONS", "Spec", "groupby", "parse_aggregations"]
+__all__ = ["AGGREGATIONS", "Spec", "groupby", "parse_aggregations", "to_frame"]
 
 #: The aggregations, as pandas names them.
 AGGREGATIONS = ("sum", "mean", "count", "min", "max", "std", "var", "first", "last",
                 "nunique")
-#: Value dtype kinds each aggregation takes.
-_KINDS = {"sum": "biuf", "mean": "biuf", "std": "biuf", "var": "biuf", "count": "biufmM",
-          "min": "biufmM", "max": "biufmM", "first": "biufmM", "last": "biufmM",
-          "nunique": "biufmM"}
-#: Key dtype kinds.
-KEY_KINDS = "biumMSU"
+#: Value dtype kinds each aggregation takes (``T``: StringDType or bytes, see :func:`_kind`).
+_KINDS = {"sum": "biuf", "mean": "biuf", "std": "biuf", "var": "biuf", "count": "biufmMSUT",
+          "min": "biufmMSUT", "max": "biufmMSUT", "first": "biufmMSUT", "last": "biufmMSUT",
+          "nunique": "biufmMSUT"}
+#: Key dtype kinds (``T``: StringDType or variable-length bytes).
+KEY_KINDS = "biumMSUT"
+#: Kinds of text: fixed-width strings, StringDType and variable-length bytes.
+_TEXT = "SUT"
 #: Chunks per batch handed to a slot.
 _BATCH = 4
 _INT64_MAX = np.iinfo(np.int64).max
@@ -104,10 +116,13 @@ def parse_aggregations(aggregations: Any, columns: Columns,
         if column not in columns:
             raise KeyError(f"no column {column!r}; columns are {list(columns)}")
         col = columns[column]
-        if len(col.shape) != 1 or col.dtype.kind not in _KINDS[func]:
+        kind = _kind(col.dtype)
+        if len(col.shape) != 1 or kind not in _KINDS[func]:
+            text = " (columns of strings or bytes take count, min, max, first, last and " \
+                "nunique)" if kind in _TEXT else ""
             raise TypeError(f"{func} of column {column!r} ({col.dtype}, shape "
                             f"{tuple(col.shape)}) is not supported: it takes one-dimensional "
-                            f"columns of kinds {_KINDS[func]!r}")
+                            f"columns of kinds {_KINDS[func]!r}{text}")
         specs.append(Spec(out, column, func))
     names = [s.name for s in specs] + list(keys)
     if len(set(names)) != len(names):
@@ -120,34 +135,108 @@ def parse_aggregations(aggregations: Any, columns: Columns,
 # -- keys -------------------------------------------------------------------------------
 
 
+def _kind(dtype: np.dtype) -> str:
+    """`dtype`'s kind, ``"T"`` for StringDType and variable-length bytes (whose
+    NumPy kinds, ``T`` and ``O``, say nothing of the latter), ``"O"`` for
+    pickled objects."""
+    if strings.is_string(dtype) or strings.is_bytes(dtype):
+        return "T"
+    return dtype.kind
+
+
+def _flatten(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Rows of StringDType or bytes as ``(data, offsets, missing)``: their bytes
+    end to end, ``n + 1`` offsets, uint8 flags of the missing rows (or None)."""
+    if strings.is_string(arr.dtype):
+        from bcolzx._ext import strings as kernel
+
+        return kernel.flatten(np.ascontiguousarray(arr).reshape(-1))
+    n = len(arr)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, arr), dtype=np.int64, count=n), out=offsets[1:])
+    return np.frombuffer(b"".join(arr), dtype=np.uint8), offsets, None
+
+
+class _ValueTable:
+    """The distinct values of one column, numbered in order of first appearance
+    (a Cython hash table for its kind of values)."""
+
+    def __init__(self, dtype: np.dtype):
+        self.dtype = dtype
+        self.kind = "var" if _kind(dtype) == "T" else "fixed" if dtype.kind in "SU" else "int"
+        self.table: Any = kernels.VarBytesTable() if self.kind == "var" else \
+            kernels.BytesTable(dtype.itemsize) if self.kind == "fixed" else kernels.Int64Table()
+
+    @property
+    def ngroups(self) -> int:
+        return self.table.ngroups
+
+    def encode(self, arr: np.ndarray, dropna: bool) -> np.ndarray:
+        """The number of each value of `arr`; a missing one (NaT, a missing
+        string) is -1 if `dropna`, else a value of its own."""
+        out = np.empty(len(arr), np.int64)
+        if self.kind == "var":
+            data, offsets, na = _flatten(arr)
+            flags = None if na is None else na if dropna else na * np.uint8(2)
+            self.table.factorize(data, offsets, out, flags)
+        elif self.kind == "fixed":
+            self.table.factorize(arr, out)
+        else:
+            valid = (~np.isnat(arr)).view(np.uint8) if arr.dtype.kind in "mM" and dropna \
+                else None
+            self.table.factorize(_as_int64(arr), out, valid)
+        return out
+
+    def values(self) -> np.ndarray:
+        """The values by number, as an array of the column's dtype."""
+        dt = self.dtype
+        if self.kind == "var":
+            return _from_var_table(self.table, dt)
+        keys = self.table.keys()
+        if self.kind == "fixed":
+            return np.ascontiguousarray(keys).view(dt).reshape(-1)
+        if dt.kind in "mMu" and dt.itemsize == 8:
+            return keys.view(dt)
+        return keys.astype(dt)
+
+
+def _from_var_table(table: Any, dt: np.dtype) -> np.ndarray:
+    data, offsets, na_code = table.keys()
+    g = len(offsets) - 1
+    out = np.empty(g, dtype=dt)
+    if strings.is_string(dt):
+        from bcolzx._ext import strings as kernel
+
+        na = None
+        if na_code >= 0:
+            na = np.zeros(g, np.uint8)
+            na[na_code] = 1
+        if kernel.pack(data, offsets, na, out, 0) >= 0:  # pragma: no cover - keys were str
+            raise CorruptDataError("a key of the groups is not well-formed UTF-8")
+        return out
+    raw, bounds = data.tobytes(), offsets.tolist()
+    for i in range(g):
+        out[i] = raw[bounds[i]:bounds[i + 1]]
+    return out
+
+
 class _Keys:
     """Group numbers of rows of one or several key columns."""
 
     def __init__(self, dtypes: list[np.dtype], dropna: bool):
         self.dtypes = dtypes
         self.dropna = dropna
-        self.tables = [kernels.BytesTable(dt.itemsize) if dt.kind in "SU"
-                       else kernels.Int64Table() for dt in dtypes]
+        self.tables = [_ValueTable(dt) for dt in dtypes]
         self.pairs = [kernels.Int64Table() for _ in dtypes[1:]]
 
     @property
     def ngroups(self) -> int:
-        return (self.pairs[-1] if self.pairs else self.tables[0]).ngroups
+        return self.pairs[-1].ngroups if self.pairs else self.tables[0].ngroups
 
     def encode(self, arrays: list[np.ndarray]) -> np.ndarray:
-        """The group number of each row (-1: a NaT key dropped)."""
+        """The group number of each row (-1: a missing key dropped)."""
         n = len(arrays[0])
-        codes = []
-        for table, dt, arr in zip(self.tables, self.dtypes, arrays):
-            out = np.empty(n, np.int64)
-            valid = None
-            if dt.kind in "SU":
-                table.factorize(arr, out)
-            else:
-                if dt.kind in "mM" and self.dropna:
-                    valid = (~np.isnat(arr)).view(np.uint8)
-                table.factorize(_as_int64(arr), out, valid)
-            codes.append(out)
+        codes = [table.encode(arr, self.dropna) for table, arr in zip(self.tables, arrays)]
         combined = codes[0]
         for table, more in zip(self.pairs, codes[1:]):
             if combined.max(initial=0) >= 1 << 31 or more.max(initial=0) >= 1 << 31:
@@ -162,7 +251,7 @@ class _Keys:
 
     def values(self) -> list[np.ndarray]:
         """The key values of each group, one array per key column, by group number."""
-        per_column = [_from_table(t, dt) for t, dt in zip(self.tables, self.dtypes)]
+        per_column = [t.values() for t in self.tables]
         if not self.pairs:
             return per_column
         # Unpack the pair tables from the last: codes of (earlier combination, column j).
@@ -181,15 +270,6 @@ def _as_int64(arr: np.ndarray) -> np.ndarray:
     if arr.dtype.kind in "mMu" and arr.dtype.itemsize == 8:
         return np.ascontiguousarray(arr).view(np.int64)
     return np.ascontiguousarray(arr, dtype=np.int64)
-
-
-def _from_table(table: Any, dt: np.dtype) -> np.ndarray:
-    keys = table.keys()
-    if dt.kind in "SU":
-        return np.ascontiguousarray(keys).view(dt).reshape(-1)
-    if dt.kind in "mMu" and dt.itemsize == 8:
-        return keys.view(dt)
-    return keys.astype(dt)
 
 
 # -- accumulators --------------------------------------------------------------------------
@@ -235,15 +315,7 @@ class _Column:
         return f
 
     def grow(self, ngroups: int) -> None:
-        for name, (dt, init) in self.fields().items():
-            have = self.acc.get(name)
-            size = 0 if have is None else len(have)
-            if have is not None and size >= ngroups:
-                continue
-            new = np.full(max(ngroups, 2 * size, 16), init, dtype=dt)
-            if have is not None:
-                new[:size] = have
-            self.acc[name] = new
+        _grow(self.acc, self.fields(), ngroups)
 
     def add(self, codes: np.ndarray, values: np.ndarray, ngroups: int,
             rows: np.ndarray | None, first_row: int) -> None:
@@ -398,13 +470,170 @@ class _Column:
         return ints.astype(self.dtype)
 
 
+def _grow(acc: dict[str, np.ndarray], fields: dict[str, tuple], ngroups: int) -> None:
+    """Make each accumulator of `fields` (name -> (dtype, initial value)) hold
+    `ngroups` groups, keeping what it holds."""
+    for name, (dt, init) in fields.items():
+        have = acc.get(name)
+        size = 0 if have is None else len(have)
+        if have is not None and size >= ngroups:
+            continue
+        if init is None:  # values of a column of text: never read before being set
+            new = np.empty(max(ngroups, 2 * size, 16), dtype=dt)
+            if dt.kind in "SUO":
+                new[:] = b"" if dt.kind != "U" else ""
+        else:
+            new = np.full(max(ngroups, 2 * size, 16), init, dtype=dt)
+        if have is not None:
+            new[:size] = have
+        acc[name] = new
+
+
+class _TextColumn:
+    """The accumulators of a column of strings or bytes (fixed-width, StringDType
+    or variable-length bytes), per group: the count of its values that are not
+    missing, the first and last of them with their rows, the smallest and
+    largest (NumPy's comparisons: code point order, byte order for bytes), and
+    for ``nunique`` the ``(group, value number)`` pairs, the values numbered by a
+    table of the column's distinct values."""
+
+    def __init__(self, dtype: np.dtype, funcs: set[str]):
+        self.dtype = dtype
+        self.funcs = funcs
+        self.na_ok = hasattr(dtype, "na_object")
+        self.acc: dict[str, np.ndarray] = {}
+        self.values = _ValueTable(dtype) if "nunique" in funcs else None
+        self.pairs = kernels.PairSet() if "nunique" in funcs else None
+
+    def fields(self) -> dict[str, tuple]:
+        f: dict[str, tuple] = {}
+        if "count" in self.funcs:
+            f["count"] = (np.int64, 0)
+        if "first" in self.funcs:
+            f.update(first_at=(np.int64, _INT64_MAX), first=(self.dtype, None))
+        if "last" in self.funcs:
+            f.update(last_at=(np.int64, -1), last=(self.dtype, None))
+        if self.funcs & {"min", "max"}:
+            f.update(seen=(np.uint8, 0), min=(self.dtype, None), max=(self.dtype, None))
+        return f
+
+    def grow(self, ngroups: int) -> None:
+        _grow(self.acc, self.fields(), ngroups)
+
+    def add(self, codes: np.ndarray, values: np.ndarray, ngroups: int,
+            rows: np.ndarray | None, first_row: int) -> None:
+        """Accumulate `values` (one per code; rows in increasing order) into
+        groups ``0 .. ngroups-1``."""
+        a = self.acc
+        ok = codes >= 0
+        if self.na_ok:
+            ok &= ~strings.missing_rows(values)
+        if self.values is not None:
+            numbers = self.values.encode(values, dropna=True)
+            self.pairs.add(codes, numbers, (ok & (numbers >= 0)).view(np.uint8))
+        idx = np.flatnonzero(ok)
+        if not len(idx):
+            return
+        c = codes[idx]
+        if "count" in self.funcs:
+            if ngroups <= 4 * len(c):
+                a["count"][:ngroups] += np.bincount(c, minlength=ngroups)[:ngroups]
+            else:
+                groups, counts = np.unique(c, return_counts=True)
+                a["count"][groups] += counts
+        at = first_row + idx if rows is None else np.asarray(rows)[idx]
+        if "first" in self.funcs:
+            groups, i = np.unique(c, return_index=True)
+            self._take("first", groups, at[i], values[idx[i]], np.less)
+        if "last" in self.funcs:
+            groups, i = np.unique(c[::-1], return_index=True)
+            i = len(c) - 1 - i
+            self._take("last", groups, at[i], values[idx[i]], np.greater)
+        if self.funcs & {"min", "max"}:
+            v = values[idx]
+            order = np.lexsort((v, c))
+            cs = c[order]
+            starts = np.flatnonzero(np.concatenate(([True], cs[1:] != cs[:-1])))
+            ends = np.concatenate((starts[1:], [len(cs)])) - 1
+            groups = cs[starts]
+            seen = a["seen"][groups].astype(bool)
+            self._extreme("min", groups, seen, v[order[starts]], np.less)
+            self._extreme("max", groups, seen, v[order[ends]], np.greater)
+            a["seen"][groups] = 1
+
+    def _take(self, func: str, groups: np.ndarray, at: np.ndarray, vals: np.ndarray,
+              before) -> None:
+        """Groups `groups` (distinct) take `vals` as their first (last) value
+        where row `at` comes before (after) the one they hold."""
+        a = self.acc
+        take = before(at, a[f"{func}_at"][groups])
+        a[f"{func}_at"][groups[take]] = at[take]
+        a[func][groups[take]] = vals[take]
+
+    def _extreme(self, func: str, groups: np.ndarray, seen: np.ndarray, vals: np.ndarray,
+                 better) -> None:
+        """Groups `groups` (distinct; `seen`: holding a value) take `vals` where
+        better than what they hold."""
+        held = self.acc[func]
+        take = ~seen
+        take[seen] = better(vals[seen], held[groups[seen]])
+        held[groups[take]] = vals[take]
+
+    def merge(self, other: "_TextColumn", where: np.ndarray) -> None:
+        """Fold `other`'s groups, whose global numbers are `where`, into this."""
+        a, b = self.acc, other.acc
+        g = len(where)
+        if not g:
+            return
+        if "count" in self.funcs:
+            a["count"][where] += b["count"][:g]
+        if "first" in self.funcs:
+            self._take("first", where, b["first_at"][:g], b["first"][:g], np.less)
+        if "last" in self.funcs:
+            self._take("last", where, b["last_at"][:g], b["last"][:g], np.greater)
+        if self.funcs & {"min", "max"}:
+            has = b["seen"][:g].astype(bool)
+            groups = where[has]
+            seen = a["seen"][groups].astype(bool)
+            self._extreme("min", groups, seen, b["min"][:g][has], np.less)
+            self._extreme("max", groups, seen, b["max"][:g][has], np.greater)
+            a["seen"][groups] = 1
+        if self.values is not None and other.values is not None:
+            numbers = self.values.encode(other.values.values(), dropna=True)
+            groups, values = other.pairs.pairs()
+            self.pairs.add(np.ascontiguousarray(where[groups]),
+                           np.ascontiguousarray(numbers[values]))
+
+    def result(self, func: str, g: int, ddof: int) -> np.ndarray:
+        """The aggregate `func` of groups ``0 .. g-1``: int64 for ``count`` and
+        ``nunique``, else values of the column's dtype (missing where a group
+        has none, which only a dtype with missing values allows)."""
+        a = self.acc
+        if func == "count":
+            return a["count"][:g].copy()
+        if func == "nunique":
+            return self.pairs.counts(g)
+        if func == "first":
+            seen = a["first_at"][:g] < _INT64_MAX
+        elif func == "last":
+            seen = a["last_at"][:g] >= 0
+        else:
+            seen = a["seen"][:g].astype(bool)
+        out = a[func][:g].copy()
+        if self.na_ok and not seen.all():
+            out[~seen] = self.dtype.na_object
+        return out
+
+
 class _State:
     """One slot's groups and accumulators."""
 
     def __init__(self, key_dtypes: list[np.dtype], value_dtypes: dict[str, np.dtype],
                  funcs: dict[str, set[str]], dropna: bool):
         self.keys = _Keys(key_dtypes, dropna)
-        self.columns = {n: _Column(value_dtypes[n], funcs[n]) for n in funcs}
+        self.columns: dict[str, Any] = {
+            n: _TextColumn(value_dtypes[n], funcs[n]) if _kind(value_dtypes[n]) in _TEXT
+            else _Column(value_dtypes[n], funcs[n]) for n in funcs}
 
     def add(self, keys: list[np.ndarray], values: dict[str, np.ndarray],
             rows: np.ndarray | None, first_row: int) -> None:
@@ -435,17 +664,17 @@ def groupby(table: Columns, keys: Sequence[str], specs: list[Spec], *,
     KeyError
         For an unknown key column.
     TypeError
-        For a key column of a kind that cannot be a key (floats, objects,
-        multidimensional rows).
+        For a key column of a kind that cannot be a key (floats, pickled
+        objects, multidimensional rows).
     ValueError
         For a bad condition.
     """
     key_cols = [table[k] for k in keys]
     for name, col in zip(keys, key_cols):
-        if len(col.shape) != 1 or col.dtype.kind not in KEY_KINDS:
+        if len(col.shape) != 1 or _kind(col.dtype) not in KEY_KINDS:
             raise TypeError(f"column {name!r} ({col.dtype}, shape {tuple(col.shape)}) cannot "
-                            "be a key: keys are one-dimensional integers, bools, fixed-width "
-                            "strings, datetimes or timedeltas")
+                            "be a key: keys are one-dimensional integers, bools, strings "
+                            "(fixed-width or StringDType), bytes, datetimes or timedeltas")
     value_names = sorted({s.column for s in specs})
     funcs = {n: {s.func for s in specs if s.column == n} for n in value_names}
     value_dtypes = {n: table[n].dtype for n in value_names}
@@ -572,3 +801,28 @@ def _merge(slots: list[_State], key_dtypes: list[np.dtype], value_dtypes: dict,
             col.grow(g)
             col.merge(s.columns[name], where)
     return total
+
+
+def to_frame(key_values: list[np.ndarray], results: list[np.ndarray], keys: list[str],
+             names: list[str]):
+    """The result as a pandas DataFrame indexed by the keys; StringDType columns
+    and keys as pandas' ``str`` (missing values NaN), bytes as objects.
+
+    Raises
+    ------
+    ImportError
+        If pandas is not installed.
+    """
+    import pandas as pd
+
+    def column(arr: np.ndarray):
+        if strings.is_string(arr.dtype):
+            return pd.array(arr, dtype=pd.StringDtype(na_value=np.nan))
+        if arr.dtype == np.dtype(object):  # bytes: a Series of objects, not inferred as str
+            return pd.array(arr, dtype=object)
+        return arr
+
+    levels = [column(k) for k in key_values]
+    index = pd.MultiIndex.from_arrays(levels, names=keys) if len(keys) > 1 \
+        else pd.Index(levels[0], name=keys[0])
+    return pd.DataFrame({n: column(r) for n, r in zip(names, results)}, index=index)

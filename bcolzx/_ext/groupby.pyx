@@ -51,6 +51,45 @@ cdef inline uint64_t _hash_bytes(const uint8_t* p, Py_ssize_t n) noexcept nogil:
     return h
 
 
+cdef int _new_slots(Py_ssize_t cap, int64_t** codes, void** more) noexcept nogil:
+    """Allocate the `cap` slots of a hash table: group codes, all empty, and
+    8 more bytes a slot (a key or a hash); -1 when out of memory."""
+    cdef Py_ssize_t i
+    codes[0] = <int64_t*>malloc(cap * sizeof(int64_t))
+    more[0] = malloc(cap * 8)
+    if codes[0] == NULL or more[0] == NULL:
+        free(codes[0])
+        free(more[0])
+        return -1
+    for i in range(cap):
+        codes[0][i] = EMPTY
+    return 0
+
+
+cdef int _rehash(int64_t** codes, uint64_t** hashes, Py_ssize_t old_cap,
+                 Py_ssize_t cap) noexcept nogil:
+    """Move the slots of a table of (group code, key hash) pairs, `old_cap` of
+    them, into `cap` new slots (a power of two), by the hashes they keep;
+    -1 when out of memory (nothing lost)."""
+    cdef int64_t* sc
+    cdef uint64_t* sh
+    cdef Py_ssize_t i, j
+    cdef uint64_t mask = cap - 1
+    if _new_slots(cap, &sc, <void**>&sh) < 0:
+        return -1
+    for i in range(old_cap):
+        if codes[0][i] != EMPTY:
+            j = hashes[0][i] & mask
+            while sc[j] != EMPTY:
+                j = (j + 1) & mask
+            sc[j] = codes[0][i]
+            sh[j] = hashes[0][i]
+    free(codes[0])
+    free(hashes[0])
+    codes[0], hashes[0] = sc, sh
+    return 0
+
+
 cdef class _Locked:
     cdef PyThread_type_lock _lock
 
@@ -64,7 +103,17 @@ cdef class _Locked:
             PyThread_free_lock(self._lock)
 
 
-cdef class Int64Table(_Locked):
+cdef class _Groups(_Locked):
+    """A table that numbers groups, ``0 .. ngroups-1``."""
+    cdef Py_ssize_t _n        # groups
+
+    @property
+    def ngroups(self):
+        """Groups so far."""
+        return self._n
+
+
+cdef class Int64Table(_Groups):
     """Group numbers of int64 keys, in order of first appearance.
 
     ``factorize(keys, codes)`` writes each key's group number into `codes`
@@ -74,7 +123,6 @@ cdef class Int64Table(_Locked):
     cdef int64_t* _slot_code
     cdef int64_t* _keys
     cdef Py_ssize_t _cap      # slots (a power of two)
-    cdef Py_ssize_t _n        # groups
     cdef Py_ssize_t _keys_cap
 
     def __cinit__(self, *args, **kwargs):
@@ -91,16 +139,12 @@ cdef class Int64Table(_Locked):
 
     cdef int _grow(self, Py_ssize_t cap) noexcept nogil:
         """Rehash into `cap` slots; -1 when out of memory (nothing lost)."""
-        cdef int64_t* sk = <int64_t*>malloc(cap * sizeof(int64_t))
-        cdef int64_t* sc = <int64_t*>malloc(cap * sizeof(int64_t))
+        cdef int64_t* sk
+        cdef int64_t* sc
         cdef Py_ssize_t i, j
         cdef uint64_t mask = cap - 1
-        if sk == NULL or sc == NULL:
-            free(sk)
-            free(sc)
+        if _new_slots(cap, &sc, <void**>&sk) < 0:
             return -1
-        for i in range(cap):
-            sc[i] = EMPTY
         for i in range(self._n):
             j = _mix(<uint64_t>self._keys[i]) & mask
             while sc[j] != EMPTY:
@@ -180,11 +224,6 @@ cdef class Int64Table(_Locked):
         if rc < 0:
             raise MemoryError("cannot grow the table of groups")
 
-    @property
-    def ngroups(self):
-        """Groups so far."""
-        return self._n
-
     def keys(self):
         """The keys by group number (a new int64 array)."""
         out = np.empty(self._n, dtype=np.int64)
@@ -194,14 +233,13 @@ cdef class Int64Table(_Locked):
         return out
 
 
-cdef class BytesTable(_Locked):
+cdef class BytesTable(_Groups):
     """Group numbers of fixed-width byte keys (``S<n>``, or ``U<n>`` as bytes)."""
     cdef Py_ssize_t _width
     cdef int64_t* _slot_code
     cdef uint64_t* _slot_hash
     cdef uint8_t* _keys
     cdef Py_ssize_t _cap
-    cdef Py_ssize_t _n
     cdef Py_ssize_t _keys_cap
 
     def __cinit__(self, Py_ssize_t width):
@@ -220,26 +258,9 @@ cdef class BytesTable(_Locked):
         free(self._keys)
 
     cdef int _grow(self, Py_ssize_t cap) noexcept nogil:
-        cdef int64_t* sc = <int64_t*>malloc(cap * sizeof(int64_t))
-        cdef uint64_t* sh = <uint64_t*>malloc(cap * sizeof(uint64_t))
-        cdef Py_ssize_t i, j
-        cdef uint64_t mask = cap - 1, h
-        if sc == NULL or sh == NULL:
-            free(sc)
-            free(sh)
+        if _rehash(&self._slot_code, &self._slot_hash, self._cap, cap) < 0:
             return -1
-        for i in range(cap):
-            sc[i] = EMPTY
-        for i in range(self._n):
-            h = _hash_bytes(self._keys + i * self._width, self._width)
-            j = h & mask
-            while sc[j] != EMPTY:
-                j = (j + 1) & mask
-            sc[j] = i
-            sh[j] = h
-        free(self._slot_code)
-        free(self._slot_hash)
-        self._slot_code, self._slot_hash, self._cap = sc, sh, cap
+        self._cap = cap
         return 0
 
     cdef int _factorize(self, const uint8_t* keys, const uint8_t* valid, int64_t* codes,
@@ -312,10 +333,6 @@ cdef class BytesTable(_Locked):
         if rc < 0:
             raise MemoryError("cannot grow the table of groups")
 
-    @property
-    def ngroups(self):
-        return self._n
-
     def keys(self):
         """The keys by group number, as a ``(ngroups, width)`` uint8 array."""
         out = np.empty((self._n, self._width), dtype=np.uint8)
@@ -323,6 +340,185 @@ cdef class BytesTable(_Locked):
         if self._n:
             memcpy(&o[0, 0], self._keys, self._n * self._width)
         return out
+
+
+cdef class VarBytesTable(_Groups):
+    """Group numbers of variable-length byte keys (UTF-8 strings or bytes).
+
+    Keys are given as one buffer of their bytes and ``n + 1`` offsets into it
+    (key ``i`` is ``data[offsets[i]:offsets[i + 1]]``), as
+    :func:`bcolzx._ext.strings.flatten` makes them; ``flags`` may mark rows
+    to skip (1: code -1) or missing values kept as a group of their own (2:
+    the *missing group*, one for the whole table).  :meth:`keys` gives the
+    keys back in the same form, by group number.
+    """
+    cdef int64_t* _slot_code
+    cdef uint64_t* _slot_hash
+    cdef uint8_t* _data       # the groups' keys, end to end
+    cdef int64_t* _offs       # _n + 1 offsets into _data
+    cdef Py_ssize_t _cap      # slots (a power of two)
+    cdef Py_ssize_t _offs_cap
+    cdef Py_ssize_t _data_cap
+    cdef int64_t _na_code     # the missing group's number, -1 until it appears
+
+    def __cinit__(self, *args, **kwargs):
+        self._cap = 0
+        self._n = 0
+        self._data_cap = 0
+        self._na_code = -1
+        self._offs_cap = 64
+        self._offs = <int64_t*>malloc(self._offs_cap * sizeof(int64_t))
+        if self._offs == NULL or self._grow(64) < 0:
+            raise MemoryError("cannot allocate a hash table")
+        self._offs[0] = 0
+
+    def __dealloc__(self):
+        free(self._slot_code)
+        free(self._slot_hash)
+        free(self._data)
+        free(self._offs)
+
+    cdef int _grow(self, Py_ssize_t cap) noexcept nogil:
+        if _rehash(&self._slot_code, &self._slot_hash, self._cap, cap) < 0:
+            return -1
+        self._cap = cap
+        return 0
+
+    cdef int _append(self, const uint8_t* k, Py_ssize_t size) noexcept nogil:
+        """Store key `k` as group ``_n`` (not yet counted); -1 when out of memory."""
+        cdef int64_t* offs
+        cdef uint8_t* data
+        cdef Py_ssize_t need, end = self._offs[self._n]
+        if self._n + 2 > self._offs_cap:
+            offs = <int64_t*>realloc(self._offs, 2 * self._offs_cap * sizeof(int64_t))
+            if offs == NULL:
+                return -1
+            self._offs, self._offs_cap = offs, 2 * self._offs_cap
+        need = end + size
+        if need > self._data_cap:
+            need = max(need, 2 * self._data_cap + 256)
+            data = <uint8_t*>realloc(self._data, need)
+            if data == NULL:
+                return -1
+            self._data, self._data_cap = data, need
+        if size:
+            memcpy(self._data + end, k, size)
+        self._offs[self._n + 1] = end + size
+        return 0
+
+    cdef int _factorize(self, const uint8_t* data, const int64_t* offsets,
+                        const uint8_t* flags, int64_t* codes, Py_ssize_t n) noexcept nogil:
+        cdef Py_ssize_t i, j, size
+        cdef uint64_t mask = self._cap - 1, h
+        cdef const uint8_t* k
+        cdef int64_t c, last_code = -1
+        cdef const uint8_t* last_key = NULL
+        cdef Py_ssize_t last_size = 0
+        for i in range(n):
+            if flags != NULL and flags[i]:
+                if flags[i] == 1:
+                    codes[i] = -1
+                    continue
+                if self._na_code < 0:  # the missing group: an empty key, never hashed
+                    if self._append(NULL, 0) < 0:
+                        return -1
+                    self._na_code = self._n
+                    self._n += 1
+                codes[i] = self._na_code
+                continue
+            k = data + offsets[i]
+            size = offsets[i + 1] - offsets[i]
+            if last_code >= 0 and size == last_size and memcmp(k, last_key, size) == 0:
+                codes[i] = last_code  # runs of one key (sorted data)
+                continue
+            h = _hash_bytes(k, size)
+            j = h & mask
+            while True:
+                c = self._slot_code[j]
+                if c == EMPTY or (self._slot_hash[j] == h and
+                                  self._offs[c + 1] - self._offs[c] == size and
+                                  memcmp(self._data + self._offs[c], k, size) == 0):
+                    break
+                j = (j + 1) & mask
+            if c == EMPTY:
+                if self._append(k, size) < 0:
+                    return -1
+                c = self._n
+                self._slot_code[j] = c
+                self._slot_hash[j] = h
+                self._n += 1
+                if 2 * self._n > self._cap:
+                    if self._grow(2 * self._cap) < 0:
+                        return -1
+                    mask = self._cap - 1
+            codes[i] = c
+            last_code, last_key, last_size = c, k, size
+        return 0
+
+    def factorize(self, const uint8_t[::1] data, const int64_t[::1] offsets,
+                  int64_t[::1] codes, const uint8_t[::1] flags=None):
+        """Write the group number of each key into `codes`.
+
+        Parameters
+        ----------
+        data : uint8 array
+            The keys' bytes.
+        offsets : int64 array
+            ``n + 1`` offsets into `data`, non-decreasing, within it.
+        codes : int64 array
+            ``n`` group numbers, written.
+        flags : uint8 array, optional
+            Per key: 0 a key, 1 a row to skip (code -1), 2 a missing value
+            (the missing group).
+
+        Raises
+        ------
+        ValueError
+            If the lengths differ or an offset is outside `data` or decreasing.
+        MemoryError
+            If the table cannot grow.
+        """
+        cdef Py_ssize_t n = codes.shape[0], i, size = data.shape[0]
+        cdef const uint8_t* f = NULL
+        cdef const uint8_t* d = NULL
+        cdef int rc
+        cdef Py_ssize_t bad = -1
+        if offsets.shape[0] != n + 1 or (flags is not None and flags.shape[0] != n):
+            raise ValueError("offsets must be one longer than codes, flags as long")
+        if n == 0:
+            return
+        with nogil:
+            if not 0 <= offsets[0] <= size:
+                bad = 0
+            for i in range(n):
+                if not offsets[i] <= offsets[i + 1] <= size:
+                    bad = i + 1
+                    break
+        if bad >= 0:
+            raise ValueError(f"offset {bad} is decreasing or outside the {size} bytes of keys")
+        if flags is not None:
+            f = &flags[0]
+        if size:
+            d = &data[0]
+        with nogil:
+            PyThread_acquire_lock(self._lock, WAIT_LOCK)
+            rc = self._factorize(d, &offsets[0], f, &codes[0], n)
+            PyThread_release_lock(self._lock)
+        if rc < 0:
+            raise MemoryError("cannot grow the table of groups")
+
+    def keys(self):
+        """The keys by group number (the missing group included): ``(data, offsets, missing)``, a new uint8
+        array of their bytes, ``ngroups + 1`` int64 offsets, and the number of
+        the missing group (-1 when there is none)."""
+        data = np.empty(self._offs[self._n], dtype=np.uint8)
+        offsets = np.empty(self._n + 1, dtype=np.int64)
+        cdef uint8_t[::1] d = data
+        cdef int64_t[::1] o = offsets
+        if self._offs[self._n]:
+            memcpy(&d[0], self._data, self._offs[self._n])
+        memcpy(&o[0], self._offs, (self._n + 1) * sizeof(int64_t))
+        return data, offsets, self._na_code
 
 
 cdef class PairSet(_Locked):

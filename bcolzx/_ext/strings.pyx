@@ -453,3 +453,75 @@ def na_mask(cnp.ndarray rows):
     if failed >= 0:
         raise MemoryError(f"NumPy could not load string {failed}")
     return out
+
+
+def flatten(cnp.ndarray rows):
+    """The UTF-8 bytes of `rows` (a 1-D StringDType array) end to end, with
+    their offsets and missing rows: what a hash table of variable-length keys
+    takes (:class:`bcolzx._ext.groupby.VarBytesTable`).
+
+    Returns
+    -------
+    tuple
+        ``(data, offsets, na)``: a uint8 array, ``len(rows) + 1`` int64
+        offsets (a missing row spans nothing), and uint8 flags of the
+        missing rows, or None when none is.
+
+    Raises
+    ------
+    TypeError
+        If `rows` is not a 1-D StringDType array.
+    MemoryError
+        If NumPy cannot load a string.
+    """
+    _check_strings(rows, "rows")
+    cdef Py_ssize_t n = rows.shape[0], i, failed = -1, total = 0
+    cdef PyArray_StringDTypeObject* descr = <PyArray_StringDTypeObject*>cnp.PyArray_DESCR(rows)
+    cdef npy_string_allocator* allocator
+    cdef npy_static_string s
+    cdef int state
+    cdef bint has_na = False
+    offsets = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] o = offsets
+    o[0] = 0
+    with nogil:
+        allocator = NpyString_acquire_allocator(descr)
+        for i in range(n):
+            state = NpyString_load(allocator, _slot(rows, i), &s)
+            if state < 0:
+                failed = i
+                break
+            if state == 1:
+                has_na = True
+            else:
+                total += s.size
+            o[i + 1] = total
+        NpyString_release_allocator(allocator)
+    if failed >= 0:
+        raise MemoryError(f"NumPy could not load string {failed}")
+    data = np.empty(total, dtype=np.uint8)
+    na = np.zeros(n, dtype=np.uint8) if has_na else np.empty(0, dtype=np.uint8)
+    cdef uint8_t[::1] d = data
+    cdef uint8_t[::1] flags = na
+    cdef uint8_t* out = &d[0] if total else NULL
+    with nogil:
+        allocator = NpyString_acquire_allocator(descr)
+        for i in range(n):
+            state = NpyString_load(allocator, _slot(rows, i), &s)
+            if state < 0:
+                failed = i
+                break
+            if state == 1:
+                if not has_na or o[i] != o[i + 1]:
+                    failed = i  # changed meanwhile (another thread wrote the array)
+                    break
+                flags[i] = 1
+            elif o[i] + <int64_t>s.size != o[i + 1]:
+                failed = i
+                break
+            elif s.size:
+                memcpy(out + o[i], s.buf, s.size)
+        NpyString_release_allocator(allocator)
+    if failed >= 0:
+        raise MemoryError(f"NumPy could not load string {failed} (or it changed while read)")
+    return data, offsets, na if has_na else None

@@ -9,6 +9,10 @@ data.  Tasks share nothing and take no lock: nobody else can see the hidden
 directory they write into.  When every task has succeeded, :func:`commit`
 writes the zone map, then ``meta/sizes`` (the commit point) once.  The only
 writer of superchunk files is ``_storage``: this module, and the stores.
+Datasets of strings and bytes (``storage.vlen``) are written the same way,
+each task encoding its chunks through a
+:class:`~bcolzx._storage.vlen.VlenArray` (pickles are not: only the public
+classes make them).
 
 On object storage (:func:`prepare_objects`) task ``k`` uploads its
 superchunk as one whole object ``data/__k.bin`` (the bytes of
@@ -30,8 +34,9 @@ import numpy as np
 
 from bcolzx._format import jsonfile, layout, parts, zonemap
 from bcolzx._format.meta import Sizes, Storage, write_sizes, write_storage
-from bcolzx._format.superchunk import SPECIAL_CBYTES, Geometry, SuperchunkFile
+from bcolzx._format.superchunk import SPECIAL_CBYTES, SuperchunkFile
 from bcolzx._storage.base import ChunkStore, Special
+from bcolzx._storage.directory import geometry_of
 from bcolzx._storage.encoding import quantize
 from bcolzx._storage.zones import bounds
 
@@ -57,9 +62,8 @@ class _SuperchunkSink(ChunkStore):
         self.length = self.first * storage.chunklen
         self.nchunks = self.first
         self.cbytes = 0
-        chunk_bytes = storage.chunklen * storage.dtype.itemsize * prod(self.rowshape)
-        self.file = SuperchunkFile.create(path, number, Geometry(
-            k, chunk_bytes, storage.dtype.itemsize, layout.CHECKSUMS[storage.checksum]))
+        geometry, _ = geometry_of(storage, self.rowshape, path)
+        self.file = SuperchunkFile.create(path, number, geometry)
 
     def get(self, first: int, stop: int) -> list:
         raise IndexError("a superchunk being written is not read back")
@@ -94,9 +98,7 @@ class _ObjectSink(_SuperchunkSink):
         self.length = self.first * storage.chunklen
         self.nchunks = self.first
         self.cbytes = 0
-        chunk_bytes = storage.chunklen * storage.dtype.itemsize * prod(self.rowshape)
-        self.geometry = Geometry(k, chunk_bytes, storage.dtype.itemsize,
-                                 layout.CHECKSUMS[storage.checksum])
+        self.geometry, _ = geometry_of(storage, self.rowshape, objects.url)
         self.items: list[tuple[int, object, int]] = []
         self.generation = 0
 
@@ -132,11 +134,14 @@ class Target:
 
     @property
     def rowbytes(self) -> int:
+        """What a row counts in ``meta/sizes``'s nbytes (§2d for variable-length items)."""
+        if self.storage.vlen:
+            return layout.VLEN_ROW_NBYTES
         return self.storage.dtype.itemsize * prod(self.rowshape)
 
     @property
     def zoned(self) -> bool:
-        return self.rowshape == () and self.storage.dtype.kind in zonemap.KINDS
+        return self.rowshape == () and zonemap.has_zonemap(self.storage.dtype)
 
 
 @dataclass(frozen=True)
@@ -175,9 +180,12 @@ def write_superchunk(block: np.ndarray, target: Target, number: int,
                      nrows: int) -> Written:
     """Task `number`: compress `block` (the `nrows` rows of superchunk `number`) into
     its file."""
-    from bcolzx._storage.engine import ChunkedArray  # the engine imports nothing from here
+    from bcolzx._storage import engine_for  # the engines import nothing from here
 
     st = target.storage
+    if st.vlen == "pickle":
+        raise TypeError("pickled objects are not written in bulk (only the public classes "
+                        "pickle, after checking allow_pickle)")
     rows = np.ascontiguousarray(block, dtype=st.dtype)
     if st.cparams.quantize and st.dtype.kind == "f":
         rows = np.ascontiguousarray(quantize(rows, st.cparams.quantize).astype(st.dtype))
@@ -186,7 +194,7 @@ def write_superchunk(block: np.ndarray, target: Target, number: int,
                          f"{(nrows, *target.rowshape)}")
     if target.objects is not None:
         osink = _ObjectSink(target.objects, number, st, target.rowshape)
-        engine = ChunkedArray(osink, nthreads=1)
+        engine = engine_for(osink, nthreads=1)
         engine.append(rows)
         engine.flush()  # the short last chunk, then the whole object uploaded
         return Written(number, osink.generation, len(osink.items), osink.cbytes,
@@ -195,7 +203,7 @@ def write_superchunk(block: np.ndarray, target: Target, number: int,
     part = f"{final}.{uuid.uuid4().hex}.part"
     try:
         sink = _SuperchunkSink(part, number, st, target.rowshape)
-        engine = ChunkedArray(sink, nthreads=1)
+        engine = engine_for(sink, nthreads=1)
         engine.append(rows)
         engine.flush()  # the short last chunk, then the index (generation 2), fsynced
         os.replace(part, final)

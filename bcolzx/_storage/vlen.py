@@ -230,6 +230,20 @@ class VlenArray(ChunkedArray):
         buf, located = self._decode(entry, chunk, stored_rows)
         self._fill(buf, located, out, 0, chunk)
 
+    def decode_chunk(self, entry, chunk: int, out: np.ndarray) -> None:
+        """Decode `entry` (from :meth:`entries`), full chunk number `chunk`, into
+        `out` (``chunklen`` rows of the dtype), with the calling thread's
+        decompressor and scratch buffer: safe on any thread of the pool.
+
+        Raises
+        ------
+        CorruptDataError
+            If the chunk is damaged or does not hold ``chunklen`` items.
+        """
+        buf, located = self._decode(entry, chunk, self.chunklen, _threads.decompressor(),
+                                    scratch=True)
+        self._fill(buf, located, out, 0, chunk)
+
     def _items(self, chunk: int) -> tuple[memoryview, vlen.Located]:
         """``(bytes, located)`` of full stored chunk `chunk`, through a one-chunk cache."""
         cached = self._decoded

@@ -23,11 +23,16 @@ A dataframe becomes a ctable: one such dataset per column, in the hidden
 directory, with ``__rootdirs__`` and ``__attrs__`` (the pandas metadata of
 :func:`bcolzx.interop.pandas.from_dataframe`); the whole table is renamed
 into place at the end.  Its partitions are computed twice: once for their
-lengths and the widths of string columns, once to write (``persist()`` an
-expensive frame first).  String columns are stored fixed-width
-(``strings="fixed"`` of :func:`~bcolzx.interop.pandas.from_dataframe`): the
-parallel tasks write fixed-size items only; for variable-length strings,
-store the computed frame with ``from_dataframe``.
+lengths and what their string columns need (whether a value is missing;
+for ``strings="fixed"``, the widest value), once to write (``persist()`` an
+expensive frame first).  String columns (pandas ``str``, ``string[pyarrow]``,
+object columns of ``str``) are stored variable-length, as NumPy StringDType
+(``StringDType(na_object=nan)`` when a partition has a missing value), and
+bytes as variable-length bytes, as :func:`~bcolzx.interop.pandas.from_dataframe`
+stores them; ``strings="fixed"`` stores them fixed-width.  A Dask array of
+StringDType or of variable-length bytes (``bcolzx.vlen_dtype(bytes)``) is
+written the same way; arrays of other Python objects are refused (only the
+public classes pickle).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from math import prod
 import numpy as np
 
 from bcolzx._format import jsonfile, layout
+from bcolzx._format import strings as _strings
 from bcolzx._storage import bulk
 from bcolzx._storage.bulk import Target
 from bcolzx.errors import ReadOnlyError
@@ -96,7 +102,8 @@ def _create(rootdir, dtype: np.dtype, rowshape: tuple, length: int, options: dic
                 mode="w", **options)
     storage = ca.engine.store.storage
     ca.close()  # nothing to flush; gives up the write lock
-    chunk_bytes = storage.chunklen * storage.dtype.itemsize * prod(rowshape)
+    item_bytes = layout.VLEN_GUESS_ITEM_BYTES if storage.vlen else storage.dtype.itemsize
+    chunk_bytes = storage.chunklen * item_bytes * prod(rowshape)
     if per_file is None:
         per_file = _default_superchunk(storage.chunklen, chunk_bytes, blocks)
     if remote:
@@ -104,20 +111,28 @@ def _create(rootdir, dtype: np.dtype, rowshape: tuple, length: int, options: dic
     return bulk.prepare(rootdir, storage, tuple(rowshape), per_file)
 
 
-def _plan(x, rootdir, options: dict) -> tuple[Target, int, list]:
-    """Create the dataset of Dask array `x` and the delayed tasks that fill it."""
+def _plan(x, rootdir, options: dict, dtype: np.dtype | None = None
+          ) -> tuple[Target, int, list]:
+    """Create the dataset of Dask array `x` and the delayed tasks that fill it; its
+    items are of `dtype` (default: ``x.dtype``; Dask drops the metadata of
+    :data:`~bcolzx._format.strings.BYTES_DTYPE`)."""
+    dtype = np.dtype(x.dtype) if dtype is None else dtype
     dask = import_optional("dask", "dask", "from_dask")
     if x.ndim == 0:
         raise ValueError("a 0-d array cannot be stored: bcolzx arrays have rows")
     if any(np.isnan(c) for dim in x.chunks for c in dim):
         raise ValueError("the array has unknown chunk sizes; call x.compute_chunk_sizes() "
                          "first")
-    if np.dtype(x.dtype).hasobject:
-        raise TypeError(f"dtype {x.dtype} holds Python objects or variable-length items, "
-                        "which from_dask's parallel tasks do not store (bcolzx.carray("
-                        "x.compute(), ...) does)")
+    if dtype.hasobject and _strings.item_kind(dtype) not in ("utf8", "bytes"):
+        raise TypeError(f"dtype {dtype} holds Python objects, which from_dask's parallel "
+                        "tasks do not pickle (bcolzx.carray(x.compute(), allow_pickle=True, "
+                        "...) does); strings (StringDType) and bytes (bcolzx.vlen_dtype("
+                        "bytes)) are stored")
+    if dtype.hasobject and x.ndim != 1:
+        raise ValueError(f"an array of {dtype} has one item per row: it must be "
+                         f"one-dimensional, not of shape {x.shape}")
     length, rowshape = int(x.shape[0]), tuple(int(d) for d in x.shape[1:])
-    target = _create(rootdir, np.dtype(x.dtype), rowshape, length, options,
+    target = _create(rootdir, dtype, rowshape, length, options,
                      tuple(int(b) for b in x.chunks[0]))
     if not length:
         return target, 0, []
@@ -139,7 +154,8 @@ class _FrameSpec:
 
     index: tuple        # (stored name, level number) of the index levels kept
     columns: tuple      # stored names of the frame's columns
-    dtypes: dict        # stored name -> NumPy dtype (None: a string width to measure)
+    dtypes: dict        # stored name -> NumPy dtype (None: strings, to measure)
+    strings: str = "vlen"  # text as variable-length ("vlen") or fixed-width items
 
 
 def _values(df, spec: _FrameSpec, name: str):
@@ -153,19 +169,28 @@ def _encode_column(df, spec: _FrameSpec, name: str) -> np.ndarray:
     pd = import_optional("pandas", "dask", "from_dask")
     from bcolzx.interop.pandas import _encode
 
-    arr, _ = _encode(pd, name, _values(df, spec, name), mode="fixed")
+    arr, _ = _encode(pd, name, _values(df, spec, name), mode=spec.strings)
     return arr
 
 
 def _measure_partition(df, spec: _FrameSpec) -> tuple[int, dict]:
-    """Rows of a partition, and ``(kind, width)`` of its string columns."""
-    widths = {}
+    """Rows of a partition, and per string column ``(kind, width)`` (fixed
+    width), ``("T", has_missing)`` (StringDType) or ``("B", 0)`` (bytes), or
+    None for a column of a partition without rows."""
+    found: dict = {}
     for name, dtype in spec.dtypes.items():
         if dtype is None:
             arr = _encode_column(df, spec, name)
-            widths[name] = (arr.dtype.kind, arr.dtype.itemsize // (4 if arr.dtype.kind == "U"
-                                                                   else 1))
-    return len(df), widths
+            if not len(arr):
+                found[name] = None
+            elif spec.strings == "fixed":
+                found[name] = (arr.dtype.kind,
+                               arr.dtype.itemsize // (4 if arr.dtype.kind == "U" else 1))
+            elif _strings.is_string(arr.dtype):
+                found[name] = ("T", hasattr(arr.dtype, "na_object"))
+            else:
+                found[name] = ("B", 0)
+    return len(df), found
 
 
 def _encode_partition(df, spec: _FrameSpec) -> dict[str, np.ndarray]:
@@ -180,6 +205,9 @@ def _encode_partition(df, spec: _FrameSpec) -> dict[str, np.ndarray]:
     out = {}
     for name, dtype in spec.dtypes.items():
         arr = _encode_column(df, spec, name)
+        if not len(arr):  # its kind, guessed from no value, may be another
+            out[name] = np.empty(0, dtype)
+            continue
         try:
             out[name] = arr.astype(dtype, casting="same_kind", copy=False)
         except TypeError:
@@ -188,7 +216,8 @@ def _encode_partition(df, spec: _FrameSpec) -> dict[str, np.ndarray]:
     return out
 
 
-def _frame_spec(ddf, write_index: bool | None) -> tuple[_FrameSpec, dict]:
+def _frame_spec(ddf, write_index: bool | None,
+                strings: str = "vlen") -> tuple[_FrameSpec, dict]:
     """The stored columns of `ddf` and the attrs (pandas metadata) of its ctable."""
     pd = import_optional("pandas", "dask", "from_dask")
     from bcolzx.ctable import _check_name
@@ -221,42 +250,57 @@ def _frame_spec(ddf, write_index: bool | None) -> tuple[_FrameSpec, dict]:
                 "__UNKNOWN_CATEGORIES__" in values.dtype.categories:
             raise ValueError(f"column {name!r} is categorical with unknown categories; make "
                              f"them known first (ddf = ddf.categorize(columns=[{name!r}]))")
-        arr, more = _encode(pd, name, values, mode="fixed")
+        arr, more = _encode(pd, name, values, mode=strings)
         attrs.update(more)
-        strings = arr.dtype.kind in "SU"
-        dtypes[name] = None if strings else arr.dtype
+        text = arr.dtype.kind in "SU" or _strings.item_kind(arr.dtype) in ("utf8", "bytes")
+        dtypes[name] = None if text else arr.dtype
     if index:
         attrs[INDEX_COLUMNS_KEY] = [s for s, _ in index]
         attrs[INDEX_NAMES_KEY] = [label for _, label, _ in levels]
-    return _FrameSpec(index, tuple(labels), dtypes), attrs
+    return _FrameSpec(index, tuple(labels), dtypes, strings), attrs
 
 
-def _string_dtypes(names: list[str], measured: list[dict]) -> dict[str, np.dtype]:
+def _string_dtypes(names: list[str], measured: list[dict], strings: str
+                   ) -> dict[str, np.dtype]:
+    """The dtype of each string column, from what its partitions hold.
+
+    Raises
+    ------
+    TypeError
+        If a column holds str in some partitions and bytes in others.
+    """
     out = {}
     for name in names:
-        kinds = {m[name][0] for m in measured}
+        found = [m[name] for m in measured if m[name] is not None]
+        kinds = {f[0] for f in found}
         if len(kinds) > 1:
             raise TypeError(f"column {name!r} holds str in some partitions and bytes in "
                             "others; convert it to one of them")
-        kind = kinds.pop() if kinds else "U"
-        out[name] = np.dtype(f"{kind}{max([1, *(m[name][1] for m in measured)])}")
+        if strings == "fixed":
+            kind = kinds.pop() if kinds else "U"
+            out[name] = np.dtype(f"{kind}{max([1, *(f[1] for f in found)])}")
+        elif kinds == {"B"}:
+            out[name] = _strings.BYTES_DTYPE
+        else:  # a missing value in any partition: NaN as the missing value of all
+            out[name] = _strings.string_dtype("nan" if any(f[1] for f in found) else None)
     return out
 
 
-def _plan_frame(ddf, rootdir, options: dict, write_index: bool | None):
+def _plan_frame(ddf, rootdir, options: dict, write_index: bool | None, strings: str):
     """Create the ctable of `ddf` (columns empty) and the tasks that fill its columns
     (`rootdir`: a hidden directory, or objects on object storage)."""
     dask = import_optional("dask", "dask", "from_dask")
     da = import_optional("dask.array", "dask", "from_dask")
 
-    spec, attrs = _frame_spec(ddf, write_index)
+    spec, attrs = _frame_spec(ddf, write_index, strings)
     parts = ddf.to_delayed()
     measure = dask.delayed(_measure_partition, pure=True)
     measured = dask.compute(*[measure(p, spec) for p in parts])
     lengths = [m[0] for m in measured]
-    strings = [n for n, d in spec.dtypes.items() if d is None]
-    dtypes = {**spec.dtypes, **_string_dtypes(strings, [m[1] for m in measured])}
-    spec = _FrameSpec(spec.index, spec.columns, dtypes)
+    text = [n for n, d in spec.dtypes.items() if d is None]
+    dtypes = {**spec.dtypes, **_string_dtypes(text, [m[1] for m in measured],
+                                              spec.strings)}
+    spec = _FrameSpec(spec.index, spec.columns, dtypes, spec.strings)
     encode = dask.delayed(_encode_partition, pure=True)
     encoded = [encode(p, spec) for p in parts]
     pick = dask.delayed(operator.getitem, pure=True)
@@ -267,7 +311,7 @@ def _plan_frame(ddf, rootdir, options: dict, write_index: bool | None):
         column = da.concatenate(pieces) if pieces else da.empty((0,), dtype=dtype)
         where = os.path.join(rootdir, name) if isinstance(rootdir, str) else \
             rootdir.child(name)
-        plans.append((name, *_plan(column, where, options)))
+        plans.append((name, *_plan(column, where, options, dtype)))
     if isinstance(rootdir, str):
         jsonfile.write_json(os.path.join(rootdir, layout.ATTRS_FILE), attrs)
     else:  # unseen until __rootdirs__, uploaded last
@@ -328,7 +372,8 @@ def _move_into_place(tmpdir: str, rootdir: str, mode: str) -> None:
 def from_dask(x, rootdir, mode: str = "a", *, chunklen: int | None = None, cparams=None,
               dflt=None, expectedlen: int | None = None,
               chunks_per_superchunk: int | None = None, write_index: bool | None = None,
-              scheduler=None, storage_options: dict | None = None, filesystem=None):
+              strings: str = "vlen", scheduler=None, storage_options: dict | None = None,
+              filesystem=None):
     """Write a Dask array (a carray) or dataframe (a ctable) into a new dataset, in parallel.
 
     Each Dask task compresses the rows of one superchunk into a file of its
@@ -364,6 +409,11 @@ def from_dask(x, rootdir, mode: str = "a", *, chunklen: int | None = None, cpara
     write_index : bool, optional
         For a dataframe: store its index as column(s), placed first.  None
         (default) stores it when it has a name (e.g. after ``set_index``).
+    strings : {'vlen', 'fixed'}
+        For a dataframe: store its text columns variable-length (default:
+        NumPy StringDType, variable-length bytes) or fixed-width (``U``/``S``
+        items of the widest value, as legacy bcolz), as
+        :func:`~bcolzx.interop.pandas.from_dataframe` does.
     scheduler : str or object, optional
         Passed to :func:`dask.compute` (default: Dask's current scheduler).
     storage_options : dict, optional
@@ -384,8 +434,8 @@ def from_dask(x, rootdir, mode: str = "a", *, chunklen: int | None = None, cpara
         If `x` is neither, or holds Python objects that cannot be stored.
     ValueError
         For unknown chunk sizes, a 0-d array, a bad mode or parameter, bad
-        column names, missing values in string columns or unknown
-        categories.
+        column names, missing values in fixed-width string columns (or
+        object columns), unknown categories or a bad `strings`.
     FileExistsError
         If `rootdir` exists and `mode` is 'a'.
     LockedError
@@ -407,11 +457,14 @@ def from_dask(x, rootdir, mode: str = "a", *, chunklen: int | None = None, cpara
         raise ReadOnlyError("from_dask writes a new dataset: mode 'r' is not allowed")
     if mode not in ("a", "w"):
         raise ValueError(f"mode must be 'a' or 'w', not {mode!r}")
+    if strings not in ("vlen", "fixed"):
+        raise ValueError(f"strings must be 'vlen' or 'fixed', not {strings!r}")
     from bcolzx._storage.objects import resolve
 
     where = resolve(rootdir, storage_options, filesystem)
     if not isinstance(where, str):
-        return _from_dask_objects(x, where, mode, write_index, scheduler, chunklen=chunklen,
+        return _from_dask_objects(x, where, mode, write_index, strings, scheduler,
+                                  chunklen=chunklen,
                                   cparams=cparams, dflt=dflt, expectedlen=expectedlen,
                                   chunks_per_superchunk=chunks_per_superchunk)
     rootdir = where
@@ -426,7 +479,7 @@ def from_dask(x, rootdir, mode: str = "a", *, chunklen: int | None = None, cpara
     try:
         if frame:
             os.makedirs(tmpdir)
-        names = _write_all(x, tmpdir, frame, options, write_index, scheduler)
+        names = _write_all(x, tmpdir, frame, options, write_index, strings, scheduler)
         if frame:
             jsonfile.write_json(os.path.join(tmpdir, layout.ROOTDIRS_FILE), {"names": names})
         _move_into_place(tmpdir, rootdir, mode)
@@ -442,13 +495,13 @@ def from_dask(x, rootdir, mode: str = "a", *, chunklen: int | None = None, cpara
 
 
 def _write_all(x, where, frame: bool, options: dict, write_index: bool | None,
-               scheduler) -> list[str] | None:
+               strings: str, scheduler) -> list[str] | None:
     """Run the tasks that write `x` at `where` (a hidden directory, or objects), then
     commit each dataset; a dataframe's column names."""
     dask = import_optional("dask", "dask", "from_dask")
     names = None
     if frame:
-        names, plans = _plan_frame(x, where, options, write_index)
+        names, plans = _plan_frame(x, where, options, write_index, strings)
     else:
         plans = [(None, *_plan(x, where, options))]
     tasks = [task for _, _, _, group in plans for task in group]
@@ -483,7 +536,8 @@ def _options(x, chunks_per_superchunk, **given) -> tuple[dict, bool]:
     return options, frame
 
 
-def _from_dask_objects(x, objects, mode: str, write_index: bool | None, scheduler, **given):
+def _from_dask_objects(x, objects, mode: str, write_index: bool | None, strings: str,
+                       scheduler, **given):
     """:func:`from_dask` onto object storage: one object per task, ``meta/`` (and a
     table's ``__rootdirs__``) uploaded last; a failure deletes what was uploaded."""
     from bcolzx._storage import remote
@@ -496,7 +550,7 @@ def _from_dask_objects(x, objects, mode: str, write_index: bool | None, schedule
     if mode == "w":  # objects cannot be renamed: the old dataset goes first
         objects.remove_all()
     try:
-        names = _write_all(x, objects, frame, options, write_index, scheduler)
+        names = _write_all(x, objects, frame, options, write_index, strings, scheduler)
         if frame:  # the table's publication
             objects.put({layout.ROOTDIRS_FILE: jsonfile.dumps({"names": names},
                                                               layout.ROOTDIRS_FILE)})

@@ -526,7 +526,8 @@ def test_from_dask_dataframe_round_trips_pandas_dtypes(tmp_path):
         "n": pd.array(np.arange(n) % 9, dtype="Int32"),
     })
     ddf = dd.from_pandas(df, npartitions=7)
-    ct = bcolzx.from_dask(ddf, str(tmp_path / "t"), chunklen=256, chunks_per_superchunk=2)
+    ct = bcolzx.from_dask(ddf, str(tmp_path / "t"), chunklen=256, chunks_per_superchunk=2,
+                          strings="fixed")
     assert ct.names == list(df.columns) and ct.cols["s"].dtype == np.dtype("U12")
     assert_frame_equal(ct.todataframe(), ddf.compute())
     assert bcolzx.verify(str(tmp_path / "t")).ok
@@ -550,7 +551,7 @@ def test_from_dask_dataframe_refuses_what_it_cannot_store(tmp_path):
     path = str(tmp_path / "t")
     gaps = dd.from_pandas(pd.DataFrame({"s": ["a", None, "c", "d"]}), npartitions=2)
     with pytest.raises(ValueError, match="missing values"):
-        bcolzx.from_dask(gaps, path)
+        bcolzx.from_dask(gaps, path, strings="fixed")
     cats = dd.from_pandas(pd.DataFrame({"c": list("abcab")}), npartitions=2)
     with pytest.raises(ValueError, match="categorize"):
         bcolzx.from_dask(cats.astype({"c": "category"}), path)
