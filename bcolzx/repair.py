@@ -470,11 +470,166 @@ def _sizes_from_data(cdir: str, storage) -> tuple[Sizes, str]:
     return Sizes((length, *rowshape), length * rowbytes, cbytes, tuple(gens)), note
 
 
+def _unprovable(path: str, number: int, geometry, generation: int, needed: int,
+                last: int) -> bool:
+    """Whether a reader can prove nothing of superchunk file `path`: neither index copy
+    can be used, even through salvage, and its header does not name another file."""
+    from bcolzx._ext import index as _index
+    from bcolzx._format.salvage import salvage
+    from bcolzx._format.superchunk import SuperchunkFile, header_mismatch
+
+    if not os.path.isfile(path) or not needed:
+        return False
+    try:
+        SuperchunkFile.load(path, number, geometry, generation)
+        return False
+    except CorruptDataError:
+        pass
+    except BcolzxError:  # not ours to read (a FIFO, a newer format)
+        return False
+    try:
+        salvage(path, number, geometry, generation, needed, last)
+        return False
+    except CorruptDataError:
+        pass
+    with open(path, "rb") as f:
+        raw = f.read(_index.HEADER_SIZE)
+    try:
+        head = _index.decode_header(raw, path)
+    except CorruptDataError:
+        return True  # damaged too: meta/storage's geometry stands
+    return header_mismatch(head, number, geometry) is None  # else another file: not scanned
+
+
+def _scan_files(cdir: str, storage, sizes: Sizes, problems: list) -> dict:
+    """``{number: (Scanned, needed, last size)}`` for the superchunk files of `cdir` of
+    which nothing can be proved through an index, each scanned for the chunks whose
+    checksums verify (docs/format/superchunk.md §6, "Proof 3"); what each scan
+    recovered and lost goes to `problems`."""
+    from bcolzx._format.salvage import scan
+    from bcolzx._storage.directory import geometry_of
+
+    if sizes.parts or not sizes.generations:  # object storage parts; legacy: no index
+        return {}
+    geometry, rowbytes = geometry_of(storage, tuple(sizes.shape[1:]), cdir)
+    length, chunklen, k = sizes.shape[0], storage.chunklen, geometry.nslots
+    nchunks = -(-length // chunklen)
+    out = {}
+    for number, generation in enumerate(sizes.generations):
+        needed = max(0, min(k, nchunks - number * k))
+        last = (length - (nchunks - 1) * chunklen) * rowbytes \
+            if number * k + needed == nchunks else geometry.chunk_size
+        path = layout.data_path(cdir, number)
+        if not _unprovable(path, number, geometry, generation, needed, last):
+            continue
+        found = scan(path, number, geometry, needed, last, vlen=bool(storage.vlen))
+        first = number * k
+        unchecked = _against_zonemap(cdir, storage, sizes, found, first)
+        got = [first + s for s in sorted(found.chunks)]
+        several = {first + s: n for s, n in sorted(found.versions.items()) if n > 1}
+        text = (f"{path}: neither index copy can be used; a scan of its data region "
+                f"recovered {len(got)} of {needed} chunks ({_spans(got) or 'none'}) whose "
+                "checksums verify")
+        if several:
+            text += (f"; of chunks {_spans(sorted(several))} several versions verify and the "
+                     "one written last was taken (an unflushed rewrite, if a writer was killed "
+                     "during it, may be that one)")
+        if found.lost:
+            text += f"; chunks {_spans([first + s for s in sorted(found.lost)])} are lost"
+            mismatched = [first + s for s, why in sorted(found.lost.items()) if why == _OLDER]
+            if mismatched:
+                text += f" ({_spans(mismatched)}: {_OLDER})"
+        if unchecked:
+            text += (f"; chunks {_spans(unchecked)} could not be checked against a zone map "
+                     "(a chunk rewritten as a constant since the file was written would come "
+                     "back with its older values)")
+        problems.append(text)
+        if found.chunks:
+            out[number] = (found, needed, last)
+    return out
+
+
+#: Why a chunk a scan found is not taken although its checksum verifies.
+_OLDER = "the zone map describes other values: it is an older version of the chunk"
+
+
+def _missing(x) -> bool:
+    kind = np.asarray(x).dtype.kind
+    return bool(np.isnan(x)) if kind in "fc" else bool(np.isnat(x)) if kind in "Mm" else False
+
+
+def _fits(got: tuple, rec, exact: bool) -> bool:
+    """Whether a chunk of bounds `got` (``bounds_of``) is one the zone map record
+    `rec` describes: inside its bounds, on them when they are exact."""
+    lo, hi, nan = got
+    if nan and not rec["nan"]:
+        return False
+    if _missing(lo):  # NaN or NaT only
+        return not exact or _missing(rec["min"])
+    if exact:
+        return bool(lo == rec["min"] and hi == rec["max"])
+    return bool(rec["min"] <= lo and hi <= rec["max"])
+
+
+def _against_zonemap(cdir: str, storage, sizes: Sizes, found, first: int) -> list:
+    """Check the full chunks `found` (a scan's) against the zone map of `cdir`; those it
+    rules out (an older version of the chunk: the current one may be a constant,
+    which stores no bytes) move to ``found.lost``.  Returns the chunk numbers of
+    those that could not be checked (no zone map, a kind of values without one)."""
+    from bcolzx._ext import codec
+    from bcolzx._format import zonemap
+
+    stats = exact = None
+    dtype = np.dtype(storage.dtype)
+    if not storage.vlen and len(sizes.shape) == 1 and dtype.kind in zonemap.KINDS:
+        try:
+            stats, exact = zonemap.load(cdir, dtype, storage)
+        except (CorruptDataError, OSError):
+            stats = None
+    unchecked = []
+    dec = codec.Decompressor(1)
+    for slot in sorted(found.chunks):
+        c = first + slot
+        if stats is None or c >= len(stats):
+            unchecked.append(c)
+            continue
+        try:
+            raw = dec.decompress(found.chunks[slot])
+        except CorruptDataError:
+            unchecked.append(c)  # the read will fail on it, and say so
+            continue
+        values = np.frombuffer(raw, dtype)
+        if len(values) != storage.chunklen:  # the last, partial chunk: not in the zone map
+            unchecked.append(c)
+            continue
+        if not _fits(zonemap.bounds_of(values), stats[c], bool(exact is not None and exact[c])):
+            del found.chunks[slot], found.offsets[slot]
+            found.lost[slot] = _OLDER
+    return unchecked
+
+
+def _spans(numbers: list) -> str:
+    """``[1, 2, 3, 7]`` as ``'1..3, 7'``."""
+    runs: list = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(f"{a}..{b}" if b > a else f"{a}" for a, b in runs)
+
+
 def _shadow(src: str, problems: list) -> str | None:
-    """A hidden copy of `src` (hard links; nothing is written to the source) whose damaged
-    ``meta/sizes`` are rebuilt from the data, or None when there is nothing to rebuild."""
+    """A hidden copy of `src` (hard links; nothing is written to the source) in which
+    what readers cannot get past is rebuilt from the data: a damaged ``meta/sizes``
+    (from the superchunk files' indexes), a superchunk file whose index copies are
+    both destroyed (from the chunks a scan of it finds).  None when there is nothing
+    to rebuild."""
+    from bcolzx._format import journal as _journal
     from bcolzx._format.jsonfile import read_json
     from bcolzx._format.meta import read_sizes, write_sizes
+    from bcolzx._format.superchunk import SuperchunkFile
+    from bcolzx._storage.directory import geometry_of
 
     rootdirs = os.path.join(src, layout.ROOTDIRS_FILE)
     if os.path.isfile(rootdirs):
@@ -484,13 +639,22 @@ def _shadow(src: str, problems: list) -> str | None:
         cdirs = [src]
     rebuilt: dict[str, tuple] = {}
     for cdir in cdirs:
+        note = None
         try:
-            read_sizes(cdir)
-            continue
+            sizes = read_sizes(cdir)
         except (CorruptDataError, OSError):
-            pass
-        storage = read_storage(cdir)  # raises when meta/storage is damaged too: reported
-        rebuilt[cdir] = (storage, *_sizes_from_data(cdir, storage))
+            storage = read_storage(cdir)  # raises when meta/storage is damaged too: reported
+            sizes, note = _sizes_from_data(cdir, storage)
+        else:
+            try:
+                storage = read_storage(cdir)
+            except (CorruptDataError, OSError, UnsupportedFormatError):
+                continue  # opening the dataset says what is wrong
+        if note is not None:
+            problems.append(f"{cdir}: {note}")
+        scans = _scan_files(cdir, storage, sizes, problems)
+        if note is not None or scans:
+            rebuilt[cdir] = (storage, sizes, note is not None, scans)
     if not rebuilt:
         return None
     parent, base = os.path.split(os.path.realpath(src))
@@ -505,8 +669,19 @@ def _shadow(src: str, problems: list) -> str | None:
                 os.link(os.path.join(root, name), os.path.join(shadow, rel, name))
             except OSError:
                 shutil.copy2(os.path.join(root, name), os.path.join(shadow, rel, name))
-    for cdir, (storage, sizes, note) in rebuilt.items():
+    for cdir, (storage, sizes, _, scans) in rebuilt.items():
         where = os.path.join(shadow, os.path.relpath(cdir, src))
+        if scans:  # new files in place of the links, each naming its generation
+            geometry = geometry_of(storage, tuple(sizes.shape[1:]), cdir)[0]
+            gens = list(sizes.generations)
+            for number, (found, needed, last) in scans.items():
+                sc = SuperchunkFile.rebuild(layout.data_path(where, number), number, geometry,
+                                            found.chunks, needed, last)
+                gens[number] = sc.index.generation
+            sizes = dataclasses.replace(sizes, generations=tuple(gens))
+            journal = layout.meta_path(cdir, layout.JOURNAL_FILE)
+            if os.path.isfile(journal) and os.path.getsize(journal) > _journal.HEADER_SIZE:
+                problems.append(f"{journal}: rows appended since the last flush are not "
+                                "carried over (the journal extends the damaged commit)")
         write_sizes(where, sizes, storage)  # a new file renamed over the link
-        problems.append(f"{cdir}: {note}")
     return shadow

@@ -2,7 +2,7 @@
 # cimport them and call the C-level methods without going through Python.
 
 from cpython.pythread cimport PyThread_type_lock
-from libc.stdint cimport uint8_t
+from libc.stdint cimport int32_t, uint8_t
 
 cimport cblosc2 as c
 
@@ -26,12 +26,20 @@ cdef class Compressor(_Locked):
 
 
 cdef class Decompressor(_Locked):
-    # Blosc2-format chunks and C-Blosc 1.x chunks never share a context: a
-    # context that decoded a Blosc2 chunk with the byte-delta filter decodes a
-    # later shuffled Blosc 1.x chunk wrongly (C-Blosc2 3.x keeps stale filters).
-    cdef c.blosc2_context* ctx           # nthreads threads inside one chunk
-    cdef c.blosc2_context* ctx1          # the same, for Blosc 1.x chunks
-    cdef c.blosc2_context* _ctx_for(self, const uint8_t* src) noexcept nogil
+    # C-Blosc2 keeps state in a decompression context that the next chunk's
+    # header does not reset: the filters' metadata of an extended (Blosc2)
+    # header stays for later chunks with a regular (C-Blosc 1.x) header, and
+    # a chunk that asks for a dictionary leaves the context using one.  A
+    # context that decoded a byte-delta chunk, or a damaged chunk of a legacy
+    # dataset, then decodes good chunks into wrong values, silently.  So the
+    # two kinds of header never share a context, a chunk with a dictionary
+    # gets a context of its own for that call, and a context that failed on a
+    # chunk is replaced before it decodes another.
+    cdef c.blosc2_context* ctx           # extended headers; nthreads threads inside a chunk
+    cdef c.blosc2_context* ctx1          # the same, for regular headers
+    cdef c.blosc2_context* _ctx_for(self, const uint8_t* src, int32_t cbytes) noexcept nogil
+    cdef int _run(self, const uint8_t* src, int32_t cbytes, void* dest, int32_t destsize,
+                  int start, int nitems) noexcept nogil
     cdef int _make_contexts(self) except -1
     cdef readonly int nthreads
     cdef int _decompress(self, const uint8_t* src, Py_ssize_t srcsize, void* dest,

@@ -536,10 +536,15 @@ cdef class Compressor(_Locked):
             PyBuffer_Release(&sview)
 
 
-# Format version (first header byte) of the first Blosc2 chunk format; C-Blosc
-# 1.x chunks have 1 or 2.
+# Where a chunk's header says which context decodes it (blosc2.h, "chunk
+# header"): both shuffle bits of its flags byte mean an extended header, whose
+# Blosc2 flags byte may ask for a dictionary.
 cdef enum:
-    _BLOSC2_FORMAT = 3
+    _FLAGS_BYTE = 2
+    _EXTENDED = 0x05          # BLOSC_DOSHUFFLE | BLOSC_DOBITSHUFFLE
+    _BLOSC2_FLAGS_BYTE = 31
+    _USEDICT = 0x01           # BLOSC2_USEDICT
+    _ERROR_MEMORY = -4        # BLOSC2_ERROR_MEMORY_ALLOC
 
 
 cdef class Decompressor(_Locked):
@@ -581,9 +586,50 @@ cdef class Decompressor(_Locked):
         if self.ctx1 != NULL:
             c.blosc2_free_ctx(self.ctx1)
 
-    cdef c.blosc2_context* _ctx_for(self, const uint8_t* src) noexcept nogil:
-        """The whole-chunk context for `src`'s format (its first header byte)."""
-        return self.ctx1 if src[0] < _BLOSC2_FORMAT else self.ctx
+    cdef c.blosc2_context* _ctx_for(self, const uint8_t* src, int32_t cbytes) noexcept nogil:
+        """The context for `src`'s kind of header (codec.pxd says why), or NULL
+        for a chunk that needs one of its own: it uses a dictionary, or is too
+        short for the extended header it claims.  `src` holds `cbytes` bytes,
+        at least a regular header (``_chunk_sizes`` checked it)."""
+        if src[_FLAGS_BYTE] & _EXTENDED != _EXTENDED:
+            return self.ctx1
+        if cbytes < c.BLOSC_EXTENDED_HEADER_LENGTH or src[_BLOSC2_FLAGS_BYTE] & _USEDICT:
+            return NULL
+        return self.ctx
+
+    cdef int _run(self, const uint8_t* src, int32_t cbytes, void* dest, int32_t destsize,
+                  int start, int nitems) noexcept nogil:
+        """Decode `src` into `dest` (the whole chunk when `nitems` < 0, else the
+        items [start, start + nitems)) on the context its header calls for; the
+        lock is held.  A context that fails is replaced: nothing a damaged chunk
+        left in it reaches the next chunk.  Returns C-Blosc2's code."""
+        cdef c.blosc2_context* ctx = self._ctx_for(src, cbytes)
+        cdef c.blosc2_context* fresh
+        cdef c.blosc2_dparams dp = c.BLOSC2_DPARAMS_DEFAULTS
+        cdef bint own = ctx == NULL
+        cdef bint failed
+        cdef int rc
+        dp.nthreads = self.nthreads
+        if own:
+            ctx = c.blosc2_create_dctx(dp)
+            if ctx == NULL:
+                return _ERROR_MEMORY
+        if nitems < 0:
+            rc = c.blosc2_decompress_ctx(ctx, src, cbytes, dest, destsize)
+        else:
+            rc = c.blosc2_getitem_ctx(ctx, src, cbytes, start, nitems, dest, destsize)
+        failed = rc != destsize
+        if own:
+            c.blosc2_free_ctx(ctx)
+        elif failed:
+            fresh = c.blosc2_create_dctx(dp)
+            if fresh != NULL:  # else (out of memory) keep it: the next call may still fail
+                c.blosc2_free_ctx(ctx)
+                if ctx == self.ctx:
+                    self.ctx = fresh
+                else:
+                    self.ctx1 = fresh
+        return rc
 
     def __repr__(self):
         return f"Decompressor(nthreads={self.nthreads})"
@@ -600,7 +646,7 @@ cdef class Decompressor(_Locked):
             raise _error(-6, f"decompress ({nbytes} bytes into {destsize})", False)
         with nogil:
             self.acquire()
-            rc = c.blosc2_decompress_ctx(self._ctx_for(src), src, cbytes, dest, nbytes)
+            rc = self._run(src, cbytes, dest, nbytes, 0, -1)
             self.release()
         if rc < 0:
             raise _error(rc, "decompress", True)
@@ -693,7 +739,7 @@ cdef class Decompressor(_Locked):
         cdef Py_ssize_t lead, first, span
         cdef char* scratch = NULL
         cdef bint held = False
-        cdef c.blosc2_context* ctx
+        cdef bint whole
         cdef object result
         get_buffer(src, &sview, False, "src")
         try:
@@ -722,28 +768,31 @@ cdef class Decompressor(_Locked):
             # block of the chunk) that does not start on a block boundary.
             # Such a range is read from the start of its block (a range that
             # starts on a block boundary is read right) into a scratch buffer.
+            # C-Blosc2's getitem never reads a chunk's dictionary (it used the one
+            # a context kept from the last whole chunk it decoded, if any): a chunk
+            # with a dictionary is decoded whole, on a context of its own (_run).
+            whole = self._ctx_for(<const uint8_t*>sview.buf, cbytes) == NULL
             lead = (start * <Py_ssize_t>typesize) % blocksize if blocksize > 0 else 0
-            if lead and (size == blocksize or size == nbytes % blocksize):
-                if lead % <Py_ssize_t>typesize == 0:
+            if whole or lead and (size == blocksize or size == nbytes % blocksize):
+                if lead % <Py_ssize_t>typesize == 0 and not whole:
                     first, span = start - lead // <Py_ssize_t>typesize, lead + size
                 else:  # (blocks not made of whole items) the whole chunk
                     first, span, lead = 0, nbytes, start * <Py_ssize_t>typesize
                 scratch = <char*>malloc(span)
                 if scratch == NULL:
                     raise MemoryError(f"cannot allocate {span} bytes for getitem")
-            ctx = self._ctx_for(<const uint8_t*>sview.buf)
             with nogil:
                 self.acquire()
                 if scratch != NULL:
-                    rc = c.blosc2_getitem_ctx(ctx, sview.buf, cbytes, <int>first,
-                                              <int>(span // <Py_ssize_t>typesize), scratch,
-                                              <int32_t>span)
+                    rc = self._run(<const uint8_t*>sview.buf, cbytes, scratch, <int32_t>span,
+                                   <int>first, -1 if whole else
+                                   <int>(span // <Py_ssize_t>typesize))
                     if rc == <int>span:
                         memcpy(dest, scratch + lead, size)
                         rc = <int>size
                 else:
-                    rc = c.blosc2_getitem_ctx(ctx, sview.buf, cbytes, <int>start,
-                                              <int>nitems, dest, <int32_t>size)
+                    rc = self._run(<const uint8_t*>sview.buf, cbytes, dest, <int32_t>size,
+                                   <int>start, <int>nitems)
                 self.release()
             if rc < 0:
                 raise _error(rc, "getitem", True)
@@ -825,8 +874,7 @@ cdef class Decompressor(_Locked):
                 self.acquire()
                 total = 0
                 for i in range(n):
-                    rc = c.blosc2_decompress_ctx(self._ctx_for(srcs[i]), srcs[i], srcsizes[i],
-                                                 base + total, destsizes[i])
+                    rc = self._run(srcs[i], srcsizes[i], base + total, destsizes[i], 0, -1)
                     if rc != destsizes[i]:
                         failed = i
                         break

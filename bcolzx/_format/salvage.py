@@ -33,6 +33,14 @@ normally.  What counts as proof, in order:
 
 A chunk is never read through an entry that is not proved: a lost slot
 raises :class:`~bcolzx.errors.CorruptDataError` naming file and chunk.
+
+When neither index copy can be attributed to the named generation (both
+destroyed), readers give up on the file; :func:`scan` is what ``bcolzx
+repair`` does then (§6, "Proof 3"): it looks through the data region for
+C-Blosc2 chunk headers, keeps a chunk only when the checksum after it
+verifies for one of the file's chunk numbers, and recovers each slot from
+the chunk of the right size that verifies for it furthest into the file (the
+latest written).
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ from bcolzx._ext import index as _index
 from bcolzx._ext.checksum import crc32c
 from bcolzx.errors import BcolzxError, CorruptDataError
 
-__all__ = ["Salvaged", "salvage", "single_byte_corrections"]
+__all__ = ["Salvaged", "Scanned", "salvage", "scan", "single_byte_corrections"]
 
 _POLY = 0x82F63B78  # CRC-32C, reflected
 
@@ -375,3 +383,192 @@ def _lenient(buf: bytes, g, size: int, needed: int):
         if _place(idx, slot, entries[slot], g, size) is not None:
             idx.set_empty(slot)
     return idx
+
+
+# -- Proof 3: a scan of the data region, when no index copy is left ---------------------
+
+#: C-Blosc2 chunk header (blosc2.h): format version, flags (both shuffle bits
+#: set: the extended header C-Blosc2 writes), then int32 nbytes, blocksize, cbytes.
+_CHUNK_HEADER = 32
+_EXTENDED = 0x05
+_VERSIONS = range(3, 16)          # the Blosc2 chunk formats (1 and 2 are C-Blosc 1.x)
+_WINDOW = 16 << 20                # bytes of the data region looked at at once
+
+
+@dataclass
+class Scanned:
+    """What a scan of a superchunk file's data region recovered (:func:`scan`).
+
+    Attributes
+    ----------
+    chunks : dict
+        ``{slot: compressed chunk bytes}``: the slots recovered, each the
+        version of its chunk furthest into the file.
+    offsets : dict
+        ``{slot: offset}`` where each recovered chunk was found.
+    versions : dict
+        ``{slot: count}``: the versions of the right size that verify.
+    lost : dict
+        ``{slot: reason}`` for every other slot the metadata needs.
+    found : int
+        Chunks in the file that verify (every version of every slot).
+    """
+
+    chunks: dict = field(default_factory=dict)
+    offsets: dict = field(default_factory=dict)
+    versions: dict = field(default_factory=dict)
+    lost: dict = field(default_factory=dict)
+    found: int = 0
+
+
+def _crc_shift(length: int) -> list[int]:
+    """The linear map of a CRC-32C register over `length` zero bytes, by its images of
+    the 32 unit vectors: ``crc32c(B, v) == crc32c(B) ^ apply(map, v)`` for any
+    `length` bytes ``B``."""
+    zeros = bytes(length)
+    base = crc32c(zeros, 0)
+    return [crc32c(zeros, 1 << i) ^ base for i in range(32)]
+
+
+def _apply(images: list[int], v: int) -> int:
+    out = 0
+    i = 0
+    while v:
+        if v & 1:
+            out ^= images[i]
+        v >>= 1
+        i += 1
+    return out
+
+
+_ADLER = 65521
+
+
+def _slots_verifying(g, blob: bytes, stored: int, numbers: dict[int, int]) -> list[int]:
+    """The slots (values of `numbers`, keyed by global chunk number) whose checksum of
+    `blob` is `stored`: one pass over the chunk, not one per slot.
+
+    A chunk's checksum is over ``le64(number) || chunk`` (format §5): CRC-32C
+    of it is affine in the prefix's register (:func:`_crc_shift`), Adler-32
+    of it follows from the prefix's sums and the chunk's (the chunk's bytes
+    see the prefix's running sum once per byte).
+    """
+    from bcolzx._ext import checksum
+
+    out = []
+    if g.checksum_type == _index.CHECKSUM_CRC32C:
+        whole = crc32c(blob, 0)
+        images = _crc_shift(len(blob))
+        for number, slot in numbers.items():
+            prefix = crc32c(number.to_bytes(8, "little"), 0)
+            if whole ^ _apply(images, prefix) == stored:
+                out.append(slot)
+    else:
+        body = checksum.adler32(blob)
+        a2, b2 = body & 0xFFFF, body >> 16
+        for number, slot in numbers.items():
+            head = checksum.adler32(number.to_bytes(8, "little"))
+            a1, b1 = head & 0xFFFF, head >> 16
+            a = (a1 + a2 - 1) % _ADLER
+            b = (b1 + b2 + len(blob) * (a1 - 1)) % _ADLER
+            if (b << 16 | a) == stored:
+                out.append(slot)
+    return out
+
+
+def _candidates(fd: int, start: int, size: int, sizes: set | None):
+    """Offsets in ``[start, size)`` where a C-Blosc2 chunk header may begin, with its
+    nbytes and cbytes: the version and flags bytes fit, the sizes are sane and
+    nbytes is one of `sizes` (None: any)."""
+    import numpy as np
+
+    pos = start
+    while pos + _CHUNK_HEADER <= size:
+        raw = os.pread(fd, min(_WINDOW + _CHUNK_HEADER, size - pos), pos)
+        arr = np.frombuffer(raw, np.uint8)
+        n = len(arr) - _CHUNK_HEADER + 1
+        if n <= 0:
+            break
+        ok = (arr[2:2 + n] & _EXTENDED) == _EXTENDED
+        ok &= (arr[:n] >= _VERSIONS.start) & (arr[:n] < _VERSIONS.stop)
+        for i in np.flatnonzero(ok[:min(n, _WINDOW)]):
+            i = int(i)
+            nbytes, blocksize, cbytes = struct.unpack_from("<iii", raw, i + 4)
+            if nbytes >= 0 and blocksize > 0 and _CHUNK_HEADER <= cbytes <= \
+                    nbytes + _CHUNK_HEADER + 64 and pos + i + cbytes <= size and (
+                        sizes is None or nbytes in sizes):
+                yield pos + i, nbytes, cbytes
+        pos += _WINDOW
+
+
+def scan(path: str, number: int, geometry, needed: int, last_size: int,
+         vlen: bool = False) -> Scanned:
+    """Recover the chunks of superchunk file `path` without its index copies.
+
+    Every place of the data region where a C-Blosc2 chunk header may begin is
+    tried: the ``cbytes`` bytes its header spans, and the checksum after them,
+    must verify for one of the file's global chunk numbers (format §5: the
+    checksum covers the number).  A slot is recovered when a chunk of the
+    size the metadata gives it (the chunk size; the last slot's size from
+    ``meta/sizes``; any size for variable-length items) verifies for it.
+    When several do (a chunk rewritten since the file was written or
+    compacted leaves its older versions behind), the one furthest into the
+    file is taken: a writer writes each chunk after all the data the index
+    in force references, so a later version lies past every earlier one
+    (format §3, §6 "Proof 3").  Slots for which no chunk verifies are lost
+    (constant chunks store no bytes; chunks in damaged bytes).  Nothing that
+    does not verify is ever returned; with checksum type none nothing is.
+
+    Parameters
+    ----------
+    path, number, geometry, needed, last_size
+        As for :func:`salvage` (`last_size` counts rows for variable-length
+        items).
+    vlen : bool
+        The items are of variable length (README.md §2d): a chunk's
+        ``nbytes`` is not its slot's size, and is not checked.
+
+    Returns
+    -------
+    Scanned
+
+    Raises
+    ------
+    OSError
+        If the file cannot be read.
+    """
+    from bcolzx._format import files as _files
+
+    g = geometry
+    out = Scanned()
+    if not needed:
+        return out
+    if not g.checksum_size:
+        out.lost = dict.fromkeys(range(needed), "the dataset has no chunk checksums: no chunk "
+                                 "found by a scan can be proved")
+        return out
+    numbers = {number * g.nslots + slot: slot for slot in range(needed)}
+    fd = os.open(path, _files.READ_FLAGS)
+    try:
+        size = _files.check_regular(fd, path).st_size
+        sizes = None if vlen else {g.chunk_size, last_size}
+        for offset, nbytes, cbytes in _candidates(fd, _index.data_start(g.nslots), size,
+                                                  sizes):
+            if offset + cbytes + g.checksum_size > size:
+                continue
+            blob = os.pread(fd, cbytes + g.checksum_size, offset)
+            chunk, stored = blob[:cbytes], int.from_bytes(blob[cbytes:], "little")
+            for slot in _slots_verifying(g, chunk, stored, numbers):
+                out.found += 1
+                want = last_size if slot == needed - 1 else g.chunk_size
+                if not vlen and nbytes != want:
+                    continue  # an older version of another size (a last chunk, since grown)
+                out.versions[slot] = out.versions.get(slot, 0) + 1
+                out.chunks[slot], out.offsets[slot] = chunk, offset  # the furthest so far
+    finally:
+        os.close(fd)
+    for slot in range(needed):
+        if slot not in out.chunks:
+            out.lost[slot] = "no chunk in the file verifies as this one (a constant chunk " \
+                             "stores no bytes; or its bytes are damaged)"
+    return out

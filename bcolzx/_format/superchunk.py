@@ -379,6 +379,40 @@ class SuperchunkFile:
         sc.salvaged = got.how or "damaged"
         return sc
 
+    @classmethod
+    def rebuild(cls, path: str, number: int, geometry: Geometry, chunks: dict,
+                needed: int, last_size: int) -> "SuperchunkFile":
+        """A new file at `path` (replacing any there) whose committed index holds
+        `chunks` (``{slot: compressed chunk bytes}``) in their slots and leaves the
+        other slots below `needed` empty: their chunks raise when read.
+
+        What ``bcolzx repair`` reads a file through once both its index copies
+        are destroyed (:func:`bcolzx._format.salvage.scan` found `chunks`),
+        in a private copy of the dataset; the checksums are computed again for
+        the slots, so every chunk is verified once more when it is read.
+
+        Raises
+        ------
+        OSError
+            If the file system refuses.
+        ValueError
+            If a slot is outside ``0 .. needed - 1``.
+        """
+        sc = cls.create(path, number, geometry)
+        idx, g = sc.index, geometry
+        if any(not 0 <= slot < needed for slot in chunks):
+            raise ValueError(f"slots {sorted(chunks)} outside 0..{needed - 1}")
+        for slot in range(needed):
+            size = last_size if slot == needed - 1 else g.chunk_size
+            if slot in chunks:
+                sc.write([(slot, chunks[slot], size)])
+            else:  # lost: an empty entry below nchunks (format §3)
+                idx.nchunks = slot + 1
+                idx.last_chunk_size = size
+                sc._dirty = True
+        sc.commit()
+        return sc
+
     def _refuse_if_lost(self) -> None:
         if self.lost:
             raise CorruptDataError(

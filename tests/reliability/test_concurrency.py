@@ -27,6 +27,7 @@ from bcolzx._format.layout import LOCK_FILE
 from bcolzx.errors import ConcurrentModificationError, LockedError
 
 from . import concurrency
+from .campaigns import STRESS_TIMEOUT
 
 HARNESS = os.path.abspath(concurrency.__file__)
 #: What a child process needs to import the bcolzx under test (CI tests the
@@ -115,6 +116,7 @@ def test_readers_see_only_committed_prefixes(kind, tmp_path):
 
 
 @pytest.mark.stress
+@pytest.mark.timeout(STRESS_TIMEOUT)
 @pytest.mark.parametrize("kind, max_batch", [("carray", 20_000), ("ctable", 50_000)])
 def test_readers_see_only_committed_prefixes_at_full_size(kind, max_batch, tmp_path):
     """The published figure: 8 readers (4 threads, 4 processes) + 1 writer, 1e7 rows

@@ -17,6 +17,7 @@ import bcolzx
 from bcolzx._storage.legacy import LegacyStore
 
 from . import crash, crashplan
+from .campaigns import STRESS_TIMEOUT
 from .crashplan import State
 from .datasets import LEGACY, copy_legacy
 
@@ -145,6 +146,7 @@ def test_legacy_trim_of_the_leftover_writes_the_metadata_first(tmp_path, monkeyp
 
 
 @pytest.mark.stress
+@pytest.mark.timeout(STRESS_TIMEOUT)
 def test_published_crash_campaign(tmp_path):
     """The figures of docs/reliability.md: >= 1,000 kills, no failure."""
     from .campaigns import crash_campaign

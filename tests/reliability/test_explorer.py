@@ -26,6 +26,7 @@ import bcolzx
 from bcolzx._format import jsonfile
 
 from . import explorer as xp
+from .campaigns import STRESS_TIMEOUT
 from .explorer_trace import (
     ROOT,
     FsTree,
@@ -75,6 +76,7 @@ def test_the_small_run_is_deterministic(tmp_path):
 
 
 @pytest.mark.stress
+@pytest.mark.timeout(STRESS_TIMEOUT)
 def test_published_crash_state_exploration(tmp_path):
     """The figures of docs/reliability.md ("Crash-state exploration")."""
     tally = _explore(tmp_path, WORKLOADS, "full", xp.FULL, threads=None)

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from . import fuzzing
+from .campaigns import STRESS_TIMEOUT
 
 SETTINGS = settings(max_examples=250, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -56,6 +57,7 @@ def test_an_exception_outside_the_hierarchy_is_a_finding(monkeypatch):
 
 
 @pytest.mark.stress
+@pytest.mark.timeout(STRESS_TIMEOUT)
 def test_published_fuzzing_campaign():
     """The figure of docs/reliability.md: one million inputs, no finding."""
     if importlib.util.find_spec("atheris") is None:

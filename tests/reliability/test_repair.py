@@ -227,3 +227,143 @@ def test_damage_that_costs_no_row_is_reported_and_left_behind(tmp_path):
                for p in report.problems), report.problems
     assert bcolzx.verify(str(tmp_path / "out")).ok
     np.testing.assert_array_equal(_values(str(tmp_path / "out")), want)
+
+
+# -- both index copies destroyed: a scan of the data region ---------------------------------
+
+
+def _destroy_indexes(path: str, nslots: int, header: bool = True) -> None:
+    """Both index copies of superchunk file `path` (and its header) overwritten."""
+    from bcolzx._ext import index
+
+    start = 0 if header else index.HEADER_SIZE
+    with open(path, "r+b") as f:
+        f.seek(start)
+        f.write(bytes(random.Random(path).randrange(256)
+                      for _ in range(index.data_start(nslots) - start)))
+
+
+def _chunked(path: str, values, checksum: str = "crc32c", nslots: int = 8, chunklen: int = 50):
+    from bcolzx._format.meta import Storage
+    from bcolzx._storage import ChunkedArray, DirectoryStore
+
+    arr = ChunkedArray(DirectoryStore.create(path, Storage(
+        dtype=values.dtype, chunklen=chunklen, chunks_per_superchunk=nslots, checksum=checksum)))
+    arr.append(values)
+    arr.flush()
+    return arr
+
+
+def _lost_mask(report, n: int, column: str = "") -> np.ndarray:
+    lost = np.zeros(n, bool)
+    for a, b in report.lost.get(column, []):
+        lost[a:b] = True
+    return lost
+
+
+@pytest.mark.parametrize("checksum", ["crc32c", "adler32"])
+def test_both_index_copies_destroyed_the_chunks_that_verify_come_back_in_order(checksum,
+                                                                               tmp_path):
+    """Readers give up on a file whose two index copies are destroyed; repair scans
+    its data region for chunks whose checksum verifies for one of its chunk
+    numbers and puts each back in its slot.  A constant chunk (no bytes in the
+    file) and a chunk whose bytes are damaged are reported lost, nothing else."""
+    src = str(tmp_path / "c")
+    values = np.random.default_rng(3).normal(size=50 * 20)
+    values[50 * 11:50 * 12] = 7.0  # chunk 11: a constant, stored as no bytes
+    _chunked(src, values, checksum).close()
+    target = os.path.join(src, "data", "__1.bin")  # chunks 8..15
+    regions = C.superchunk_regions(src)[target]
+    chunk13 = [(a, b) for r, a, b in regions if r == "chunk"][4]  # chunk 11 has no bytes
+    _destroy_indexes(target, 8)
+    with open(target, "r+b") as f:  # and one byte in the middle of chunk 13
+        f.seek((chunk13[0] + chunk13[1]) // 2)
+        byte = f.read(1)[0]
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte ^ 0x5A]))
+    with pytest.raises(bcolzx.CorruptDataError):
+        bcolzx.open(src, mode="r")[400:800]
+    report = bcolzx.repair(src, str(tmp_path / "r"))
+    assert report.lost == {"": [(550, 600), (650, 700)]}, report
+    got = bcolzx.open(str(tmp_path / "r"), mode="r")[:]
+    lost = _lost_mask(report, len(values))
+    np.testing.assert_array_equal(got[~lost], values[~lost])
+    assert (got[lost] == 0).all()
+    assert bcolzx.verify(str(tmp_path / "r")).ok
+    text = " ".join(report.problems)
+    assert "__1.bin: neither index copy can be used" in text and "recovered 6 of 8" in text
+    assert "chunks 11, 13 are lost" in text
+    # The damaged original is untouched, and still refuses the file's rows.
+    with pytest.raises(bcolzx.CorruptDataError):
+        bcolzx.open(src, mode="r")[400:800]
+
+
+def test_a_scan_takes_the_version_of_a_chunk_written_last(tmp_path):
+    """Rewritten chunks leave their older versions in the file (until compact): the
+    one written last lies furthest into the file, and is the one taken."""
+    src = str(tmp_path / "c")
+    values = np.arange(50 * 16, dtype="i8")
+    arr = _chunked(src, values)
+    for k in (1, 2, 3):  # chunk 10 rewritten three times, chunk 12 once
+        values[500:550] = np.arange(50) * k + 1000 * k
+        arr.write(500, values[500:550])
+        arr.flush()
+    values[610] = -1
+    arr.write(610, values[610:611])
+    arr.flush()
+    arr.close()
+    _destroy_indexes(os.path.join(src, "data", "__1.bin"), 8, header=False)
+    report = bcolzx.repair(src, str(tmp_path / "r"))
+    assert report.lost == {}, report
+    np.testing.assert_array_equal(bcolzx.open(str(tmp_path / "r"), mode="r")[:], values)
+    assert "of chunks 10, 12 several versions verify" in " ".join(report.problems)
+
+
+def test_a_scan_never_takes_an_older_version_the_zone_map_rules_out(tmp_path):
+    """A chunk removed by trim and written again as a constant (no bytes) leaves its
+    older data version as the only one in the file; the zone map's exact bounds
+    (the constant) say it is not the current one: lost, not returned."""
+    src = str(tmp_path / "c")
+    values = np.arange(50 * 16, dtype="f8")
+    arr = _chunked(src, values)
+    arr.resize(500)                  # chunks 10..15 gone; their bytes stay in the file
+    arr.flush()
+    arr.append(np.full(150, 2.5))    # chunks 10..12 again: constants, exact bounds
+    arr.append(np.arange(50.0) + 5000)  # chunk 13: data
+    arr.flush()
+    arr.close()
+    want = np.r_[values[:500], np.full(150, 2.5), np.arange(50.0) + 5000]
+    _destroy_indexes(os.path.join(src, "data", "__1.bin"), 8)
+    report = bcolzx.repair(src, str(tmp_path / "r"))
+    assert report.lost == {"": [(500, 650)]}, report
+    got = bcolzx.open(str(tmp_path / "r"), mode="r")[:]
+    lost = _lost_mask(report, len(want))
+    np.testing.assert_array_equal(got[~lost], want[~lost])
+    assert "older version" in " ".join(report.problems)
+
+
+def test_a_scan_recovers_nothing_without_checksums(tmp_path):
+    src = str(tmp_path / "c")
+    _chunked(src, np.arange(800.0), checksum="none").close()
+    _destroy_indexes(os.path.join(src, "data", "__1.bin"), 8)
+    report = bcolzx.repair(src, str(tmp_path / "r"))
+    assert report.lost == {"": [(400, 800)]}
+    assert "recovered 0 of 8" in " ".join(report.problems)
+
+
+def test_a_scan_of_a_ctable_column_of_strings(tmp_path):
+    """Variable-length items (StringDType): a chunk's size is not its slot's, every
+    version that verifies is a candidate; the column's other files are untouched."""
+    src = str(tmp_path / "t")
+    n = 600
+    words = np.array([f"w{i % 37}-" * (i % 5) for i in range(n)], dtype=np.dtypes.StringDType())
+    t = bcolzx.ctable([np.arange(n), words], names=["i", "s"], rootdir=src, chunklen=40)
+    t.flush()
+    del t
+    nslots = bcolzx.open(src, mode="r").cols["s"].engine.store.geometry.nslots
+    _destroy_indexes(os.path.join(src, "s", "data", "__0.bin"), nslots)
+    report = bcolzx.repair(src, str(tmp_path / "r"))
+    assert report.lost == {}, report
+    got = bcolzx.open(str(tmp_path / "r"), mode="r")
+    np.testing.assert_array_equal(got["i"][:], np.arange(n))
+    assert list(got["s"][:]) == list(words)

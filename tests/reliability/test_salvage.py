@@ -21,6 +21,7 @@ from bcolzx._ext.checksum import crc32c
 from bcolzx._format.salvage import single_byte_corrections
 
 from . import corruption as C
+from .campaigns import STRESS_TIMEOUT
 from .datasets import RECIPES
 
 
@@ -158,6 +159,7 @@ def test_a_writer_heals_an_index_corrected_through_its_crc(tmp_path):
 
 
 @pytest.mark.stress
+@pytest.mark.timeout(STRESS_TIMEOUT)
 def test_every_mask_on_every_byte_of_a_large_index(tmp_path):
     """8 random masks on every byte of the header and both index copies of 64-slot files."""
     from bcolzx._format.meta import Storage
@@ -178,3 +180,23 @@ def test_every_mask_on_every_byte_of_a_large_index(tmp_path):
     tally = C.salvage_campaign(path, muts)
     _lost_at_most_one(tally)
     print(f"{tally.mutations} flips, chunks lost per flip: {dict(tally.lost)}")
+
+
+@pytest.mark.parametrize("checksum_type", [1, 2])  # CRC-32C, Adler-32
+def test_a_scan_names_the_one_slot_a_chunk_checksum_verifies_for(checksum_type):
+    """The scan solves a chunk's checksum for its chunk number in one pass over the
+    chunk (CRC-32C is affine in the prefix's register; Adler-32 combines the
+    prefix's sums with the chunk's): the same answer as checking every slot."""
+    from bcolzx._ext import index
+    from bcolzx._format.salvage import _slots_verifying
+    from bcolzx._format.superchunk import Geometry
+
+    g = Geometry(16, 4096, 8, checksum_type)
+    rng = random.Random(checksum_type)
+    for n in range(40):
+        blob = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 3000)))
+        number = rng.choice([0, 7, 2**40 + 3, 2**64 - 1])
+        numbers = {number + k: k for k in range(-3, 4) if 0 <= number + k < 2**64}
+        stored = index.chunk_checksum(checksum_type, number, blob)
+        assert _slots_verifying(g, blob, stored, numbers) == [0], n
+        assert _slots_verifying(g, blob, stored ^ 1, numbers) == [], n

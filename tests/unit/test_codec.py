@@ -383,3 +383,75 @@ def test_getitem_of_ranges_of_a_chunk_whose_last_block_is_short(dtype, nitems, b
         dec.getitem(chunk, start, n, out.view(np.uint8))
         if not np.array_equal(out, a[start:start + n]):
             raise AssertionError(f"getitem({start}, {n}) gave {out[:3]}...")
+
+
+def _legacy_chunk(name: str, n: int = 0) -> bytes:
+    """Chunk `n` of a legacy bcolz fixture: a C-Blosc 1.x chunk, after the file's
+    16-byte bloscpack header."""
+    from tests.reliability.datasets import LEGACY
+
+    with open(LEGACY / name / "data" / f"__{n}.blp", "rb") as f:
+        return f.read()[16:]
+
+
+def _good_chunks() -> list[bytes]:
+    """Chunks of every kind of header: C-Blosc 1.x (shuffle, bitshuffle, none; blosclz,
+    lz4, zstd) and Blosc2 (shuffle, byte-delta, bitshuffle, a dictionary)."""
+    out = [_legacy_chunk(name) for name in ("ca_int32_leftover", "ca_float32_zstd_bitshuffle",
+                                             "ca_int32_blosclz_noshuffle", "ca_float64_lz4hc")]
+    a = np.arange(20_000, dtype="i8") * 3
+    out.append(codec.Compressor("lz4", 5, codec.SHUFFLE, 8).compress(a))
+    out.append(codec.Compressor("zstd", 5, codec.SHUFFLE, 8, bytedelta=True).compress(a))
+    out.append(codec.Compressor("blosclz", 5, codec.BITSHUFFLE, 8, 4096).compress(a))
+    try:  # a chunk that carries a ZSTD dictionary (bcolzx never writes one)
+        import blosc2
+    except ImportError:  # pragma: no cover - python-blosc2 is the build's requirement
+        return out
+    out.append(blosc2.compress2(np.tile(a[:5000], 8), typesize=8, codec=blosc2.Codec.ZSTD,
+                                use_dict=True))
+    assert out[-1][31] & 0x01  # BLOSC2_USEDICT
+    return out
+
+
+def _decodes_right(dec: codec.Decompressor, goods: list[bytes], want: list[bytes]) -> bool:
+    for chunk, expected in zip(goods, want):
+        if dec.decompress(chunk) != expected or dec.getitem(chunk, 1, 5) != expected[
+                codec.chunk_info(chunk)["typesize"]:6 * codec.chunk_info(chunk)["typesize"]]:
+            return False
+    out = bytearray(sum(map(len, want)))
+    dec.decompress_many(goods, out)
+    return bytes(out) == b"".join(want)
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_a_damaged_chunk_never_changes_how_later_chunks_decode(nthreads):
+    """C-Blosc2 keeps state in a context that the next chunk's header does not reset
+    (the filters' metadata of an extended header, a dictionary once asked for).  A
+    damaged C-Blosc 1.x chunk of a legacy dataset (no checksum stops it before the
+    decoder) whose flags byte turned into an extended header left its context
+    decoding every later shuffled chunk into wrong values, silently: after the
+    published corruption campaign the crash campaign's checks read legacy datasets
+    wrong.  Every header byte of every kind of chunk, damaged with several masks,
+    is decoded (it may fail or not); the good chunks must then decode as before
+    (a chunk with a dictionary among them: one asked for is never left behind)."""
+    goods = _good_chunks()
+    want = [codec.Decompressor(1).decompress(c) for c in goods]
+    rng = np.random.default_rng(20)
+    tried = 0
+    for chunk in goods:
+        for offset in range(32):
+            for mask in {0x01, 0x04, 0x05, 0xFF, *map(int, rng.integers(1, 256, 3))}:
+                damaged = bytearray(chunk)
+                damaged[offset] ^= mask
+                bad = bytes(damaged)
+                dec = codec.Decompressor(nthreads)
+                for call, args in ((dec.decompress, (bad,)), (dec.getitem, (bad, 0, 1))):
+                    try:
+                        call(*args)
+                    except (BcolzxError, IndexError):
+                        pass
+                tried += 1
+                assert _decodes_right(dec, goods, want), \
+                    f"after byte {offset} ^ {mask:#04x} of chunk {goods.index(chunk)}"
+    assert tried > 1000
+
