@@ -32,6 +32,7 @@ from bcolzx import _threads
 from bcolzx._format.jsonfile import write_atomic
 from bcolzx.errors import (
     BcolzxError,
+    InvalidParameterError,
     RemoteError,
     RemoteTimeoutError,
     TruncatedDataError,
@@ -214,6 +215,10 @@ def _failure(exc: BaseException, url: str, what: str) -> BaseException:
     return RemoteError(text, url=url)
 
 
+#: fsspec protocols of object stores whose first path component is a bucket.
+_BUCKET_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "oss", "r2"})
+
+
 class FsspecObjects(Objects):
     """The objects under `path` of the fsspec filesystem `fs`.
 
@@ -351,13 +356,25 @@ class FsspecObjects(Objects):
             raise _failure(exc, self.url, "listing the objects under") from exc
         return len(sizes), int(sum(sizes.values()))
 
+    def _whole_bucket(self) -> bool:
+        protocols = self.fs.protocol if isinstance(self.fs.protocol, (tuple, list)) \
+            else (self.fs.protocol,)
+        return bool(set(protocols) & _BUCKET_PROTOCOLS) and "/" not in self.path.strip("/")
+
     def remove_all(self) -> None:
         try:
             found = self.fs.find(self.path)
+            if found and self._whole_bucket():
+                raise InvalidParameterError(
+                    f"{self.url} is a whole bucket, holding {len(found)} objects: writing a "
+                    "dataset in mode 'w' deletes everything under its place, and bcolzx never "
+                    f"deletes a whole bucket; give the dataset a prefix ({self.url}/name)")
             if found:
                 self.fs.rm(found)
         except FileNotFoundError:
             return
+        except InvalidParameterError:
+            raise
         except Exception as exc:
             raise _failure(exc, self.url, "deleting the objects under") from exc
         self.fs.invalidate_cache(self.path)

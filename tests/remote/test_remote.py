@@ -397,3 +397,19 @@ def test_ctable_copy_and_fromiter_publish_once(url, so):
     assert len(f) == 3000
     np.testing.assert_array_equal(bcolzx.open(f"{url}-it", storage_options=so)[:],
                                   np.arange(3000))
+
+
+def test_mode_w_never_empties_a_whole_bucket(s3, so):
+    s3.make_bucket("bcolzx-whole")
+    fs = s3.filesystem()
+    fs.pipe("bcolzx-whole/precious.csv", b"a,b\n1,2\n")
+    with pytest.raises(bcolzx.errors.InvalidParameterError, match="whole bucket"):
+        bcolzx.carray(np.arange(10), rootdir="s3://bcolzx-whole", storage_options=so, mode="w")
+    fs.invalidate_cache()
+    assert fs.cat("bcolzx-whole/precious.csv") == b"a,b\n1,2\n"
+    # a prefix inside that bucket is a dataset's place as any other
+    c = bcolzx.carray(np.arange(10), rootdir="s3://bcolzx-whole/data", storage_options=so,
+                      mode="w")
+    np.testing.assert_array_equal(bcolzx.open("s3://bcolzx-whole/data",
+                                              storage_options=so)[:], np.arange(10))
+    del c
