@@ -120,3 +120,34 @@ def start_proxy(port: int) -> _Proxy:
     assert proc.stdout is not None
     proc.port = int(proc.stdout.readline())
     return proc
+
+
+@contextlib.contextmanager
+def dying_after_first_upload(monkeypatch, bucket: str):
+    """A fresh server with `bucket`, reached through a proxy that dies right after the
+    first ``FsspecObjects.put`` has gone through: yields ``(server, storage options
+    through the proxy, the keys of each put)``; the patch is undone by the caller
+    (``monkeypatch.undo()``) before it looks at the server directly."""
+    from bcolzx._storage import objects
+
+    server = start()
+    proxy = start_proxy(server.port)
+    try:
+        server.make_bucket(bucket)
+        puts: list = []
+        put = objects.FsspecObjects.put
+
+        def put_then_die(objs, items):
+            put(objs, items)
+            puts.append(sorted(items))
+            proxy.kill()
+            proxy.wait(10)
+
+        monkeypatch.setattr(objects.FsspecObjects, "put", put_then_die)
+        so = server.storage_options()
+        via_proxy = dict(so, client_kwargs=dict(so["client_kwargs"],
+                                                endpoint_url=f"http://127.0.0.1:{proxy.port}"))
+        yield server, via_proxy, puts
+    finally:
+        proxy.kill()
+        server.stop()

@@ -267,24 +267,10 @@ def test_server_killed_mid_upload_publishes_nothing(tmp_path, monkeypatch):
     """The server dies after the first superchunk object is uploaded: the writer gets a
     RemoteError naming the URL, and nothing is published.  The dead server is a loopback
     proxy in front of moto, so that what moto received can be looked at afterwards."""
-    server = s3server.start()
-    proxy = s3server.start_proxy(server.port)
-    try:
-        server.make_bucket("killed-bucket")
-        url = "s3://killed-bucket/x"
-        puts = []
-        put = _objects.FsspecObjects.put
-
-        def put_then_die(objs, items):
-            put(objs, items)
-            puts.append(sorted(items))
-            proxy.kill()
-            proxy.wait(10)
-
-        monkeypatch.setattr(_objects.FsspecObjects, "put", put_then_die)
+    url = "s3://killed-bucket/x"
+    dying = s3server.dying_after_first_upload(monkeypatch, "killed-bucket")
+    with dying as (server, via_proxy, puts):
         so = server.storage_options()
-        via_proxy = dict(so, client_kwargs=dict(so["client_kwargs"],
-                                                endpoint_url=f"http://127.0.0.1:{proxy.port}"))
         with pytest.raises(RemoteError) as info:
             _write(url, via_proxy, _data(SC * 3))
         assert "killed-bucket/x" in str(info.value)
@@ -292,9 +278,6 @@ def test_server_killed_mid_upload_publishes_nothing(tmp_path, monkeypatch):
         monkeypatch.undo()
         with pytest.raises(DatasetNotFoundError):
             bcolzx.open(url, storage_options=so)
-    finally:
-        proxy.kill()
-        server.stop()
 
 
 def test_writer_killed_mid_upload_publishes_nothing(s3, url, so):

@@ -180,24 +180,10 @@ def test_verification_reads_what_was_uploaded(s3, url, so, monkeypatch):
 def test_server_killed_mid_convert_publishes_nothing(monkeypatch, name):
     """The server dies after the first upload of a conversion: RemoteError naming the URL,
     and the server holds no published dataset (looked at through a proxy that died)."""
-    server = s3server.start()
-    proxy = s3server.start_proxy(server.port)
-    try:
-        server.make_bucket("killed-convert")
-        url = "s3://killed-convert/x"
-        puts = []
-        put = _objects.FsspecObjects.put
-
-        def put_then_die(objs, items):
-            put(objs, items)
-            puts.append(sorted(items))
-            proxy.kill()
-            proxy.wait(10)
-
-        monkeypatch.setattr(_objects.FsspecObjects, "put", put_then_die)
+    url = "s3://killed-convert/x"
+    dying = s3server.dying_after_first_upload(monkeypatch, "killed-convert")
+    with dying as (server, via_proxy, puts):
         so = server.storage_options()
-        via_proxy = dict(so, client_kwargs=dict(so["client_kwargs"],
-                                                endpoint_url=f"http://127.0.0.1:{proxy.port}"))
         with pytest.raises(RemoteError) as info:
             bcolzx.convert(str(LEGACY / name), url, storage_options=via_proxy)
         assert "killed-convert/x" in str(info.value)
@@ -209,9 +195,6 @@ def test_server_killed_mid_convert_publishes_nothing(monkeypatch, name):
         fs = server.filesystem()
         assert not [p for p in fs.find("killed-convert") if p.endswith(("/meta/sizes",
                                                                         "__rootdirs__"))]
-    finally:
-        proxy.kill()
-        server.stop()
 
 
 # -- compact ------------------------------------------------------------------------------
