@@ -12,4 +12,5 @@ from __future__ import annotations
 __all__ = ["COMMANDS"]
 
 #: The modules of ``bcolzx.cli`` that register subcommands, in ``--help`` order.
-COMMANDS = ("info", "ls", "verify", "repair", "convert", "compact", "transfer", "demo", "bench")
+COMMANDS = ("info", "ls", "verify", "repair", "convert", "compact", "transfer", "demo", "bench",
+            "shim")

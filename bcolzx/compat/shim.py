@@ -341,8 +341,31 @@ def _remove_shim_package(pkg: str) -> list[str]:
 # -- command line -----------------------------------------------------------------------
 
 
+#: The two commands, with their one-line help (``python -m bcolzx.compat`` and ``bcolzx``).
+COMMANDS = (("install-shim", "write the 'bcolz' shim package: 'import bcolz' gives bcolzx"),
+            ("uninstall-shim", "remove the shim written by install-shim"))
+
+
+def add_arguments(cmd: argparse.ArgumentParser, name: str) -> None:
+    """Add the options of command *name* (one of :data:`COMMANDS`) to *cmd*."""
+    cmd.add_argument("--target", default=None,
+                     help=f"directory (default: this interpreter's site-packages, "
+                          f"{_default_target()})")
+    if name == "install-shim":
+        cmd.add_argument("--no-metadata", action="store_true",
+                         help="do not write the bcolz .dist-info")
+        cmd.add_argument("--allow-pickle", action="store_true",
+                         help="let programs importing bcolz read and write object arrays "
+                              "(pickled values, as legacy bcolz did; unpickling runs "
+                              "code: only for data you trust)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m bcolzx.compat install-shim [--allow-pickle]|uninstall-shim [--target DIR]``.
+
+    The same commands are ``bcolzx install-shim`` and ``bcolzx uninstall-shim``
+    (which also work from the root of a source clone, where ``python -m``
+    would find the unbuilt tree first).
 
     Parameters
     ----------
@@ -363,20 +386,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m bcolzx.compat",
         description="Make 'import bcolz' give bcolzx for a whole environment.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, text in (("install-shim", "write the 'bcolz' shim package"),
-                       ("uninstall-shim", "remove the shim written by install-shim")):
-        cmd = sub.add_parser(name, help=text)
-        cmd.add_argument("--target", default=None,
-                         help=f"directory (default: this interpreter's site-packages, "
-                              f"{_default_target()})")
-        if name == "install-shim":
-            cmd.add_argument("--no-metadata", action="store_true",
-                             help="do not write the bcolz .dist-info")
-            cmd.add_argument("--allow-pickle", action="store_true",
-                             help="let programs importing bcolz read and write object arrays "
-                                  "(pickled values, as legacy bcolz did; unpickling runs "
-                                  "code: only for data you trust)")
-    args = parser.parse_args(argv)
+    for name, text in COMMANDS:
+        add_arguments(sub.add_parser(name, help=text), name)
+    return run(parser.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the parsed ``install-shim`` or ``uninstall-shim`` command; the exit status."""
     if args.command == "install-shim":
         try:
             written = install_shim(args.target, metadata=not args.no_metadata,

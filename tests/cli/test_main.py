@@ -11,7 +11,7 @@ from bcolzx.cli import COMMANDS
 from bcolzx.cli.common import EXIT_STATUS_HELP
 
 SUBCOMMANDS = ["info", "ls", "verify", "repair", "convert", "compact", "export", "import", "demo",
-               "bench"]
+               "bench", "install-shim", "uninstall-shim"]
 
 
 def test_help_lists_every_command_and_the_exit_statuses(cli):

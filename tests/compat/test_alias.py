@@ -7,6 +7,7 @@ restore every ``bcolz*`` entry of :data:`sys.modules`; the shim is used in
 subprocesses whose ``PYTHONPATH`` puts the shim directory first.
 """
 
+import functools
 import hashlib
 import base64
 import importlib.util
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -510,6 +512,32 @@ def test_command_line_install_and_uninstall(tmp_path):
     proc = subprocess.run(cmd + ["uninstall-shim", "--target", str(tmp_path)], env=env,
                           cwd=str(tmp_path), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "no bcolzx shim" in proc.stderr
+
+
+def test_bcolzx_command_installs_the_shim_from_a_source_clone(tmp_path):
+    """The README's legacy route runs in the root of a clone: an unbuilt ``bcolzx/``
+    is in the current directory, which ``python -m`` would import first; the
+    console script does not."""
+    script = Path(sys.executable).with_name("bcolzx")
+    if not script.exists():
+        pytest.skip(f"no bcolzx console script next to {sys.executable} "
+                    "(bcolzx is not installed in this interpreter's environment)")
+    clone = tmp_path / "clone"
+    (clone / "bcolzx").mkdir(parents=True)
+    (clone / "bcolzx" / "__init__.py").write_text(
+        "raise ImportError('the unbuilt source tree was imported')\n")
+    target = tmp_path / "site"
+    target.mkdir()
+    run = functools.partial(subprocess.run, cwd=str(clone), capture_output=True, text=True,
+                            timeout=120)
+    proc = run([sys.executable, "-m", "bcolzx.compat", "install-shim", "--target", str(target)])
+    assert proc.returncode != 0 and "unbuilt source tree" in proc.stderr
+    proc = run([str(script), "install-shim", "--target", str(target)])
+    assert proc.returncode == 0, proc.stderr
+    assert (target / "bcolz" / "__init__.py").read_text().startswith(compat.SHIM_MARKER)
+    proc = run([str(script), "uninstall-shim", "--target", str(target)])
+    assert proc.returncode == 0, proc.stderr
+    assert os.listdir(target) == []
 
 
 def test_command_line_with_a_real_bcolz_and_a_missing_target(tmp_path, capsys):
