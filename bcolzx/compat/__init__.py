@@ -133,6 +133,9 @@ def _alias_module(name: str, doc: str, names: dict[str, Any],
         name, None, origin=f"bcolzx alias ({__name__})", is_package=is_package)
     module.__package__ = "bcolz"
     module.__loader__ = None
+    # Programs print bcolz.__file__ or take its directory: an alias module's
+    # file is this one, where it is made (an existing file, as a path must be).
+    module.__file__ = __file__
     if is_package:
         # A package without submodule locations: 'import bcolz.x' for an x that
         # is not an alias fails with ModuleNotFoundError, as it should.

@@ -175,6 +175,17 @@ def test_optional_module_attribute_is_imported_lazily(clean_modules):
     assert bcolz.numexpr is numexpr
 
 
+def test_alias_modules_have_a_file(clean_modules):
+    """Legacy programs print bcolz.__file__ or take its directory."""
+    compat.install()
+    import bcolz
+    import bcolz.carray_ext
+
+    for module in (bcolz, bcolz.carray_ext, sys.modules["bcolz.attrs"]):
+        assert os.path.isfile(module.__file__), module
+    assert os.path.isdir(os.path.dirname(bcolz.__file__))
+
+
 def test_install_is_idempotent(clean_modules):
     first = compat.install()
     del sys.modules["bcolz.attrs"]  # someone removed one alias
