@@ -531,7 +531,8 @@ def _scan_files(cdir: str, storage, sizes: Sizes, problems: list) -> dict:
                 out[number] = (got, needed, last)
             continue
         found = scan(path, number, geometry, needed, last, vlen=bool(storage.vlen))
-        unchecked = _against_zonemap(cdir, storage, sizes, found, first)
+        _against_zonemap(cdir, storage, sizes, found, first)
+        _confirm(cdir, storage, sizes, found, first, list(found.chunks))
         got = [first + s for s in sorted(found.chunks)]
         several = {first + s: n for s, n in sorted(found.versions.items()) if n > 1}
         text = (f"{path}: neither index copy can be used; a scan of its data region "
@@ -543,11 +544,7 @@ def _scan_files(cdir: str, storage, sizes: Sizes, problems: list) -> dict:
                      "during it, may be that one)")
         if found.lost:
             text += f"; chunks {_spans([first + s for s in sorted(found.lost)])} are lost"
-            text += _reasons(found.lost, first, (_OLDER, NEWER))
-        if unchecked:
-            text += (f"; chunks {_spans(unchecked)} could not be checked against a zone map "
-                     "(a chunk rewritten as a constant since the file was written would come "
-                     "back with its older values)")
+            text += _reasons(found.lost, first, (_OLDER, _UNCONFIRMED, NEWER))
         problems.append(text)
         if found.chunks:
             out[number] = (found.chunks, needed, last)
@@ -565,11 +562,8 @@ def _recovered(cdir: str, storage, sizes: Sizes, path: str, number: int, geometr
     if got is None or not got.recovered:
         return None
     first = number * geometry.nslots
-    for slot in sorted(got.unconfirmed):
-        if not _exactly(cdir, storage, sizes, got.found.chunks[slot], first + slot):
-            del got.found.chunks[slot], got.found.offsets[slot]
-            got.found.lost[slot] = _UNCONFIRMED
-    unchecked = _against_zonemap(cdir, storage, sizes, got.found, first)
+    _against_zonemap(cdir, storage, sizes, got.found, first)
+    _confirm(cdir, storage, sizes, got.found, first, sorted(got.unconfirmed))
     for slot in got.found.lost:
         got.recovered.pop(slot, None)
     if not got.recovered:
@@ -588,11 +582,6 @@ def _recovered(cdir: str, storage, sizes: Sizes, path: str, number: int, geometr
     if got.found.lost:
         text += f"; chunks {_spans([first + s for s in sorted(got.found.lost)])} are lost"
         text += _reasons(got.found.lost, first, (_OLDER, _UNCONFIRMED, NEWER))
-    unchecked = [c for c in unchecked if c - first in got.recovered]
-    if unchecked:
-        text += (f"; chunks {_spans(unchecked)} could not be checked against a zone map "
-                 "(a chunk rewritten as a constant since it was written would come back with "
-                 "its older values)")
     problems.append(text)
     return {**got.kept, **got.found.chunks}
 
@@ -611,6 +600,20 @@ def _reasons(lost: dict, first: int, reasons: tuple) -> str:
 _UNCONFIRMED = ("the chunk found may have been rewritten as a constant since (no bytes), and "
                 "neither the index copy's crc nor exact bounds in the zone map prove that it "
                 "was not")
+
+
+def _confirm(cdir: str, storage, sizes: Sizes, found, first: int, slots: list) -> None:
+    """Move to ``found.lost`` those of `slots` (chunks found whose entry nothing proved)
+    that may have been rewritten as a constant since they were written: a constant
+    stores no bytes, so only the zone map's exact bounds, the chunk's and not one
+    value's, rule it out.  Variable-length items are never stored as constants."""
+    if storage.vlen:
+        return
+    for slot in slots:
+        if slot in found.chunks and not _exactly(cdir, storage, sizes, found.chunks[slot],
+                                                 first + slot):
+            del found.chunks[slot], found.offsets[slot]
+            found.lost[slot] = _UNCONFIRMED
 
 
 def _zonemap_of(cdir: str, storage, sizes: Sizes) -> tuple:
