@@ -4,11 +4,16 @@ How a repair runs (docs/guide/reliability and docs/cli.md, ``bcolzx repair``):
 
 1. *Read*: the dataset is opened read-only, as any reader does; a damaged
    superchunk index is read through what it still proves
-   (docs/format/superchunk.md §6).  Every column is read chunk by chunk;
-   a chunk that raises :class:`~bcolzx.errors.CorruptDataError` (checksum,
-   lost index entry, truncated file, undecodable data) is *lost*: its rows
-   are recorded, per column, as ``[start, stop)`` ranges.  Nothing else is
-   ever taken for data.
+   (docs/format/superchunk.md §6).  A superchunk file in which readers lose
+   chunks (neither index copy usable, slots a damaged copy does not prove,
+   chunks that fail their checksums) is first searched for them (§6,
+   Proofs 3 and 4: :func:`bcolzx._format.salvage.scan` and
+   :func:`~bcolzx._format.salvage.recover`), and rebuilt in a private copy
+   of the dataset with every chunk the file proves.  Every column is read
+   chunk by chunk; a chunk that raises :class:`~bcolzx.errors.CorruptDataError`
+   (checksum, lost index entry, truncated file, undecodable data) is *lost*:
+   its rows are recorded, per column, as ``[start, stop)`` ranges.  Nothing
+   else is ever taken for data.
 2. *Write* (not with ``dry_run``): a new dataset, in the bcolzx format, with
    the same dtype, shape, compression parameters, chunk length, default value
    and attributes, is written into a hidden temporary directory beside the
@@ -720,8 +725,9 @@ def _shadow(src: str, problems: list) -> str | None:
     """A hidden copy of `src` (hard links; nothing is written to the source) in which
     what readers cannot get past is rebuilt from the data: a damaged ``meta/sizes``
     (from the superchunk files' indexes), a superchunk file whose index copies are
-    both destroyed (from the chunks a scan of it finds).  None when there is nothing
-    to rebuild."""
+    both destroyed, or in which readers lose chunks that the file still proves
+    (from the chunks a search of it finds).  None when there is nothing to
+    rebuild."""
     from bcolzx._format import journal as _journal
     from bcolzx._format.jsonfile import read_json
     from bcolzx._format.meta import read_sizes, write_sizes
