@@ -729,8 +729,13 @@ def recover(path: str, number: int, geometry, generation: int, needed: int, last
         for that), or it is not this dataset's.
     """
     from bcolzx._format import files as _files
-    from bcolzx._format.superchunk import (SuperchunkFile, Special, check_header, read_head,
-                                           select_copy)
+    from bcolzx._format.superchunk import (
+        Special,
+        SuperchunkFile,
+        check_header,
+        read_head,
+        select_copy,
+    )
 
     g = geometry
     isize = _index.index_size(g.nslots)
