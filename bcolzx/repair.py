@@ -539,7 +539,8 @@ def _scan_files(cdir: str, storage, sizes: Sizes, problems: list) -> dict:
         _against_zonemap(cdir, storage, sizes, found, first)
         _confirm(cdir, storage, sizes, found, first, list(found.chunks))
         got = [first + s for s in sorted(found.chunks)]
-        several = {first + s: n for s, n in sorted(found.versions.items()) if n > 1}
+        several = {first + s: n for s, n in sorted(found.versions.items())
+                   if n > 1 and s in found.chunks}
         text = (f"{path}: neither index copy can be used; a scan of its data region "
                 f"recovered {len(got)} of {needed} chunks ({_spans(got) or 'none'}) whose "
                 "checksums verify")
