@@ -4,11 +4,16 @@ How a repair runs (docs/guide/reliability and docs/cli.md, ``bcolzx repair``):
 
 1. *Read*: the dataset is opened read-only, as any reader does; a damaged
    superchunk index is read through what it still proves
-   (docs/format/superchunk.md §6).  Every column is read chunk by chunk;
-   a chunk that raises :class:`~bcolzx.errors.CorruptDataError` (checksum,
-   lost index entry, truncated file, undecodable data) is *lost*: its rows
-   are recorded, per column, as ``[start, stop)`` ranges.  Nothing else is
-   ever taken for data.
+   (docs/format/superchunk.md §6).  A superchunk file in which readers lose
+   chunks (neither index copy usable, slots a damaged copy does not prove,
+   chunks that fail their checksums) is first searched for them (§6,
+   Proofs 3 and 4: :func:`bcolzx._format.salvage.scan` and
+   :func:`~bcolzx._format.salvage.recover`), and rebuilt in a private copy
+   of the dataset with every chunk the file proves.  Every column is read
+   chunk by chunk; a chunk that raises :class:`~bcolzx.errors.CorruptDataError`
+   (checksum, lost index entry, truncated file, undecodable data) is *lost*:
+   its rows are recorded, per column, as ``[start, stop)`` ranges.  Nothing
+   else is ever taken for data.
 2. *Write* (not with ``dry_run``): a new dataset, in the bcolzx format, with
    the same dtype, shape, compression parameters, chunk length, default value
    and attributes, is written into a hidden temporary directory beside the
@@ -38,6 +43,7 @@ import numpy as np
 from bcolzx._format import layout
 from bcolzx._format.jsonfile import fsync_dir, write_json
 from bcolzx._format.meta import Sizes, read_storage, write_storage
+from bcolzx._format.salvage import NEWER
 from bcolzx._storage import writer
 from bcolzx.carray import carray as _carray
 from bcolzx.defaults import defaults
@@ -502,10 +508,12 @@ def _unprovable(path: str, number: int, geometry, generation: int, needed: int,
 
 
 def _scan_files(cdir: str, storage, sizes: Sizes, problems: list) -> dict:
-    """``{number: (Scanned, needed, last size)}`` for the superchunk files of `cdir` of
-    which nothing can be proved through an index, each scanned for the chunks whose
-    checksums verify (docs/format/superchunk.md §6, "Proof 3"); what each scan
-    recovered and lost goes to `problems`."""
+    """``{number: (chunks, needed, last size)}`` for the superchunk files of `cdir` to
+    rebuild, `chunks` ``{slot: chunk bytes or Special}`` what each still proves: a
+    file of which nothing can be proved through an index is scanned for the chunks
+    whose checksums verify (docs/format/superchunk.md §6, "Proof 3"); in a file a
+    reader opens, the chunks it loses are looked for in the file ("Proof 4").  What
+    was recovered and lost goes to `problems`."""
     from bcolzx._format.salvage import scan
     from bcolzx._storage.directory import geometry_of
 
@@ -520,13 +528,19 @@ def _scan_files(cdir: str, storage, sizes: Sizes, problems: list) -> dict:
         last = (length - (nchunks - 1) * chunklen) * rowbytes \
             if number * k + needed == nchunks else geometry.chunk_size
         path = layout.data_path(cdir, number)
+        first = number * k
         if not _unprovable(path, number, geometry, generation, needed, last):
+            got = _recovered(cdir, storage, sizes, path, number, geometry, generation, needed,
+                             last, problems)
+            if got is not None:
+                out[number] = (got, needed, last)
             continue
         found = scan(path, number, geometry, needed, last, vlen=bool(storage.vlen))
-        first = number * k
-        unchecked = _against_zonemap(cdir, storage, sizes, found, first)
+        _against_zonemap(cdir, storage, sizes, found, first)
+        _confirm(cdir, storage, sizes, found, first, list(found.chunks))
         got = [first + s for s in sorted(found.chunks)]
-        several = {first + s: n for s, n in sorted(found.versions.items()) if n > 1}
+        several = {first + s: n for s, n in sorted(found.versions.items())
+                   if n > 1 and s in found.chunks}
         text = (f"{path}: neither index copy can be used; a scan of its data region "
                 f"recovered {len(got)} of {needed} chunks ({_spans(got) or 'none'}) whose "
                 "checksums verify")
@@ -536,17 +550,111 @@ def _scan_files(cdir: str, storage, sizes: Sizes, problems: list) -> dict:
                      "during it, may be that one)")
         if found.lost:
             text += f"; chunks {_spans([first + s for s in sorted(found.lost)])} are lost"
-            mismatched = [first + s for s, why in sorted(found.lost.items()) if why == _OLDER]
-            if mismatched:
-                text += f" ({_spans(mismatched)}: {_OLDER})"
-        if unchecked:
-            text += (f"; chunks {_spans(unchecked)} could not be checked against a zone map "
-                     "(a chunk rewritten as a constant since the file was written would come "
-                     "back with its older values)")
+            text += _reasons(found.lost, first, (_OLDER, _UNCONFIRMED, NEWER))
         problems.append(text)
         if found.chunks:
-            out[number] = (found, needed, last)
+            out[number] = (found.chunks, needed, last)
     return out
+
+
+def _recovered(cdir: str, storage, sizes: Sizes, path: str, number: int, geometry,
+               generation: int, needed: int, last: int, problems: list) -> dict | None:
+    """The chunks of a superchunk file a reader opens, with those it loses that the
+    file still proves (:func:`bcolzx._format.salvage.recover`), or None when there
+    is none such; what was recovered goes to `problems`."""
+    from bcolzx._format.salvage import recover
+
+    got = recover(path, number, geometry, generation, needed, last, vlen=bool(storage.vlen))
+    if got is None or not got.recovered:
+        return None
+    first = number * geometry.nslots
+    _against_zonemap(cdir, storage, sizes, got.found, first)
+    _confirm(cdir, storage, sizes, got.found, first, sorted(got.unconfirmed))
+    for slot in got.found.lost:
+        got.recovered.pop(slot, None)
+    if not got.recovered:
+        return None
+    losing = sorted(set(got.recovered) | set(got.found.lost))
+    text = (f"{path}: a reader loses chunks {_spans([first + s for s in losing])} "
+            f"({got.how or 'they fail their checksums'}); a search of the file recovered "
+            f"{len(got.recovered)} of the {len(losing)} chunks: "
+            + "; ".join(f"chunk {first + s}: {how}" for s, how in sorted(got.recovered.items())))
+    several = [first + s for s, n in sorted(got.found.versions.items())
+               if n > 1 and s in got.recovered]
+    if several:
+        text += (f"; of chunks {_spans(several)} several versions verify and the one written "
+                 "last was taken (an unflushed rewrite, if a writer was killed during it, may "
+                 "be that one)")
+    if got.found.lost:
+        text += f"; chunks {_spans([first + s for s in sorted(got.found.lost)])} are lost"
+        text += _reasons(got.found.lost, first, (_OLDER, _UNCONFIRMED, NEWER))
+    problems.append(text)
+    return {**got.kept, **got.found.chunks}
+
+
+def _reasons(lost: dict, first: int, reasons: tuple) -> str:
+    """`` (chunks: reason)`` for each of `reasons` some slots of `lost` were lost for."""
+    text = ""
+    for why in reasons:
+        which = [first + s for s, w in sorted(lost.items()) if w.endswith(why)]
+        if which:
+            text += f" ({_spans(which)}: {why})"
+    return text
+
+
+#: Why the chunk found for a slot a reader loses, its entry unproved, is not taken.
+_UNCONFIRMED = ("the chunk found may have been rewritten as a constant since (no bytes), and "
+                "neither the index copy's crc nor exact bounds in the zone map prove that it "
+                "was not")
+
+
+def _confirm(cdir: str, storage, sizes: Sizes, found, first: int, slots: list) -> None:
+    """Move to ``found.lost`` those of `slots` (chunks found whose entry nothing proved)
+    that may have been rewritten as a constant since they were written: a constant
+    stores no bytes, so only the zone map's exact bounds, the chunk's and not one
+    value's, rule it out.  Variable-length items are never stored as constants."""
+    if storage.vlen:
+        return
+    for slot in slots:
+        if slot in found.chunks and not _exactly(cdir, storage, sizes, found.chunks[slot],
+                                                 first + slot):
+            del found.chunks[slot], found.offsets[slot]
+            found.lost[slot] = _UNCONFIRMED
+
+
+def _zonemap_of(cdir: str, storage, sizes: Sizes) -> tuple:
+    """``(stats, exact)`` of the zone map of `cdir`, each None when there is none."""
+    from bcolzx._format import zonemap
+
+    dtype = np.dtype(storage.dtype)
+    if storage.vlen or len(sizes.shape) != 1 or dtype.kind not in zonemap.KINDS:
+        return None, None
+    try:
+        return zonemap.load(cdir, dtype, storage)
+    except (CorruptDataError, OSError):
+        return None, None
+
+
+def _exactly(cdir: str, storage, sizes: Sizes, chunk: bytes, number: int) -> bool:
+    """Whether the committed zone map's exact bounds of chunk `number` are those of the
+    compressed `chunk`, which is not a constant: then the committed chunk is not
+    a constant (its bounds would be one value)."""
+    from bcolzx._ext import codec
+    from bcolzx._format import zonemap
+
+    stats, exact = _zonemap_of(cdir, storage, sizes)
+    if stats is None or exact is None or number >= len(stats) or not exact[number]:
+        return False
+    try:
+        values = np.frombuffer(codec.Decompressor(1).decompress(chunk), np.dtype(storage.dtype))
+    except CorruptDataError:
+        return False
+    if len(values) != storage.chunklen:
+        return False
+    lo, hi, nan = zonemap.bounds_of(values)
+    rec = stats[number]
+    return not _missing(lo) and bool(lo != hi and lo == rec["min"] and hi == rec["max"]) \
+        and bool(nan) == bool(rec["nan"])
 
 
 #: Why a chunk a scan found is not taken although its checksum verifies.
@@ -579,13 +687,8 @@ def _against_zonemap(cdir: str, storage, sizes: Sizes, found, first: int) -> lis
     from bcolzx._ext import codec
     from bcolzx._format import zonemap
 
-    stats = exact = None
     dtype = np.dtype(storage.dtype)
-    if not storage.vlen and len(sizes.shape) == 1 and dtype.kind in zonemap.KINDS:
-        try:
-            stats, exact = zonemap.load(cdir, dtype, storage)
-        except (CorruptDataError, OSError):
-            stats = None
+    stats, exact = _zonemap_of(cdir, storage, sizes)
     unchecked = []
     dec = codec.Decompressor(1)
     for slot in sorted(found.chunks):
@@ -623,8 +726,9 @@ def _shadow(src: str, problems: list) -> str | None:
     """A hidden copy of `src` (hard links; nothing is written to the source) in which
     what readers cannot get past is rebuilt from the data: a damaged ``meta/sizes``
     (from the superchunk files' indexes), a superchunk file whose index copies are
-    both destroyed (from the chunks a scan of it finds).  None when there is nothing
-    to rebuild."""
+    both destroyed, or in which readers lose chunks that the file still proves
+    (from the chunks a search of it finds).  None when there is nothing to
+    rebuild."""
     from bcolzx._format import journal as _journal
     from bcolzx._format.jsonfile import read_json
     from bcolzx._format.meta import read_sizes, write_sizes
@@ -674,9 +778,9 @@ def _shadow(src: str, problems: list) -> str | None:
         if scans:  # new files in place of the links, each naming its generation
             geometry = geometry_of(storage, tuple(sizes.shape[1:]), cdir)[0]
             gens = list(sizes.generations)
-            for number, (found, needed, last) in scans.items():
+            for number, (chunks, needed, last) in scans.items():
                 sc = SuperchunkFile.rebuild(layout.data_path(where, number), number, geometry,
-                                            found.chunks, needed, last)
+                                            chunks, needed, last)
                 gens[number] = sc.index.generation
             sizes = dataclasses.replace(sizes, generations=tuple(gens))
             journal = layout.meta_path(cdir, layout.JOURNAL_FILE)

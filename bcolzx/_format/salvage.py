@@ -40,7 +40,11 @@ repair`` does then (§6, "Proof 3"): it looks through the data region for
 C-Blosc2 chunk headers, keeps a chunk only when the checksum after it
 verifies for one of the file's chunk numbers, and recovers each slot from
 the chunk of the right size that verifies for it furthest into the file (the
-latest written).
+latest written), unless bytes after that chunk are no chunk that verifies
+(damaged, or the file cut inside a chunk): a newer version may have been
+there.  When a reader can open the file but loses some of its chunks,
+:func:`recover` looks for them in the same way, helped by what the index
+copies still prove (§6, "Proof 4").
 """
 
 from __future__ import annotations
@@ -53,7 +57,8 @@ from bcolzx._ext import index as _index
 from bcolzx._ext.checksum import crc32c
 from bcolzx.errors import BcolzxError, CorruptDataError
 
-__all__ = ["Salvaged", "Scanned", "salvage", "scan", "single_byte_corrections"]
+__all__ = ["Salvaged", "Scanned", "Recovered", "salvage", "scan", "recover",
+           "single_byte_corrections", "NEWER"]
 
 _POLY = 0x82F63B78  # CRC-32C, reflected
 
@@ -118,12 +123,16 @@ class Salvaged:
         ``{slot: reason}`` of the slots that could not be proved.
     how : str
         One sentence: what was damaged and how the index was rebuilt.
+    known : dict
+        ``{slot: (offset, nbytes)}`` for the lost slots whose entry the copy's
+        bytes do prove (an entry pointing past the end of a file cut short).
     """
 
     index: _index.Index
     copy: int
     how: str
     lost: dict = field(default_factory=dict)
+    known: dict = field(default_factory=dict)
 
 
 def _raw(buf: bytes, nslots: int) -> tuple[int, list[tuple[int, int]], int, int]:
@@ -308,7 +317,8 @@ def _salvage(fd, copies, number, g, generation, needed, last_size, size, path,
                 lost[slot] = why
         return Salvaged(_finish(idx, needed, last_size), which,
                         prefix + f"index copy {letter} is intact (its crc matches) but "
-                        f"{len(lost)} of its entries fail their checks", lost)
+                        f"{len(lost)} of its entries fail their checks", lost,
+                        {slot: entries[slot] for slot in lost})
 
     fixes = []
     for pos, mask in single_byte_corrections(buf, covered, stored):
@@ -321,10 +331,12 @@ def _salvage(fd, copies, number, g, generation, needed, last_size, size, path,
                 struct.unpack_from("<Q", fixed, 0)[0] == generation:
             fixes.append((pos, _lenient(bytes(fixed), g, size, needed)))
     if fixes:
+        known = {}
         for slot in range(needed):
             seen = {c.entry(slot) for _, c in fixes}
             if len(seen) == 1:  # an empty entry is refused by _place
-                why = _place(idx, slot, seen.pop(), g, size)
+                known[slot] = seen.pop()
+                why = _place(idx, slot, known[slot], g, size)
                 if why is not None:
                     lost[slot] = why
             else:
@@ -332,7 +344,8 @@ def _salvage(fd, copies, number, g, generation, needed, last_size, size, path,
         where = ", ".join(str(p) for p, _ in fixes)
         return Salvaged(_finish(idx, needed, last_size), which,
                         prefix + f"index copy {letter} has a damaged byte (at offset {where} of "
-                        f"the copy, found by its crc), corrected", lost)
+                        f"the copy, found by its crc), corrected", lost,
+                        {slot: known[slot] for slot in lost if slot in known})
 
     # Several damaged bytes: each entry is checked against its chunk.
     other_raw = raws[1 - which]
@@ -393,6 +406,11 @@ _CHUNK_HEADER = 32
 _EXTENDED = 0x05
 _VERSIONS = range(3, 16)          # the Blosc2 chunk formats (1 and 2 are C-Blosc 1.x)
 _WINDOW = 16 << 20                # bytes of the data region looked at at once
+
+
+#: Why a chunk that verifies is not taken: damaged bytes after it.
+NEWER = ("bytes after its latest version that verifies are no chunk that verifies (damaged, "
+          "or a file cut short): a newer version of it may have been there")
 
 
 @dataclass
@@ -494,11 +512,31 @@ def _candidates(fd: int, start: int, size: int, sizes: set | None):
         for i in np.flatnonzero(ok[:min(n, _WINDOW)]):
             i = int(i)
             nbytes, blocksize, cbytes = struct.unpack_from("<iii", raw, i + 4)
-            if nbytes >= 0 and blocksize > 0 and _CHUNK_HEADER <= cbytes <= \
-                    nbytes + _CHUNK_HEADER + 64 and pos + i + cbytes <= size and (
-                        sizes is None or nbytes in sizes):
+            if _sane(nbytes, blocksize, cbytes) and pos + i + cbytes <= size and (
+                    sizes is None or nbytes in sizes):
                 yield pos + i, nbytes, cbytes
         pos += _WINDOW
+
+
+def _sane(nbytes: int, blocksize: int, cbytes: int) -> bool:
+    """Whether a C-Blosc2 chunk header's sizes can be those of a chunk."""
+    return nbytes >= 0 and blocksize > 0 and _CHUNK_HEADER <= cbytes <= nbytes + _CHUNK_HEADER + 64
+
+
+def _verified(fd: int, g, number: int, needed: int, last_size: int, vlen: bool, size: int):
+    """Every chunk of the data region that verifies for one of the `needed` first slots
+    of file `number`: ``(slot, offset, chunk bytes, stored checksum, fits)``, in file
+    order; `fits`: its nbytes is the slot's size (always, for variable-length items)."""
+    numbers = {number * g.nslots + slot: slot for slot in range(needed)}
+    sizes = None if vlen else {g.chunk_size, last_size}
+    for offset, nbytes, cbytes in _candidates(fd, _index.data_start(g.nslots), size, sizes):
+        if offset + cbytes + g.checksum_size > size:
+            continue
+        blob = os.pread(fd, cbytes + g.checksum_size, offset)
+        chunk, stored = blob[:cbytes], int.from_bytes(blob[cbytes:], "little")
+        for slot in _slots_verifying(g, chunk, stored, numbers):
+            want = last_size if slot == needed - 1 else g.chunk_size
+            yield slot, offset, chunk, stored, vlen or nbytes == want
 
 
 def scan(path: str, number: int, geometry, needed: int, last_size: int,
@@ -515,9 +553,12 @@ def scan(path: str, number: int, geometry, needed: int, last_size: int,
     compacted leaves its older versions behind), the one furthest into the
     file is taken: a writer writes each chunk after all the data the index
     in force references, so a later version lies past every earlier one
-    (format §3, §6 "Proof 3").  Slots for which no chunk verifies are lost
-    (constant chunks store no bytes; chunks in damaged bytes).  Nothing that
-    does not verify is ever returned; with checksum type none nothing is.
+    (format §3, §6 "Proof 3").  That version is taken only when every byte
+    after it is a chunk that verifies for a slot of the file: damaged bytes
+    there, or a file cut inside a chunk, may have held a newer version, and
+    the slot is lost.  Slots for which no chunk verifies are lost (constant
+    chunks store no bytes; chunks in damaged bytes).  Nothing that does not
+    verify is ever returned; with checksum type none nothing is.
 
     Parameters
     ----------
@@ -547,28 +588,313 @@ def scan(path: str, number: int, geometry, needed: int, last_size: int,
         out.lost = dict.fromkeys(range(needed), "the dataset has no chunk checksums: no chunk "
                                  "found by a scan can be proved")
         return out
-    numbers = {number * g.nslots + slot: slot for slot in range(needed)}
     fd = os.open(path, _files.READ_FLAGS)
     try:
         size = _files.check_regular(fd, path).st_size
-        sizes = None if vlen else {g.chunk_size, last_size}
-        for offset, nbytes, cbytes in _candidates(fd, _index.data_start(g.nslots), size,
-                                                  sizes):
-            if offset + cbytes + g.checksum_size > size:
-                continue
-            blob = os.pread(fd, cbytes + g.checksum_size, offset)
-            chunk, stored = blob[:cbytes], int.from_bytes(blob[cbytes:], "little")
-            for slot in _slots_verifying(g, chunk, stored, numbers):
-                out.found += 1
-                want = last_size if slot == needed - 1 else g.chunk_size
-                if not vlen and nbytes != want:
-                    continue  # an older version of another size (a last chunk, since grown)
-                out.versions[slot] = out.versions.get(slot, 0) + 1
-                out.chunks[slot], out.offsets[slot] = chunk, offset  # the furthest so far
+        spans = []
+        for slot, offset, chunk, _, fits in _verified(fd, g, number, needed, last_size, vlen,
+                                                      size):
+            out.found += 1
+            spans.append((offset, offset + len(chunk) + g.checksum_size))
+            if not fits:
+                continue  # an older version of another size (a last chunk, since grown)
+            out.versions[slot] = out.versions.get(slot, 0) + 1
+            out.chunks[slot], out.offsets[slot] = chunk, offset  # the furthest so far
+        gaps = _gaps(fd, g, number, _index.data_start(g.nslots), size, spans) \
+            if out.chunks else []
     finally:
         os.close(fd)
+    for slot in list(out.chunks):
+        end = out.offsets[slot] + len(out.chunks[slot])
+        if any(a >= end for a, _ in gaps):
+            del out.chunks[slot], out.offsets[slot]
+            out.lost[slot] = NEWER
     for slot in range(needed):
-        if slot not in out.chunks:
+        if slot not in out.chunks and slot not in out.lost:
             out.lost[slot] = "no chunk in the file verifies as this one (a constant chunk " \
                              "stores no bytes; or its bytes are damaged)"
     return out
+
+
+# -- Proof 4: what a file a reader can open still proves of the chunks it loses ---------
+
+
+@dataclass
+class Recovered:
+    """What :func:`recover` proved of a superchunk file that a reader can open.
+
+    Attributes
+    ----------
+    kept : dict
+        ``{slot: chunk bytes or Special}``: every chunk a reader reads, and
+        the constant chunks the damaged copy was proved to hold.
+    found : Scanned
+        The data chunks a reader loses that were found elsewhere in the file
+        (``chunks``, ``offsets``, ``versions``); ``lost``: every slot still lost.
+    recovered : dict
+        ``{slot: how}`` for each slot a reader loses that was recovered.
+    how : str
+        How a reader opens the file: "" when the index copy in use is intact,
+        else the sentence of :func:`salvage`.
+    unconfirmed : set
+        Recovered slots whose entry was not proved: the chunk is the data the
+        slot last held in the file, but nothing in the file says that it was
+        not rewritten as a constant since (a constant stores no bytes); the
+        caller takes them only when the committed zone map's exact bounds are
+        the chunk's and not a constant's.
+    """
+
+    kept: dict
+    found: Scanned
+    recovered: dict = field(default_factory=dict)
+    how: str = ""
+    unconfirmed: set = field(default_factory=set)
+
+
+def _chunk_at(fd: int, g, pos: int, size: int, numbers: dict[int, int]) -> int:
+    """Bytes of the chunk and checksum that start at `pos` when they verify for one
+    of `numbers`, else 0."""
+    raw = os.pread(fd, _CHUNK_HEADER, pos)
+    if len(raw) < _CHUNK_HEADER or raw[0] not in _VERSIONS or raw[2] & _EXTENDED != _EXTENDED:
+        return 0
+    nbytes, blocksize, cbytes = struct.unpack_from("<iii", raw, 4)
+    if not _sane(nbytes, blocksize, cbytes) or pos + cbytes + g.checksum_size > size:
+        return 0
+    blob = os.pread(fd, cbytes + g.checksum_size, pos)
+    stored = int.from_bytes(blob[cbytes:], "little")
+    return cbytes + g.checksum_size if _slots_verifying(g, blob[:cbytes], stored, numbers) \
+        else 0
+
+
+def _gaps(fd: int, g, number: int, start: int, size: int, spans: list) -> list:
+    """The ``(start, stop)`` runs of bytes in ``[start, size)`` that are no chunk that
+    verifies for a slot of file `number` (damaged bytes, a file cut inside a chunk,
+    a write that failed).  `spans`: ``(offset, end)`` of chunks known to verify;
+    the bytes between them are walked chunk by chunk (older versions of other
+    sizes lie there)."""
+    numbers = {number * g.nslots + slot: slot for slot in range(g.nslots)}
+    out = []
+    pos = start
+    for a, b in sorted(spans) + [(size, size)]:
+        while pos < a:
+            n = _chunk_at(fd, g, pos, size, numbers)
+            if not n:
+                out.append((pos, a))
+                break
+            pos += n
+        pos = max(pos, b)
+    return out
+
+
+def recover(path: str, number: int, geometry, generation: int, needed: int, last_size: int,
+            vlen: bool = False) -> Recovered | None:
+    """The chunks of superchunk file `path` that a reader loses but the file proves.
+
+    A reader opens the file through its index copy in use, or through what
+    :func:`salvage` proves of it, and loses a slot whose entry is not proved
+    or whose chunk fails its checksum.  ``bcolzx repair`` then looks for the
+    slot's chunk in the whole data region (format §6, "Proof 4"), among the
+    chunks whose checksum verifies for the slot's number and whose size is
+    the slot's:
+
+    * *The entry is proved* (the copy's crc, or a correction of it, proves
+      it; its chunk is damaged or cut off): only a chunk elsewhere with the
+      same length whose checksum equals the one stored after the damaged
+      chunk, or whose bytes equal the damaged chunk's, is its chunk (a chunk
+      rewritten with the same values leaves such a copy).  Nothing else: an
+      earlier version holds older values.
+    * *The entry is not proved* (the copy in use is damaged): when the other
+      copy is valid and one generation older, a chunk written since lies past
+      that copy's data, and the one furthest into the file is the one written
+      last (an interrupted, never committed rewrite may be that one, as for
+      a scan); when none lies there, the slot holds the older copy's chunk,
+      or a constant written since.  Without such a copy, the chunk furthest
+      into the file.  Either way, only if every byte of the data region
+      after that chunk (after the older copy's data) is a chunk that
+      verifies: damaged bytes there could be a newer version.  The entries
+      so found are then put back into the damaged copy: if it matches its
+      crc, every entry it holds is proved (its constant chunks included).
+      Otherwise a constant written over the chunk found, which stores no
+      bytes, cannot be ruled out: such slots are in ``unconfirmed``.
+
+    Parameters
+    ----------
+    path, number, geometry, generation, needed, last_size, vlen
+        As for :func:`salvage` and :func:`scan`.
+
+    Returns
+    -------
+    Recovered or None
+        None when a reader cannot open the file at all (:func:`scan` is
+        for that), or it is not this dataset's.
+    """
+    from bcolzx._format import files as _files
+    from bcolzx._format.superchunk import (
+        Special,
+        SuperchunkFile,
+        check_header,
+        read_head,
+        select_copy,
+    )
+
+    g = geometry
+    isize = _index.index_size(g.nslots)
+    try:
+        size, head = read_head(path, g)
+        check_header(head[:_index.HEADER_SIZE], number, g, path)
+        idx, which = select_copy(head[_index.HEADER_SIZE:], g, size, generation, path)
+        known: dict | None = None
+        how = ""
+        sc = SuperchunkFile(path, number, g, idx, which)
+    except CorruptDataError:
+        try:
+            got = salvage(path, number, g, generation, needed, last_size)
+        except BcolzxError:
+            return None
+        sc = SuperchunkFile(path, number, g, got.index, got.copy)
+        sc.lost, sc.salvaged = dict(got.lost), got.how or "damaged"
+        idx, which, known, how = got.index, got.copy, got.known, got.how
+    except BcolzxError:
+        return None
+    kept: dict = {}
+    failed: dict = {}
+    for slot in range(needed):
+        try:
+            item = sc.read([slot])[0]
+        except CorruptDataError as exc:
+            failed[slot] = exc.args[0] if exc.args else str(exc)
+            continue
+        kept[slot] = item if isinstance(item, Special) else bytes(item)
+    out = Recovered(kept, Scanned(), how=how)
+    if not failed:
+        return out
+    found = out.found
+    if not g.checksum_size:
+        found.lost = {s: f"{why}; without chunk checksums nothing else proves it"
+                      for s, why in failed.items()}
+        return out
+    copies = [head[_index.HEADER_SIZE + c * isize:_index.HEADER_SIZE + (c + 1) * isize]
+              for c in (0, 1)]
+    fd = os.open(path, _files.READ_FLAGS)
+    try:
+        versions: dict[int, list] = {s: [] for s in range(needed)}
+        spans = []
+        for slot, offset, chunk, stored, fits in _verified(fd, g, number, needed, last_size,
+                                                           vlen, size):
+            spans.append((offset, offset + len(chunk) + g.checksum_size))
+            if fits:
+                versions[slot].append((offset, chunk, stored))
+        other = _decode(copies[1 - which], g, size, path)
+        older = other is not None and other.generation + 1 == generation
+        floor = _extent(_raw(copies[1 - which], g.nslots)[1], g) if older \
+            else _index.data_start(g.nslots)
+        gaps = _gaps(fd, g, number, floor, size, spans)
+        unproved = []
+        for slot, why in failed.items():
+            if idx.kind(slot) == "data":
+                entry = idx.entry(slot)
+            elif known is None:  # the copy in use is intact: its entry is what it is
+                entry = (_index.EMPTY, _index.EMPTY)
+            else:
+                entry = known.get(slot)
+            if entry is None:
+                unproved.append(slot)
+                continue
+            copy = _copy_of(fd, g, entry, size, versions[slot])
+            if copy is None:
+                found.lost[slot] = f"{why}; no copy of its bytes elsewhere in the file is proved"
+            else:
+                found.chunks[slot], found.offsets[slot] = copy
+                found.versions[slot] = len(versions[slot])
+                out.recovered[slot] = f"its bytes, found again at offset {copy[1]}"
+        guesses = {}
+        for slot in unproved:
+            mine = [v for v in versions[slot] if v[0] >= floor]
+            best = max(mine, key=lambda v: v[0]) if mine else None
+            if best is None and older and other.kind(slot) == "data":
+                off, nb = other.entry(slot)
+                best = next((v for v in versions[slot] if v[0] == off and len(v[1]) == nb),
+                            None)
+            if best is None:
+                found.lost[slot] = f"{failed[slot]}; no chunk in the file verifies as this one " \
+                                   "(a constant chunk stores no bytes)"
+            elif any(a >= best[0] + len(best[1]) for a, _ in gaps):
+                found.lost[slot] = f"{failed[slot]}; {NEWER}"
+            else:
+                guesses[slot] = (best, max(1, len(mine)))
+        proved = _proved_by_crc(copies[which], g, size, path, generation, needed, last_size,
+                                unproved, guesses)
+        for slot in unproved:
+            if proved is not None and proved.kind(slot) == "special":
+                kind, value = proved.special(slot, min(max(g.typesize, 1), 8))
+                out.kept[slot] = Special(kind, value if kind == _index.KIND_VALUE else None)
+                found.lost.pop(slot, None)
+                out.recovered[slot] = f"its constant, {_BY_CRC}"
+            elif proved is not None:
+                entry = proved.entry(slot)
+                v = next((v for v in versions[slot] if (v[0], len(v[1])) == entry), None)
+                if v is None:
+                    found.lost[slot] = f"{failed[slot]}; its entry, {_BY_CRC}, points at no " \
+                                       "chunk that verifies"
+                    continue
+                found.lost.pop(slot, None)
+                found.chunks[slot], found.offsets[slot] = v[1], v[0]
+                found.versions[slot] = len(versions[slot])
+                out.recovered[slot] = f"the chunk its entry points at, {_BY_CRC}"
+            elif slot in guesses:
+                (offset, chunk, _), n = guesses[slot]
+                found.chunks[slot], found.offsets[slot], found.versions[slot] = chunk, offset, n
+                out.recovered[slot] = "the chunk written last" if offset >= floor else \
+                    "the chunk of the older index copy (not rewritten since as data)"
+                out.unconfirmed.add(slot)
+    finally:
+        os.close(fd)
+    return out
+
+
+def _copy_of(fd: int, g, entry: tuple[int, int], size: int, versions: list):
+    """``(chunk bytes, offset)`` of a chunk among `versions` that proves to be the one
+    the proved `entry` points at (damaged there), or None."""
+    off, nb = entry
+    if off == _index.EMPTY or off & _index.SPECIAL_FLAG:
+        return None
+    csize = g.checksum_size
+    stored = os.pread(fd, csize, off + nb) if off + nb + csize <= size else None
+    there = os.pread(fd, nb, off) if off + nb <= size else None
+    for offset, chunk, crc in versions:
+        if offset != off and len(chunk) == nb and (
+                crc.to_bytes(csize, "little") == stored or chunk == there):
+            return chunk, offset
+    return None
+
+
+#: How a slot a reader loses was proved when its index copy's crc confirms the entries found.
+_BY_CRC = "proved by the index copy's crc once the entries found were put back"
+
+
+def _proved_by_crc(buf: bytes, g, size: int, path: str, generation: int, needed: int,
+                   last_size: int, unproved: list, guesses: dict):
+    """The damaged copy in use `buf` as an index, when putting back the entries of the
+    chunks found for its `unproved` slots (`guesses`; each slot either that entry or
+    the one the copy holds) makes it match its crc (its generation, chunk count and
+    last size, which meta/sizes fixes, restored too): then every entry it holds is
+    proved.  None when no such combination matches."""
+    import itertools
+
+    slots = [s for s in unproved if s in guesses]
+    tries = itertools.product((True, False), repeat=len(slots)) if len(slots) <= 10 \
+        else iter([(True,) * len(slots)])
+    for choice in tries:
+        fixed = bytearray(buf)
+        for slot, put in zip(slots, choice):
+            if put:
+                (offset, chunk, _), _n = guesses[slot]
+                struct.pack_into("<QQ", fixed, 16 + 16 * slot, offset, len(chunk))
+        for head in (False, True):
+            if head:
+                struct.pack_into("<QII", fixed, 0, generation, needed,
+                                 last_size if needed else 0)
+            cand = _decode(bytes(fixed), g, size, path)
+            if cand is not None and cand.generation == generation:
+                return cand
+    return None

@@ -383,13 +383,15 @@ class SuperchunkFile:
     def rebuild(cls, path: str, number: int, geometry: Geometry, chunks: dict,
                 needed: int, last_size: int) -> "SuperchunkFile":
         """A new file at `path` (replacing any there) whose committed index holds
-        `chunks` (``{slot: compressed chunk bytes}``) in their slots and leaves the
-        other slots below `needed` empty: their chunks raise when read.
+        `chunks` (``{slot: compressed chunk bytes or Special}``) in their slots and
+        leaves the other slots below `needed` empty: their chunks raise when read.
 
-        What ``bcolzx repair`` reads a file through once both its index copies
-        are destroyed (:func:`bcolzx._format.salvage.scan` found `chunks`),
-        in a private copy of the dataset; the checksums are computed again for
-        the slots, so every chunk is verified once more when it is read.
+        What ``bcolzx repair`` reads a damaged file through, in a private copy of
+        the dataset: once both its index copies are destroyed
+        (:func:`bcolzx._format.salvage.scan` found `chunks`), or with the chunks
+        a reader loses that :func:`bcolzx._format.salvage.recover` found; the
+        checksums are computed again for the slots, so every chunk is verified
+        once more when it is read.
 
         Raises
         ------
