@@ -43,3 +43,22 @@ def test_mypy_passes_on_the_public_api(tmp_path):
     # run independent of earlier ones (and writes nothing into the source tree).
     proc = _run(["mypy", "--cache-dir", str(tmp_path / "cache")])
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy_checks_every_mixin_of_carray_and_ctable():
+    # A mixin's body is checked only when its module is one of mypy's files and it
+    # derives (for the type checker) from the protocol of what it uses of its class.
+    _source_tree()
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    import bcolzx
+    from bcolzx import _hosts
+
+    files = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
+    for public, host in ((bcolzx.carray, _hosts.ArrayHost), (bcolzx.ctable, _hosts.TableHost)):
+        for cls in public.__mro__[1:-1]:
+            path = cls.__module__.replace(".", "/") + ".py"
+            assert path in files, f"{cls.__qualname__} ({path}) is not in [tool.mypy] files"
+            source = (ROOT / path).read_text()
+            assert f"class {cls.__name__}({host.__name__}):" in source, (
+                f"{cls.__qualname__} does not derive from _hosts.{host.__name__} for mypy")
