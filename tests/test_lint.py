@@ -1,8 +1,10 @@
 """Lint and types: ``ruff check bcolzx`` and ``mypy`` (the public API), configured in
-pyproject.toml, run on the source tree as part of the test suite."""
+pyproject.toml, run on the source tree as part of the test suite; and the test suite's
+own marks."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import subprocess
 import sys
@@ -62,3 +64,24 @@ def test_mypy_checks_every_mixin_of_carray_and_ctable():
             source = (ROOT / path).read_text()
             assert f"class {cls.__name__}({host.__name__}):" in source, (
                 f"{cls.__qualname__} does not derive from _hosts.{host.__name__} for mypy")
+
+
+def _marks(function: ast.FunctionDef) -> set[str]:
+    names = set()
+    for node in function.decorator_list:
+        node = node.func if isinstance(node, ast.Call) else node
+        if isinstance(node, ast.Attribute) and ast.unparse(node.value) == "pytest.mark":
+            names.add(node.attr)
+    return names
+
+
+def test_every_stress_harness_has_a_timeout_of_its_own():
+    # The suite's pytest-timeout (900 s, for tests that hang) would cut a harness that
+    # runs for many minutes under pytest --stress; each sets its own.
+    stress = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and "stress" in _marks(node):
+                stress.append(node.name)
+                assert "timeout" in _marks(node), f"{path.relative_to(ROOT)}::{node.name}"
+    assert stress
