@@ -38,6 +38,13 @@ extensions = [
         extra_compile_args=CFLAGS,
         **blosc2.extension_kwargs(),
     ),
+    # The base of codec's classes (their locks) and the threads callback of a
+    # forked child; calls nothing in C-Blosc2.
+    Extension(
+        "bcolzx._ext.contexts",
+        ["bcolzx/_ext/contexts.pyx"],
+        extra_compile_args=CFLAGS,
+    ),
     # blosc2.h for the special-value kinds (a header enum); no C-Blosc2 linked.
     Extension(
         "bcolzx._ext.special",
@@ -53,6 +60,12 @@ extensions = [
     Extension(
         "bcolzx._ext.writeback",
         ["bcolzx/_ext/writeback.pyx"],
+        extra_compile_args=CFLAGS,
+    ),
+    # The superchunk file format: header and layout / index copies.
+    Extension(
+        "bcolzx._ext.header",
+        ["bcolzx/_ext/header.pyx"],
         extra_compile_args=CFLAGS,
     ),
     Extension(

@@ -9,15 +9,20 @@ users call.  :class:`ArrayExchange` is a mixin of :class:`bcolzx.carray`,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
+    from bcolzx._hosts import ArrayHost, TableHost
+    from bcolzx.carray import carray
     from bcolzx.ctable import ctable
+else:
+    ArrayHost = object
+    TableHost = object
 
 __all__ = ["ArrayExchange", "TableExchange"]
 
 
-class ArrayExchange:
+class ArrayExchange(ArrayHost):
     """A carray to HDF5, a Blosc2 frame, Zarr and Dask (a mixin of :class:`bcolzx.carray`)."""
 
     def tohdf5(self, filepath, nodepath: str = "/carray", mode: str = "w", cparams=None,
@@ -38,7 +43,7 @@ class ArrayExchange:
         """
         from bcolzx.interop.h5py import to_hdf5
 
-        to_hdf5(self, filepath, nodepath=nodepath, mode=mode, cparams=cparams,
+        to_hdf5(cast("carray", self), filepath, nodepath=nodepath, mode=mode, cparams=cparams,
                 compression=compression, progress=progress)
 
     def to_b2frame(self, path, layout: str = "auto", mode: str = "w", *,
@@ -59,7 +64,7 @@ class ArrayExchange:
         """
         from bcolzx.interop.b2frame import to_b2frame
 
-        to_b2frame(self, path, layout=layout, mode=mode, progress=progress)
+        to_b2frame(cast("carray", self), path, layout=layout, mode=mode, progress=progress)
 
     def to_zarr(self, store, chunks=None, shards=None, mode: str = "w", cparams=None, *,
                 progress=None):
@@ -105,17 +110,17 @@ class ArrayExchange:
         """
         from bcolzx.interop.dask import to_dask_array
 
-        return to_dask_array(self, chunks=chunks)
+        return to_dask_array(cast("carray", self), chunks=chunks)
 
     def __dask_tokenize__(self) -> str:
         """Dask's token: path and committed state on disk, never the data
         (see :func:`bcolzx.interop.dask.tokenize`)."""
         from bcolzx.interop.dask import tokenize
 
-        return tokenize(self)
+        return tokenize(cast("carray", self))
 
 
-class TableExchange:
+class TableExchange(TableHost):
     """A ctable to and from pandas, PyTables, Arrow and Parquet, Zarr and Dask (a mixin of
     :class:`bcolzx.ctable`)."""
 
@@ -144,7 +149,7 @@ class TableExchange:
         """
         from bcolzx.interop.pandas import to_dataframe
 
-        return to_dataframe(self, columns=columns, orient=orient)
+        return to_dataframe(cast("ctable", self), columns=columns, orient=orient)
 
     @staticmethod
     def fromdataframe(df, **kwargs) -> "ctable":
@@ -206,8 +211,8 @@ class TableExchange:
         """
         from bcolzx.interop.pytables import to_hdf5
 
-        to_hdf5(self, filepath, nodepath=nodepath, mode=mode, cparams=cparams, cname=cname,
-                progress=progress)
+        to_hdf5(cast("ctable", self), filepath, nodepath=nodepath, mode=mode, cparams=cparams,
+                cname=cname, progress=progress)
 
     @staticmethod
     def fromhdf5(filepath, nodepath: str = "/ctable", **kwargs) -> "ctable":
@@ -262,7 +267,7 @@ class TableExchange:
         """
         from bcolzx.interop.arrow import to_arrow
 
-        return to_arrow(self, columns=columns, batch_rows=batch_rows)
+        return to_arrow(cast("ctable", self), columns=columns, batch_rows=batch_rows)
 
     def to_parquet(self, path, columns=None, compression: str | None = None,
                    row_group_rows: int | None = None, mode: str = "w", *, progress=None,
@@ -284,7 +289,7 @@ class TableExchange:
         """
         from bcolzx.interop.arrow import to_parquet
 
-        to_parquet(self, path, columns=columns, compression=compression,
+        to_parquet(cast("ctable", self), path, columns=columns, compression=compression,
                    row_group_rows=row_group_rows, mode=mode, progress=progress,
                    **writer_kwargs)
 
@@ -361,11 +366,11 @@ class TableExchange:
         """
         from bcolzx.interop.dask import to_dask_dataframe
 
-        return to_dask_dataframe(self, columns=columns, index=index, sorted=sorted,
+        return to_dask_dataframe(cast("ctable", self), columns=columns, index=index, sorted=sorted,
                                  partition_rows=partition_rows)
 
     def __dask_tokenize__(self) -> str:
         """Dask's token: paths and committed states on disk, never the data."""
         from bcolzx.interop.dask import tokenize
 
-        return tokenize(self)
+        return tokenize(cast("ctable", self))

@@ -12,19 +12,22 @@ ctable in NumPy blocks; ``carray.chunks`` is a :class:`Chunks`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from bcolzx._values import is_carray
 
 if TYPE_CHECKING:
+    from bcolzx._hosts import ArrayHost
     from bcolzx.carray import carray
+else:
+    ArrayHost = object
 
 __all__ = ["Chunks", "Iteration", "blocks", "iterblocks"]
 
 
-class Iteration:
+class Iteration(ArrayHost):
     """The iteration methods of a carray (a mixin of :class:`bcolzx.carray`)."""
 
     _cursor: Iterator | None = None  # the position of an iteration, if any
@@ -36,7 +39,7 @@ class Iteration:
         return it
 
     def __iter__(self) -> "carray":
-        return self if self._is_iterator else self.iter()
+        return cast("carray", self) if self._is_iterator else self.iter()
 
     def __next__(self):
         # next(c) on a plain carray iterates over it, as legacy bcolz did.
@@ -161,7 +164,7 @@ class Iteration:
 
         def indices():
             seen = yielded = 0
-            for lo, block in blocks(self, self.chunklen, 0, len(self)):
+            for lo, block in blocks(cast("carray", self), self.chunklen, 0, len(self)):
                 hits = np.flatnonzero(block) + lo
                 if seen + len(hits) <= skip:
                     seen += len(hits)

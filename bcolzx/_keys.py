@@ -8,16 +8,23 @@ written through the engine a chunk at a time, in the order of the chunks.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from bcolzx._format import pickles
 from bcolzx._values import is_carray
 from bcolzx.errors import MaskLengthError
 
+if TYPE_CHECKING:
+    from bcolzx._hosts import ArrayHost
+else:
+    ArrayHost = object
+
 __all__ = ["Keys"]
 
 
-class Keys:
+class Keys(ArrayHost):
     """``__getitem__`` and ``__setitem__`` of a carray, and the row positions of its keys."""
 
     def _index(self, i) -> int:

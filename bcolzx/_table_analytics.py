@@ -7,15 +7,22 @@ groupby, the durable deletion of rows) over the table's columns.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from bcolzx import _table
 from bcolzx._analytics import delete as _deletion
 from bcolzx._query.scope import caller_scope
 from bcolzx.defaults import defaults
 
+if TYPE_CHECKING:
+    from bcolzx._hosts import TableHost
+else:
+    TableHost = object
+
 __all__ = ["Analytics"]
 
 
-class Analytics:
+class Analytics(TableHost):
     """Reductions, groups and deletions over a ctable's rows (a mixin of :class:`bcolzx.ctable`)."""
 
     def reduce(self, column: str, how: str = "sum", where=None, *, user_dict=None, vm=None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -25,6 +26,12 @@ from bcolzx._storage import snapshot
 from bcolzx.carray import carray
 from bcolzx.defaults import defaults
 from bcolzx.errors import DatasetNotFoundError, NoColumnsError
+
+if TYPE_CHECKING:
+    from bcolzx._hosts import TableHost
+    from bcolzx.ctable import ctable
+else:
+    TableHost = object
 
 __all__ = ["Opening", "discard", "remove_made"]
 
@@ -80,7 +87,7 @@ def discard(objects) -> None:
         pass
 
 
-class Opening:
+class Opening(TableHost):
     """How a ctable makes, opens and names its columns (a mixin of :class:`bcolzx.ctable`)."""
 
     def _prepare_remote(self, mode: str) -> None:
@@ -172,7 +179,7 @@ class Opening:
                                          for key in remote.CARRAY_KEYS})
                   for name in names}
         _table.even_columns(opened, self._mode)  # a crash between two columns' commits
-        self._cols = cols(list(opened), list(opened.values()), table=self)
+        self._cols = cols(list(opened), list(opened.values()), table=cast("ctable", self))
         io = remote.AttrsIO(objects, fetched.get(remote.ATTRS))
         self._attrs: _attrs.attrs | None = _attrs.attrs(None, self._mode, _seal=self._seal, _io=io)
 
@@ -201,7 +208,7 @@ class Opening:
             if lengths is not None:  # each column opened (and checked in full) when used
                 kwargs = {"lock_timeout": self._lock_timeout, "allow_pickle": self._allow_pickle}
                 self._cols = cols(names, [Unopened(os.path.join(rootdir, n), lengths[n], kwargs)
-                                          for n in names], table=self)
+                                          for n in names], table=cast("ctable", self))
                 self._attrs = None
                 return
         # A writer commits the columns one by one: open them until they agree.
@@ -213,7 +220,7 @@ class Opening:
         if deleting:
             opened = _deletion.resolve(rootdir, opened, self._lock, self._mode != "r")
         _table.even_columns(opened, self._mode)  # a crash between two columns' commits
-        self._cols = cols(list(opened), list(opened.values()), table=self)
+        self._cols = cols(list(opened), list(opened.values()), table=cast("ctable", self))
         self._attrs = _attrs.attrs(self._rootdir, self._mode, _seal=self._seal)
 
     def _write_rootdirs(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import keyword
 from collections import namedtuple
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,10 +21,15 @@ from bcolzx._query.evaluate import evaluate, resolve_flavor
 from bcolzx._query.scope import caller_scope
 from bcolzx.carray import carray
 
+if TYPE_CHECKING:
+    from bcolzx._hosts import TableHost
+else:
+    TableHost = object
+
 __all__ = ["Queries", "row_maker"]
 
 
-class Queries:
+class Queries(TableHost):
     """Iterating over a ctable's rows and querying them (a mixin of :class:`bcolzx.ctable`)."""
 
     def __iter__(self) -> Iterator:

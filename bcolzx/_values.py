@@ -9,12 +9,19 @@ with the carray's ``allow_pickle`` checked first.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from bcolzx._format import pickles, strings
 from bcolzx._format.meta import check_item_kind, dflt_to_json
 from bcolzx._storage.encoding import quantize
 from bcolzx.defaults import defaults
+
+if TYPE_CHECKING:
+    from bcolzx._hosts import ArrayHost
+else:
+    ArrayHost = object
 
 __all__ = ["Values", "as_bytes", "as_objects", "conversion_error", "is_carray", "is_sequence",
            "item_size"]
@@ -119,7 +126,7 @@ def conversion_error(exc: Exception, what: str) -> Exception:
     return cls(f"{what}: {exc}")
 
 
-class Values:
+class Values(ArrayHost):
     """How a carray's values become its engine's rows, and back (a mixin of
     :class:`bcolzx.carray`, over its ``engine``, ``_cparams`` and ``_allow_pickle``)."""
 

@@ -1,8 +1,10 @@
 """Lint and types: ``ruff check bcolzx`` and ``mypy`` (the public API), configured in
-pyproject.toml, run on the source tree as part of the test suite."""
+pyproject.toml, run on the source tree as part of the test suite; and the test suite's
+own marks."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import subprocess
 import sys
@@ -43,3 +45,43 @@ def test_mypy_passes_on_the_public_api(tmp_path):
     # run independent of earlier ones (and writes nothing into the source tree).
     proc = _run(["mypy", "--cache-dir", str(tmp_path / "cache")])
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy_checks_every_mixin_of_carray_and_ctable():
+    # A mixin's body is checked only when its module is one of mypy's files and it
+    # derives (for the type checker) from the protocol of what it uses of its class.
+    _source_tree()
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    import bcolzx
+    from bcolzx import _hosts
+
+    files = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
+    for public, host in ((bcolzx.carray, _hosts.ArrayHost), (bcolzx.ctable, _hosts.TableHost)):
+        for cls in public.__mro__[1:-1]:
+            path = cls.__module__.replace(".", "/") + ".py"
+            assert path in files, f"{cls.__qualname__} ({path}) is not in [tool.mypy] files"
+            source = (ROOT / path).read_text()
+            assert f"class {cls.__name__}({host.__name__}):" in source, (
+                f"{cls.__qualname__} does not derive from _hosts.{host.__name__} for mypy")
+
+
+def _marks(function: ast.FunctionDef) -> set[str]:
+    names = set()
+    for node in function.decorator_list:
+        node = node.func if isinstance(node, ast.Call) else node
+        if isinstance(node, ast.Attribute) and ast.unparse(node.value) == "pytest.mark":
+            names.add(node.attr)
+    return names
+
+
+def test_every_stress_harness_has_a_timeout_of_its_own():
+    # The suite's pytest-timeout (900 s, for tests that hang) would cut a harness that
+    # runs for many minutes under pytest --stress; each sets its own.
+    stress = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and "stress" in _marks(node):
+                stress.append(node.name)
+                assert "timeout" in _marks(node), f"{path.relative_to(ROOT)}::{node.name}"
+    assert stress

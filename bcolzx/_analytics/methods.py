@@ -10,15 +10,20 @@ caller's variables, ``user_dict`` first), e.g. ``c.sum(where="c > 0")``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bcolzx._analytics.reduce import reduce_column
 from bcolzx._query.scope import caller_scope
 
+if TYPE_CHECKING:
+    from bcolzx._hosts import ArrayHost
+else:
+    ArrayHost = object
+
 __all__ = ["Reductions"]
 
 
-class Reductions:
+class Reductions(ArrayHost):
     """NumPy's reductions over a carray, chunk by chunk (see :mod:`bcolzx._analytics.reduce`).
 
     Results, dtypes, NaN propagation and errors are NumPy's for ``c[:]``;
@@ -32,7 +37,7 @@ class Reductions:
     def _reduce(self, name: str, *, axis: Any = None, dtype: Any = None, ddof: Any = 0,
                 where: Any = None, user_dict: Mapping[str, Any] | None = None,
                 vm: str | None = None) -> Any:
-        self._check_reducible()  # type: ignore[attr-defined]
+        self._check_reducible()
         scope = caller_scope(user_dict, 2) if isinstance(where, str) else {}
         return reduce_column(self, name, axis=axis, dtype=dtype, ddof=ddof, where=where,
                              scope=scope, vm=vm)

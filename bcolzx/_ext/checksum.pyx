@@ -1,20 +1,25 @@
-"""Checksum kernels: CRC-32C (Castagnoli) and Adler-32.
+"""Checksum kernels: CRC-32C (Castagnoli), Adler-32, and chunk checksums from them.
 
 CRC-32C has two implementations that always agree: a hardware one built on
 the x86-64 SSE4.2 ``crc32`` instruction (three interleaved streams, see
 ``crc32c_x86.h``) and a portable slicing-by-8 table-driven one.
 :func:`crc32c` picks the hardware path whenever the CPU has it.  Adler-32
-gives the same values as :func:`zlib.adler32`.
+gives the same values as :func:`zlib.adler32`.  :func:`chunk_checksum` and
+:func:`verify_chunk` are the per-chunk checksums of the superchunk format
+(``docs/format/superchunk.md``, section 5), over the chunk's number and bytes.
 
 All functions accept any C-contiguous object with the buffer protocol
 (``bytes``, ``bytearray``, ``memoryview``, numpy arrays of any dtype, ...)
 and release the GIL while they checksum.
 """
 
-from libc.stdint cimport uint32_t
+from libc.stdint cimport uint32_t, uint64_t
 from cpython.buffer cimport PyBuffer_Release
 
 from bcolzx._ext._buffers cimport get_buffer
+from bcolzx._ext._fields cimport _st64, _uint
+
+from bcolzx.errors import ChecksumError
 
 
 cdef extern from "crc32c_x86.h" nogil:
@@ -35,6 +40,9 @@ cdef enum:
 cdef uint32_t _POLY = 0x82F63B78u
 
 CHECKSUMS = {"none": 0, "crc32c": 1, "adler32": 2}
+CHECKSUM_NONE = 0
+CHECKSUM_CRC32C = 1
+CHECKSUM_ADLER32 = 2
 
 # _SLICE[k][b]: raw register of byte b followed by k zero bytes, from zero.
 cdef uint32_t _SLICE[8][256]
@@ -307,3 +315,96 @@ def adler32(data, uint32_t value=1):
         If `value` is not in ``range(2**32)``.
     """
     return _checksum(data, value, adler32_update)
+
+
+# ---------------------------------------------------------------------------
+# chunk checksums (spec section 5)
+
+def chunk_checksum(checksum_type, global_chunk_number, chunk):
+    """Checksum of a stored chunk: over ``le64(global_chunk_number) || chunk``.
+
+    Parameters
+    ----------
+    checksum_type : int
+        :data:`CHECKSUM_CRC32C` or :data:`CHECKSUM_ADLER32`.
+    global_chunk_number : int
+        The chunk's number in the dataset, 0 to 2**64-1.
+    chunk : buffer
+        The compressed chunk bytes.
+
+    Returns
+    -------
+    int
+        The unsigned 32-bit checksum, stored little-endian after the chunk.
+
+    Raises
+    ------
+    TypeError
+        If an argument has the wrong type.
+    ValueError
+        If `checksum_type` is :data:`CHECKSUM_NONE` or unknown, a number is
+        out of range, or `chunk` is not C-contiguous.
+    """
+    ctype = _uint(checksum_type, "checksum_type", CHECKSUM_ADLER32)
+    if ctype == CHECKSUM_NONE:
+        raise ValueError("checksum type 0 (none) has no checksum")
+    cdef uint64_t number = _uint(global_chunk_number, "global_chunk_number", 2**64 - 1)
+    cdef unsigned char le[8]
+    _st64(le, number)
+    cdef Py_buffer view
+    cdef uint32_t value
+    cdef bint crc = ctype == CHECKSUM_CRC32C
+    get_buffer(chunk, &view, False, "chunk")
+    try:
+        with nogil:
+            if crc:
+                value = crc32c_update(0, le, 8)
+                value = crc32c_update(value, <const unsigned char*>view.buf, <size_t>view.len)
+            else:
+                value = adler32_update(1, le, 8)
+                value = adler32_update(value, <const unsigned char*>view.buf, <size_t>view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return value
+
+
+def verify_chunk(checksum_type, global_chunk_number, chunk, stored, path=None):
+    """Check a chunk against its stored checksum; do nothing for type none.
+
+    Parameters
+    ----------
+    checksum_type : int
+        0 none, 1 CRC-32C, 2 Adler-32.
+    global_chunk_number : int
+        The chunk's number in the dataset.
+    chunk : buffer
+        The compressed chunk bytes.
+    stored : bytes-like or int
+        The 4 checksum bytes read after the chunk (little-endian), or their
+        value; ignored for type none.
+    path : str, optional
+        The file, for error messages.
+
+    Raises
+    ------
+    ChecksumError
+        If the checksum does not match (``.chunk`` is the chunk number).
+    TypeError
+        If an argument has the wrong type.
+    ValueError
+        If an argument is out of range or `stored` is not 4 bytes.
+    """
+    if _uint(checksum_type, "checksum_type", CHECKSUM_ADLER32) == CHECKSUM_NONE:
+        return
+    if isinstance(stored, int):
+        expected = _uint(stored, "stored", 2**32 - 1)
+    else:
+        raw = bytes(memoryview(stored).cast("B"))
+        if len(raw) != 4:
+            raise ValueError(f"stored checksum must be 4 bytes, not {len(raw)}")
+        expected = int.from_bytes(raw, "little")
+    actual = chunk_checksum(checksum_type, global_chunk_number, chunk)
+    if actual != expected:
+        raise ChecksumError(
+            f"chunk checksum mismatch (stored {expected:#010x}, computed {actual:#010x})",
+            path=path, chunk=global_chunk_number)

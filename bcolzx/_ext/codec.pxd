@@ -1,17 +1,11 @@
 # The codec classes, declared here so that other bcolzx extension modules can
 # cimport them and call the C-level methods without going through Python.
 
-from cpython.pythread cimport PyThread_type_lock
 from libc.stdint cimport int32_t, uint8_t
 
 cimport cblosc2 as c
 
-
-cdef class _Locked:
-    cdef PyThread_type_lock _lock
-    cdef object __weakref__
-    cdef void acquire(self) noexcept nogil
-    cdef void release(self) noexcept nogil
+from bcolzx._ext.contexts cimport _Locked
 
 
 cdef class Compressor(_Locked):

@@ -1,31 +1,32 @@
-"""Type stubs for bcolzx._ext.index (superchunk header and index kernel)."""
+"""Type stubs for bcolzx._ext.index (superchunk index copies; header and chunk
+checksums re-exported)."""
 
 from typing import Any, Final
 
+from bcolzx._ext.checksum import CHECKSUM_ADLER32 as CHECKSUM_ADLER32
+from bcolzx._ext.checksum import CHECKSUM_CRC32C as CHECKSUM_CRC32C
+from bcolzx._ext.checksum import CHECKSUM_NONE as CHECKSUM_NONE
+from bcolzx._ext.checksum import chunk_checksum as chunk_checksum
+from bcolzx._ext.checksum import verify_chunk as verify_chunk
+from bcolzx._ext.header import FORMAT_VERSION as FORMAT_VERSION
+from bcolzx._ext.header import HEADER_SIZE as HEADER_SIZE
+from bcolzx._ext.header import MAGIC as MAGIC
+from bcolzx._ext.header import MAX_SLOTS as MAX_SLOTS
+from bcolzx._ext.header import checksum_size as checksum_size
+from bcolzx._ext.header import data_start as data_start
+from bcolzx._ext.header import decode_header as decode_header
+from bcolzx._ext.header import encode_header as encode_header
+from bcolzx._ext.header import index_offset as index_offset
+from bcolzx._ext.header import index_size as index_size
+
 Buffer = Any  # any object exporting a C-contiguous buffer
 
-MAGIC: Final[bytes]
-FORMAT_VERSION: Final[int]
-HEADER_SIZE: Final[int]
 EMPTY: Final[int]
 SPECIAL_FLAG: Final[int]
 KIND_ZERO: Final[int]
 KIND_NAN: Final[int]
 KIND_VALUE: Final[int]
-CHECKSUM_NONE: Final[int]
-CHECKSUM_CRC32C: Final[int]
-CHECKSUM_ADLER32: Final[int]
-MAX_SLOTS: Final[int]
 MIN_CHUNK_NBYTES: Final[int]
-
-def index_size(nslots: int) -> int: ...
-def data_start(nslots: int) -> int: ...
-def index_offset(nslots: int, copy: int) -> int: ...
-def checksum_size(checksum_type: int) -> int: ...
-def encode_header(
-    checksum_type: int, typesize: int, chunk_size: int, nslots: int, superchunk_number: int
-) -> bytes: ...
-def decode_header(buf: Buffer, path: str | None = None) -> dict[str, int]: ...
 
 class Index:
     def __init__(self, nslots: int) -> None: ...
@@ -70,11 +71,3 @@ def select(
     path: str | None = None,
     chunk_size: int | None = None,
 ) -> Index: ...
-def chunk_checksum(checksum_type: int, global_chunk_number: int, chunk: Buffer) -> int: ...
-def verify_chunk(
-    checksum_type: int,
-    global_chunk_number: int,
-    chunk: Buffer,
-    stored: Buffer | int,
-    path: str | None = None,
-) -> None: ...

@@ -250,6 +250,13 @@ def _(op, leg, bz):
         and bz["ref"] == ("py", "bool", True)
 
 
+@_k("arange-start-overflow", "migration.md §2 arange: a start the dtype cannot hold raises "
+    "OverflowError, as numpy.arange (legacy: an empty carray for a negative step)")
+def _(op, leg, bz):
+    return op.kind == "new.carray.arange" and "arange_start_overflow" in op.tags \
+        and ok(leg["result"]) and raised(bz["result"], "OverflowError")
+
+
 @_k("empty-tuple-key", "migration.md §2 carray __getitem__/__setitem__: c[()] is every row, "
     "as in NumPy (legacy ValueError)")
 def _(op, leg, bz):
@@ -733,6 +740,9 @@ WITNESSES: dict[str, list] = {
     "arange-steps": [W("c0 = bcolz.arange(10, 0, -2)", "new.carray.arange",
                        "arange_negative_or_fractional_step",
                        ref="np.array_equal(np.asarray(c0[:]), np.arange(10, 0, -2))")],
+    "arange-start-overflow": [W("c0 = bcolz.arange(194, 12, -3, dtype='int8')",
+                                "new.carray.arange", "arange_negative_or_fractional_step",
+                                "arange_start_overflow")],
     "empty-tuple-key": [_C10, W("c0[()]", "carray.getitem", "odd=()",
                                 ref="np.asarray(c0[:])[()]")],
     "where-list-mask": ["c0 = bcolz.arange(3)",

@@ -316,6 +316,9 @@ def new_carray(draw, model: Model, name: str) -> Op:
                                     "uint16"]))
         if num is not None:
             args.append(f"dtype={dt_code(num)}")
+            if np.dtype(num).kind in "iu" and not (np.iinfo(num).min <= start
+                                                    <= np.iinfo(num).max):
+                tags.add("arange_start_overflow")
         code = f"bcolz.arange({', '.join(args + [p for p in kw if not p.startswith('dflt')])})"
         ref = f"np.array_equal(np.asarray({name}[:]), np.arange({', '.join(args)}))"
     elif how == "fromiter":

@@ -430,6 +430,7 @@ def test_legacy_and_bcolzx_agree_on_random_programs(workers):
 
 
 @pytest.mark.stress
+@pytest.mark.timeout(7200)  # the harnesses' own, as tests/reliability/campaigns.STRESS_TIMEOUT
 def test_legacy_and_bcolzx_agree_on_many_programs(workers):
     """2000 programs (or BCOLZX_DIFF_EXAMPLES), in runs of 200 with seeds from BCOLZX_DIFF_SEED."""
     first = int(SEED) if SEED is not None else 20260518

@@ -577,8 +577,9 @@ def test_ctable_round_trip_through_dask(tmp_path):
 
 
 def test_eval_with_the_dask_vm(make, tmp_path):
+    # ca, b and empty are found by name in the caller's variables (as eval does)
     a, b = _data(20_000), np.arange(20_000.0)
-    ca = make(a, chunklen=1000)
+    ca = make(a, chunklen=1000)  # noqa: F841 - read by name in the expressions
     expect = a * 2 + b
     np.testing.assert_allclose(bcolzx.eval("ca * 2 + b", vm="dask", out_flavor="numpy"),
                                expect)
@@ -586,7 +587,7 @@ def test_eval_with_the_dask_vm(make, tmp_path):
     assert isinstance(out, carray) and out.rootdir is not None
     np.testing.assert_allclose(out[:], expect)
     assert bcolzx.eval("2 * 3", vm="dask", out_flavor="numpy") == 6
-    empty = carray(np.empty(0))
+    empty = carray(np.empty(0))  # noqa: F841 - read by name in the expression
     assert bcolzx.eval("empty + 1", vm="dask", out_flavor="numpy").shape == (0,)
 
 

@@ -6,6 +6,7 @@ one Python after the test suite); these tests keep its inputs consistent and fas
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -65,3 +66,16 @@ def test_wheels_leave_out_cython_and_generated_c_sources():
     setuptools_cfg = _pyproject()["tool"]["setuptools"]
     assert set(setuptools_cfg["exclude-package-data"]["bcolzx._ext"]) >= {"*.pyx", "*.c"}
     assert {"*.pyi", "*.pxd"} <= set(setuptools_cfg["package-data"]["bcolzx._ext"])
+
+
+def test_the_wheel_check_names_every_extension_setup_py_builds():
+    # tools/build_wheels.py checks that each wheel holds a compiled module and a stub
+    # for every name in its EXTENSIONS (and the sdist their sources): all setup.py builds.
+    built = set(re.findall(r'Extension\(\s*"bcolzx\._ext\.(\w+)"',
+                           (ROOT / "setup.py").read_text(encoding="utf-8")))
+    text = (ROOT / "tools" / "build_wheels.py").read_text(encoding="utf-8")
+    listed = ast.literal_eval(re.search(r"^EXTENSIONS = (\[.*?\])", text, re.M | re.S).group(1))
+    assert built and sorted(listed) == sorted(built)
+    for name in built:
+        assert (ROOT / "bcolzx" / "_ext" / f"{name}.pyx").is_file(), name
+        assert (ROOT / "bcolzx" / "_ext" / f"{name}.pyi").is_file(), name

@@ -1,0 +1,19 @@
+"""Type stubs for bcolzx._ext.header (superchunk header and layout)."""
+
+from typing import Any, Final
+
+Buffer = Any  # any object exporting a C-contiguous buffer
+
+MAGIC: Final[bytes]
+FORMAT_VERSION: Final[int]
+HEADER_SIZE: Final[int]
+MAX_SLOTS: Final[int]
+
+def index_size(nslots: int) -> int: ...
+def data_start(nslots: int) -> int: ...
+def index_offset(nslots: int, copy: int) -> int: ...
+def checksum_size(checksum_type: int) -> int: ...
+def encode_header(
+    checksum_type: int, typesize: int, chunk_size: int, nslots: int, superchunk_number: int
+) -> bytes: ...
+def decode_header(buf: Buffer, path: str | None = None) -> dict[str, int]: ...
