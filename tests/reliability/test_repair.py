@@ -21,6 +21,7 @@ import bcolzx
 from bcolzx.repair import ATTR
 
 from . import corruption as C
+from .campaigns import STRESS_TIMEOUT
 from .datasets import CHUNKLEN, RECIPES
 
 
@@ -692,6 +693,7 @@ def test_mixed_damage_never_repairs_into_a_wrong_value(tmp_path):
 
 
 @pytest.mark.stress
+@pytest.mark.timeout(STRESS_TIMEOUT)
 def test_mixed_damage_at_the_published_size(tmp_path):
     rows, lost, wrong = _mixed_damage_campaign(tmp_path, range(1600))
     print(f"mixed damage: 1600 datasets, {rows} rows, {lost} listed as lost, "
