@@ -8,7 +8,8 @@ the table's columns by name (``ctable.cols``), never the table itself:
 * :func:`operands`: the columns a condition reads (the table's, then array
   variables of the caller's scope of the table's length) and its scalars;
 * :func:`zone_skipper`: which blocks cannot match, from the chunk bounds of
-  the columns (``column.engine.chunk_stats()``) and
+  the columns (``column.engine.chunk_stats()``): every chunk at once with
+  :func:`~bcolzx._query.zonemap.may_match_blocks`, or for strings with
   :func:`~bcolzx._query.zonemap.may_match`, narrowed range by range;
 * :func:`matches`: the row numbers where a condition holds, block by block
   (:mod:`~bcolzx._query.blocks`, or Dask tasks for ``vm='dask'``), with the
@@ -31,7 +32,7 @@ from bcolzx._query import blocks
 from bcolzx._query.evaluate import engine_for, resolve_vm
 from bcolzx._query.expr import Expression, check_operands, compile_expression
 from bcolzx._query.scope import resolve_names, split_operands
-from bcolzx._query.zonemap import may_match
+from bcolzx._query.zonemap import may_match, may_match_blocks
 from bcolzx.errors import RowConditionError
 
 __all__ = ["matches", "operands", "select", "zone_skipper"]
@@ -268,6 +269,12 @@ def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[
     stats = {n: np.repeat(st, chunklens[n] // cl) if chunklens[n] != cl else st
              for n, st in stats.items()}
     nchunks = min(len(st) for st in stats.values())
+    if not any(st.dtype["min"] == np.dtype(object) for st in stats.values()):
+        # numbers: every chunk analysed at once
+        maybe = may_match_blocks(expr, {n: (st["min"][:nchunks], st["max"][:nchunks],
+                                            st["nan"][:nchunks])
+                                        for n, st in stats.items()}, scalars)
+        return _skipper(maybe, cl)
     maybe = np.ones(nchunks, dtype=bool)
 
     def can_match(a: int, b: int) -> bool:
@@ -289,6 +296,13 @@ def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[
 
     if nchunks:
         narrow(0, nchunks)
+    return _skipper(maybe, cl)
+
+
+def _skipper(maybe: np.ndarray, cl: int) -> Callable[[int, int], bool]:
+    """The ``skip_block`` of cells of `cl` rows, of which only those `maybe`
+    holds can match (rows past the last cell may)."""
+    nchunks = len(maybe)
 
     def skip(lo: int, hi: int) -> bool:
         first, last = lo // cl, (hi - 1) // cl
