@@ -166,14 +166,19 @@ def _column(dtype):
     return hnp.arrays(dtype, st.integers(1, 6), elements=elements)
 
 
-@settings(max_examples=150, deadline=None)
-@given(data=st.data(), text=_condition())
-def test_may_match_false_means_no_row_matches(data, text):
+def _columns_and_scalar(data):
+    """Two columns of one length and a scalar ``k``, drawn."""
     a = data.draw(_column(data.draw(_COLUMN_DTYPES)), label="a")
     b = data.draw(_column(data.draw(_COLUMN_DTYPES)), label="b")
     n = min(len(a), len(b))
-    a, b = a[:n], b[:n]
     k = data.draw(st.sampled_from([np.int64(2), 2.5, np.float32(-1.5), np.int8(-7)]), label="k")
+    return a[:n], b[:n], k
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), text=_condition())
+def test_may_match_false_means_no_row_matches(data, text):
+    a, b, k = _columns_and_scalar(data)
     try:
         e = compile_expression(text)
         with warnings.catch_warnings():
@@ -210,13 +215,10 @@ def test_many_blocks_on_explicit_bounds():
 @settings(max_examples=150, deadline=None)
 @given(data=st.data(), text=_condition())
 def test_many_blocks_agree_with_one_block_at_a_time(data, text):
-    a = data.draw(_column(data.draw(_COLUMN_DTYPES)), label="a")
-    b = data.draw(_column(data.draw(_COLUMN_DTYPES)), label="b")
-    n = min(len(a), len(b))
-    a, b = a[:n], b[:n]
+    a, b, k = _columns_and_scalar(data)
+    n = len(a)
     cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, n - 1)), max_size=3),
                                 label="cuts")) - {n})
-    k = data.draw(st.sampled_from([np.int64(2), 2.5, np.float32(-1.5), np.int8(-7)]), label="k")
     try:
         e = compile_expression(text)
     except ExpressionError:
