@@ -157,7 +157,8 @@ def matches(expression: Any, table: Table, scope: Mapping[str, Any],
     skip = zone_skipper(expr, columns, scalars)
     local = engine is blocks  # Dask tasks keep the blocks they read
     results = engine.evaluate_blocks(expr, columns, scalars, vm=vm, skip_block=skip,
-                                     **({"with_columns": True} if local else {}))
+                                     **({"with_columns": True, "blen": _block_length(columns)}
+                                        if local else {}))
     for lo, mask, *read in results:
         if mask.dtype != np.bool_:
             raise ValueError(f"{expression!r} gives {mask.dtype} values, not a boolean "
@@ -172,6 +173,17 @@ def matches(expression: Any, table: Table, scope: Mapping[str, Any],
             have = {n: v for n, v in read[0].items()
                     if n in table and table[n] is columns[n]} if read else {}
             yield lo, hits + lo, (lo, have)
+
+
+def _block_length(columns: Mapping[str, Any]) -> int | None:
+    """Rows per block of a query: the shortest chunk of the columns (None:
+    the evaluator's default), so that a block a narrow condition keeps reads
+    no more of a column with longer chunks (int32 beside int64) than the
+    chunk the zone maps kept."""
+    chunklens = [getattr(c, "chunklen", None) for c in columns.values()]
+    if chunklens and all(isinstance(c, int) and c > 0 for c in chunklens):
+        return min(chunklens)
+    return None
 
 
 def select(expression: Any, table: Table, scope: Mapping[str, Any],
@@ -268,13 +280,13 @@ def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[
         return None
     stats = {n: np.repeat(st, chunklens[n] // cl) if chunklens[n] != cl else st
              for n, st in stats.items()}
-    nchunks = min(len(st) for st in stats.values())
     if not any(st.dtype["min"] == np.dtype(object) for st in stats.values()):
-        # numbers: every chunk analysed at once
-        maybe = may_match_blocks(expr, {n: (st["min"][:nchunks], st["max"][:nchunks],
-                                            st["nan"][:nchunks])
-                                        for n, st in stats.items()}, scalars)
-        return _skipper(maybe, cl)
+        # numbers: every cell analysed at once, as far as any column has bounds
+        # (a column's cells past its full chunks may hold anything)
+        ncells = max(len(st) for st in stats.values())
+        return _skipper(may_match_blocks(expr, {n: _padded(st, ncells)
+                                                for n, st in stats.items()}, scalars), cl)
+    nchunks = min(len(st) for st in stats.values())
     maybe = np.ones(nchunks, dtype=bool)
 
     def can_match(a: int, b: int) -> bool:
@@ -297,6 +309,27 @@ def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[
     if nchunks:
         narrow(0, nchunks)
     return _skipper(maybe, cl)
+
+
+def _padded(stats: np.ndarray, ncells: int) -> tuple:
+    """``(mins, maxs, has_nans)`` of `stats` (numbers), extended to `ncells`
+    with bounds that hold any value of the dtype (NaN included)."""
+    extra = ncells - len(stats)
+    mins, maxs, nans = stats["min"], stats["max"], stats["nan"]
+    if not extra:
+        return mins, maxs, nans
+    dtype = mins.dtype
+    if dtype.kind == "b":
+        low, high = np.array([False, True])
+    elif dtype.kind in "iu":
+        low, high = np.array([np.iinfo(dtype).min, np.iinfo(dtype).max], dtype)
+    elif dtype.kind == "f":
+        low, high = np.array([-np.inf, np.inf], dtype)
+    else:  # datetime64, timedelta64: the int64 range but NaT (its minimum)
+        low, high = np.array([np.iinfo(np.int64).min + 1, np.iinfo(np.int64).max]).view(dtype)
+    return (np.concatenate([mins, np.full(extra, low, dtype)]),
+            np.concatenate([maxs, np.full(extra, high, dtype)]),
+            np.concatenate([nans, np.ones(extra, dtype=bool)]))
 
 
 def _skipper(maybe: np.ndarray, cl: int) -> Callable[[int, int], bool]:
