@@ -11,7 +11,9 @@ NumPy ufuncs and numexpr release the GIL, so evaluations overlap each other
 and the reads of the next blocks.  At most ``2 * nthreads`` blocks are in
 flight.  A query evaluated from one of the pool's own threads (a task that
 queries) evaluates its blocks inline: a task never waits for the pool it
-occupies.
+occupies.  So do up to :data:`_INLINE_BLOCKS` blocks (what a selective
+query keeps after zone maps): handing them to other threads costs more than
+it overlaps.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ __all__ = ["BLOCK_BYTES", "Operands", "evaluate", "evaluate_blocks", "operands"]
 BLOCK_BYTES = 1 << 20
 #: Blocks in flight per thread.
 _IN_FLIGHT = 2
+#: Blocks evaluated on the calling thread, however many threads: a few
+#: blocks take ~0.1 ms each, about what waking a worker costs on a busy machine.
+_INLINE_BLOCKS = 3
 
 
 def _as_expression(expr: Expression | str) -> Expression:
@@ -217,7 +222,7 @@ def evaluate_blocks(
     if skip_block is not None:
         ranges = [(a, b) for a, b in ranges if not skip_block(a, b)]
     read = _Reader(expr, dict(zip(names, used)), values, vm, with_columns)
-    if nthreads == 1 or len(ranges) <= 1:
+    if nthreads == 1 or len(ranges) <= _INLINE_BLOCKS:
         return (read.evaluate(a, b) for a, b in ranges)
     return _pooled(read, ranges, nthreads)
 

@@ -187,20 +187,33 @@ def test_abandoned_iteration_cancels_its_blocks_and_starts_no_threads(columns):
     assert threading.active_count() == before  # and no thread started for it
 
 
-def test_queries_run_on_the_shared_pool(columns):
-    names = set()
+def _traced(text, names):
+    """`text` compiled so that each evaluation adds its thread's name to `names`."""
 
-    class Traced(Expression):  # records the thread each block is evaluated on
+    class Traced(Expression):
         __slots__ = ()
 
         def evaluate(self, namespace, vm="python"):
             names.add(threading.current_thread().name)
             return super().evaluate(namespace, vm)
 
-    e = compile_expression("a * b")
-    got = evaluate(Traced(e.text, e.names, e.tree), columns, blen=10, nthreads=3)
+    e = compile_expression(text)
+    return Traced(e.text, e.names, e.tree)
+
+
+def test_queries_run_on_the_shared_pool(columns):
+    names = set()
+    got = evaluate(_traced("a * b", names), columns, blen=10, nthreads=3)
     np.testing.assert_array_equal(got, columns["a"] * columns["b"])
     assert names and all(n.startswith("bcolzx_") for n in names), names
+
+
+def test_a_few_blocks_are_evaluated_on_the_calling_thread(columns):
+    names = set()
+    blen = -(-N // blocks._INLINE_BLOCKS)  # just as many blocks
+    got = evaluate(_traced("a * b", names), columns, blen=blen, nthreads=3)
+    np.testing.assert_array_equal(got, columns["a"] * columns["b"])
+    assert names == {threading.current_thread().name}
 
 
 def test_a_query_from_a_pool_thread_is_evaluated_inline(columns, monkeypatch):
