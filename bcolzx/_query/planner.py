@@ -156,8 +156,12 @@ def matches(expression: Any, table: Table, scope: Mapping[str, Any],
         return
     skip = zone_skipper(expr, columns, scalars)
     local = engine is blocks  # Dask tasks keep the blocks they read
+    # Blocks of the shortest chunk where zone maps rule some out, else the
+    # evaluator's (fewer, longer blocks for a scan).
+    narrow = isinstance(skip, _Skipper) and skip.prunes
     results = engine.evaluate_blocks(expr, columns, scalars, vm=vm, skip_block=skip,
-                                     **({"with_columns": True, "blen": _block_length(columns)}
+                                     **({"with_columns": True,
+                                         "blen": _block_length(columns) if narrow else None}
                                         if local else {}))
     for lo, mask, *read in results:
         if mask.dtype != np.bool_:
@@ -176,8 +180,8 @@ def matches(expression: Any, table: Table, scope: Mapping[str, Any],
 
 
 def _block_length(columns: Mapping[str, Any]) -> int | None:
-    """Rows per block of a query: the shortest chunk of the columns (None:
-    the evaluator's default), so that a block a narrow condition keeps reads
+    """Rows per block of a query that zone maps narrow: the shortest chunk of
+    the columns (None: the evaluator's default), so that a block kept reads
     no more of a column with longer chunks (int32 beside int64) than the
     chunk the zone maps kept."""
     chunklens = [getattr(c, "chunklen", None) for c in columns.values()]
@@ -284,7 +288,7 @@ def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[
         # numbers: every cell analysed at once, as far as any column has bounds
         # (a column's cells past its full chunks may hold anything)
         ncells = max(len(st) for st in stats.values())
-        return _skipper(may_match_blocks(expr, {n: _padded(st, ncells)
+        return _Skipper(may_match_blocks(expr, {n: _padded(st, ncells)
                                                 for n, st in stats.items()}, scalars), cl)
     nchunks = min(len(st) for st in stats.values())
     maybe = np.ones(nchunks, dtype=bool)
@@ -308,7 +312,7 @@ def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[
 
     if nchunks:
         narrow(0, nchunks)
-    return _skipper(maybe, cl)
+    return _Skipper(maybe, cl)
 
 
 def _padded(stats: np.ndarray, ncells: int) -> tuple:
@@ -332,12 +336,18 @@ def _padded(stats: np.ndarray, ncells: int) -> tuple:
             np.concatenate([nans, np.ones(extra, dtype=bool)]))
 
 
-def _skipper(maybe: np.ndarray, cl: int) -> Callable[[int, int], bool]:
+class _Skipper:
     """The ``skip_block`` of cells of `cl` rows, of which only those `maybe`
     holds can match (rows past the last cell may)."""
-    nchunks = len(maybe)
 
-    def skip(lo: int, hi: int) -> bool:
-        first, last = lo // cl, (hi - 1) // cl
-        return last < nchunks and not maybe[first:last + 1].any()
-    return skip
+    def __init__(self, maybe: np.ndarray, cl: int):
+        self.maybe, self.cl = maybe, cl
+
+    def __call__(self, lo: int, hi: int) -> bool:
+        first, last = lo // self.cl, (hi - 1) // self.cl
+        return last < len(self.maybe) and not self.maybe[first:last + 1].any()
+
+    @property
+    def prunes(self) -> bool:
+        """Whether some cell is ruled out."""
+        return not self.maybe.all()
