@@ -42,6 +42,7 @@ from bcolzx._query.tree import (
     Name,
     Node,
     Unary,
+    is_filter,
 )
 from bcolzx.errors import ExpressionError
 
@@ -177,7 +178,7 @@ def plan(expr: Expression, signature: tuple[tuple[str, np.dtype], ...]) -> Plan 
         If numexpr is not installed.
     """
     numexpr = _import_numexpr()
-    if _is_filter(expr.tree):
+    if is_filter(expr.tree):
         return None
     if any((dtype not in _NUMEXPR_DTYPES and dtype.kind != "S") or not dtype.isnative
            for _, dtype in signature):
@@ -198,19 +199,6 @@ def plan(expr: Expression, signature: tuple[tuple[str, np.dtype], ...]) -> Plan 
     if got.dtype != expected:
         return None
     return Plan(text, translator.constants)
-
-
-def _is_filter(node: Node) -> bool:
-    """Whether `node` is comparisons of names and constants joined by logic."""
-    if isinstance(node, Compare):
-        return all(isinstance(side, (Name, Const)) for side in (node.left, node.right))
-    if isinstance(node, Logical):
-        return all(map(_is_filter, node.operands))
-    if isinstance(node, Unary) and node.op in ("invert", "not"):
-        return _is_filter(node.operand)
-    if isinstance(node, Binary) and node.op in ("and", "or", "xor"):
-        return _is_filter(node.left) and _is_filter(node.right)
-    return False
 
 
 def evaluate(expr: Expression, arrays: Mapping[str, np.ndarray]) -> np.ndarray | None:

@@ -265,3 +265,44 @@ def test_operands_settles_names_length_and_blen_before_any_read():
         blocks.operands("a + b", {"a": a, "b": np.arange(4)})
     with pytest.raises(TypeError):
         blocks.operands("a", {"a": a}, blen=True)
+
+
+# -- conjunctions of filters: the parts after a sparse one on its rows only -------------
+
+CONJUNCTIONS = ["(a > 990) & (b < 0.5)", "(a >= 40) & (a < 45) & (b > 0) & (k < a)",
+                "(b > 5) & (a < 3)", "(a < 0) & (b > 0)", "(a > 10) and (b < 1) and (a < 20)",
+                "~(a < 995) & ((b > 0) | (a == 999))", "(a > 300) & (a < 310) & (s == 'x')"]
+
+
+@pytest.mark.parametrize("text", CONJUNCTIONS)
+@pytest.mark.parametrize("nthreads, blen", [(1, 100), (2, 64), (3, 1), (1, N)])
+def test_conjunctions_give_the_whole_result(columns, text, nthreads, blen):
+    cols = {**columns, "s": np.array(["x", "y", "z"])[np.arange(N) % 3]}
+    expected = compile_expression(text).evaluate({**cols, "k": 41})
+    got = list(evaluate_blocks(text, cols, {"k": 41}, blen=blen, nthreads=nthreads,
+                               with_columns=True))
+    np.testing.assert_array_equal(np.concatenate([m for _, m, _ in got]), expected)
+    for start, mask, read in got:
+        for name, rows in read.items():  # columns given back are whole blocks
+            np.testing.assert_array_equal(rows, cols[name][start:start + len(mask)])
+
+
+def test_a_sparse_part_spares_reading_the_other_columns(columns):
+    log = []
+    cols = {"a": columns["a"], "b": Recording(columns["b"], log)}
+    got = list(evaluate_blocks("(a >= 40) & (a < 45) & (b > -10)", cols, blen=N, nthreads=1,
+                               with_columns=True))
+    np.testing.assert_array_equal(np.flatnonzero(got[0][1]), np.arange(40, 45))
+    assert log == [(40, 45)]                # b: from the first to the last row left
+    assert sorted(got[0][2]) == ["a"]       # and not given back as a whole block
+    log.clear()
+    list(evaluate_blocks("(a < 0) & (b > -10)", cols, blen=N, nthreads=1))
+    assert log == []                        # no row left: b is not read at all
+
+
+def test_a_sparse_part_still_raises_what_the_whole_raises(columns):
+    cols = {"a": columns["a"], "s": np.array(["x"] * N)}
+    with pytest.raises(ExpressionError):
+        compile_expression("(a < 0) & (s > 3)").evaluate(cols)
+    with pytest.raises(ExpressionError):
+        evaluate("(a < 0) & (s > 3)", cols, nthreads=1)
