@@ -23,6 +23,8 @@ asked for.
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
@@ -40,6 +42,10 @@ __all__ = ["matches", "operands", "select", "zone_skipper"]
 #: Cells of the common grid a column's chunk may be cut into when the
 #: columns' chunk lengths differ (a finer grid costs more than it prunes).
 _MAX_CELLS_PER_CHUNK = 64
+#: Zone-map analyses remembered (a repeated query on unchanged chunks skips
+#: its analysis), and the most cells one may have.
+_ANALYSES = 64
+_ANALYSED_CELLS = 4096
 
 class Table(Protocol):
     """The columns of a table by name, as a ctable's ``cols`` (or a dict) offers them."""
@@ -288,8 +294,8 @@ def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[
         # numbers: every cell analysed at once, as far as any column has bounds
         # (a column's cells past its full chunks may hold anything)
         ncells = max(len(st) for st in stats.values())
-        return _Skipper(may_match_blocks(expr, {n: _padded(st, ncells)
-                                                for n, st in stats.items()}, scalars), cl)
+        return _Skipper(_ANALYSED.get(expr, {n: _padded(st, ncells)
+                                             for n, st in stats.items()}, scalars), cl)
     nchunks = min(len(st) for st in stats.values())
     maybe = np.ones(nchunks, dtype=bool)
 
@@ -334,6 +340,56 @@ def _padded(stats: np.ndarray, ncells: int) -> tuple:
     return (np.concatenate([mins, np.full(extra, low, dtype)]),
             np.concatenate([maxs, np.full(extra, high, dtype)]),
             np.concatenate([nans, np.ones(extra, dtype=bool)]))
+
+
+class _Analysed:
+    """The last :data:`_ANALYSES` results of
+    :func:`~bcolzx._query.zonemap.may_match_blocks`, by everything they
+    depend on: the expression, the bounds' bytes and the scalars' values."""
+
+    def __init__(self) -> None:
+        self._results: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, expr: Expression, bounds: dict[str, tuple],
+            scalars: Mapping[str, Any]) -> np.ndarray:
+        """``may_match_blocks(expr, bounds, scalars)``, remembered (read-only)."""
+        key = self._key(expr, bounds, scalars)
+        if key is not None:
+            with self._lock:
+                found = self._results.get(key)
+                if found is not None:
+                    self._results.move_to_end(key)
+                    return found
+        maybe = may_match_blocks(expr, bounds, scalars)
+        maybe.flags.writeable = False
+        if key is not None:
+            with self._lock:
+                self._results[key] = maybe
+                while len(self._results) > _ANALYSES:
+                    self._results.popitem(last=False)
+        return maybe
+
+    @staticmethod
+    def _key(expr: Expression, bounds: dict[str, tuple],
+             scalars: Mapping[str, Any]) -> tuple | None:
+        """What the result depends on, as bytes (None: not remembered)."""
+        if any(len(b[0]) > _ANALYSED_CELLS for b in bounds.values()):
+            return None
+        values = []
+        for name in sorted(n for n in expr.names if n in scalars):
+            value = np.asarray(scalars[name])
+            if value.dtype.hasobject:
+                return None
+            values.append((name, type(scalars[name]), value.dtype.str, value.shape,
+                           value.tobytes()))
+        columns = tuple((name, *(np.asarray(a).dtype.str for a in b),
+                         *(np.asarray(a).tobytes() for a in b))
+                        for name, b in sorted(bounds.items()))
+        return expr.text, tuple(values), columns
+
+
+_ANALYSED = _Analysed()
 
 
 class _Skipper:

@@ -173,3 +173,25 @@ def test_compound_query_on_a_mixed_table_reads_only_the_selective_chunks(tmp_pat
     # One block (of the shortest chunk) of the condition's columns, not the table.
     block = min(t.cols["f0"].chunklen, t.cols["f2"].chunklen)
     assert 0 < rows["f2"] <= block < n and 0 < rows["f0"] <= block
+
+
+def test_a_repeated_analysis_is_remembered_and_follows_the_data(monkeypatch):
+    calls = []
+    real = planner.may_match_blocks
+
+    def counted(*args):
+        calls.append(args)
+        return real(*args)
+    monkeypatch.setattr(planner, "may_match_blocks", counted)
+    a = bcolzx.carray(np.arange(100), chunklen=10)
+    e = compile_expression("(a > k) & (a < 95)")
+
+    def kept(k):
+        skip = planner.zone_skipper(e, {"a": a}, {"k": k})
+        return [lo for lo in range(0, 100, 10) if not skip(lo, lo + 10)]
+    assert kept(75) == [70, 80, 90] and kept(75) == [70, 80, 90]
+    assert len(calls) == 1                       # the second time: remembered
+    assert kept(np.int8(85)) == [80, 90] and kept(85.5) == [80, 90]
+    a[0:10] = 80                                 # new bounds: analysed again
+    assert kept(75) == [0, 70, 80, 90]
+    assert len(calls) == 4
