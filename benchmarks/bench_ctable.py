@@ -17,6 +17,15 @@ Cases (memory and disk for bcolzx and legacy bcolz):
 - a selective query on a sorted column, ``(f0 > a) & (f0 < a + 20000)`` in
   the middle of the table (< 1% of the chunks can match);
 - ``todataframe()`` (when pandas is installed);
+- compound selective queries of several shapes (bcolzx only, memory and
+  disk): each next to its most selective single term, the range
+  ``(f0 > a) & (f0 < a + 20000)`` (or one ``f0 == v``), with the ratio
+  compound / term (target: at most 1.5): the range with an equality on the
+  unsorted ``f2``, the same written as a chained comparison, with its
+  comparisons turned round, with ``~``, with the bounds in user variables,
+  ``|`` of two ranges, and an isin-like ``|`` of equalities (the rows as a
+  NumPy array: the query, not the building of a result table; ``|`` of two
+  ranges reads and returns twice its term's rows);
 - ``--onerow`` appends (default 20,000) of one row each to a persistent table
   with the default ``auto_flush`` (legacy bcolz's tutorial does exactly this),
   timed per row; bcolzx saves them in the append journal (safe when the process
@@ -41,6 +50,29 @@ import numpy as np
 
 QUERY = "(f0 < 5000) & (f1 > 0.5)"
 BROAD = "(f2 < 100) & (f1 > 0.5)"
+
+
+def shapes(n):
+    """``{label: (compound, its most selective single term)}`` on `n` rows."""
+    a, b = n // 2, n // 2 + 20000
+    c, d = n // 4, n // 4 + 20000
+    term = f"(f0 > {a}) & (f0 < {b})"
+    eq = f"f0 == {a + 3}"
+    return {
+        "range & equality": (f"{term} & (f2 == 7)", term),
+        "chained range & equality": (f"({a} < f0 < {b}) & (f2 == 7)", term),
+        "turned round & equality": (f"({b} > f0) & (f2 == 7) & ({a} < f0)", term),
+        "~ of a disjunction": (f"~((f0 <= {a}) | (f0 >= {b}) | (f2 != 7))", term),
+        "user variables": ("(f0 > lo) & (f0 < hi) & (f2 == k)", term),
+        "| of two ranges": (f"{term} | ((f0 > {c}) & (f0 < {d}))", term),
+        "isin-like & comparison": (f"((f0 == {a + 3}) | (f0 == {a + 500}) | (f0 == {a + 9000}))"
+                                   " & (f2 < 500)", eq),
+    }
+
+
+def user_variables(n):
+    """The values of the names in the ``user variables`` shape on `n` rows."""
+    return {"lo": n // 2, "hi": n // 2 + 20000, "k": 7}
 
 
 def best_of(fn, repeat, setup=None):
@@ -130,6 +162,14 @@ def main(argv=None):
             if pd is not None and hasattr(ct, "todataframe"):
                 record(f"todataframe ({where})", name,
                        best_of(lambda: ct.todataframe(), args.repeat))
+    compound = shapes(n)
+    for where in ("memory", "disk"):
+        ct = tables["bcolzx", where]
+        for label, (expr, term) in compound.items():
+            for case, text in ((f"compound {label} ({where})", expr),
+                               (f"term of {label} ({where})", term)):
+                record(case, "bcolzx", best_of(lambda: ct.fetchwhere(
+                    text, out_flavor="numpy", user_dict=user_variables(n)), args.repeat))
     if args.onerow:
         rows = [(int(i), float(i) * 0.5, int(i % 1000)) for i in range(args.onerow)]
         empty = np.empty(0, dtype=[("f0", "i8"), ("f1", "f8"), ("f2", "i4")])
@@ -146,9 +186,11 @@ def main(argv=None):
                    best_of(one_at_a_time, max(1, args.repeat // 2), setup=clear))
             assert len(mod.open(path, mode="r")) == args.onerow
     # sanity: same answers
-    for expr in (QUERY, BROAD, selective):
-        got = tables["bcolzx", "disk"].fetchwhere(expr, out_flavor="numpy")
-        mask = bcolzx.eval(expr, user_dict=dict(zip(names, cols)), out_flavor="numpy")
+    for expr in (QUERY, BROAD, selective, *(e for pair in compound.values() for e in pair)):
+        got = tables["bcolzx", "disk"].fetchwhere(expr, out_flavor="numpy",
+                                                  user_dict=user_variables(n))
+        mask = bcolzx.eval(expr, user_dict={**dict(zip(names, cols)), **user_variables(n)},
+                           out_flavor="numpy")
         assert np.array_equal(got["f0"], cols[0][mask]), expr
     if pd is not None:
         df = pd.DataFrame(dict(zip(names, cols)))
@@ -159,18 +201,18 @@ def main(argv=None):
                                                                args.repeat))
             record(f"whereblocks broad ({where})", "pandas",
                    best_of(lambda: df.query(BROAD), args.repeat))
-    report(res)
+    report(res, list(compound))
     if args.dir is None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def report(res):
+def report(res, compound=()):
     anchors = [s for s in ("bcolz", "pandas") if any(s in v for v in res.values())]
     print()
     print(f"{'case':<36}{'bcolzx ms':>12}" + "".join(f"{a + ' ms':>12}{'ratio':>8}"
                                                       for a in anchors))
     for case, row in res.items():
-        if "bcolzx" not in row:
+        if "bcolzx" not in row or case.startswith(("compound ", "term of ")):
             continue
         line = f"{case:<36}{row['bcolzx'] * 1e3:>12.1f}"
         for a in anchors:
@@ -179,8 +221,18 @@ def report(res):
             else:
                 line += f"{'-':>12}{'':>8}"
         print(line)
+    if compound:
+        print()
+        print(f"{'compound selective query (bcolzx)':<44}{'ms':>8}{'term ms':>10}"
+              f"{'compound/term':>15}")
+        for where in ("memory", "disk"):
+            for label in compound:
+                row, term = res[f"compound {label} ({where})"], res[f"term of {label} ({where})"]
+                print(f"{label + ' (' + where + ')':<44}{row['bcolzx'] * 1e3:>8.2f}"
+                      f"{term['bcolzx'] * 1e3:>10.2f}{row['bcolzx'] / term['bcolzx']:>14.2f}x")
     print()
-    print("Targets (ratio = anchor time / bcolzx time):")
+    print("Targets (ratio = anchor time / bcolzx time; a compound query's anchor is its "
+          "term: >= 0.67x is within 1.5x):")
 
     def ratio(case, anchor):
         row = res.get(case, {})
@@ -205,6 +257,11 @@ def report(res):
             (f"todataframe ({where}) >= 1.5x legacy",
              ratio(f"todataframe ({where})", "bcolz"), 1.5),
         ]
+    for where in ("memory", "disk"):
+        for label in compound:
+            row, term = res[f"compound {label} ({where})"], res[f"term of {label} ({where})"]
+            checks.append((f"{label} ({where}) within 1.5x its term",
+                           term["bcolzx"] / row["bcolzx"], 1 / 1.5))
     onerow = [c for c in res if c.startswith("append 1 row")]
     checks += [(f"{c} >= legacy", ratio(c, "bcolz"), 1.0) for c in onerow]
     met = known = 0

@@ -11,7 +11,9 @@ NumPy ufuncs and numexpr release the GIL, so evaluations overlap each other
 and the reads of the next blocks.  At most ``2 * nthreads`` blocks are in
 flight.  A query evaluated from one of the pool's own threads (a task that
 queries) evaluates its blocks inline: a task never waits for the pool it
-occupies.
+occupies.  So do up to :data:`_INLINE_BLOCKS` blocks (what a selective
+query keeps after zone maps): handing them to other threads costs more than
+it overlaps.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ import numpy as np
 
 from bcolzx import _threads
 from bcolzx._query.expr import Expression, compile_expression
+from bcolzx._query.pyvm import python_vm
+from bcolzx._query.tree import Node, conjuncts, is_filter, names_of
 from bcolzx.errors import UndefinedNameError
 
 __all__ = ["BLOCK_BYTES", "Operands", "evaluate", "evaluate_blocks", "operands"]
@@ -36,6 +40,12 @@ __all__ = ["BLOCK_BYTES", "Operands", "evaluate", "evaluate_blocks", "operands"]
 BLOCK_BYTES = 1 << 20
 #: Blocks in flight per thread.
 _IN_FLIGHT = 2
+#: A conjunction whose first parts hold on at most one row in this many of a
+#: block evaluates its other parts on those rows only.
+_SPARSE = 16
+#: Blocks evaluated on the calling thread, however many threads: a few
+#: blocks take ~0.1 ms each, about what waking a worker costs on a busy machine.
+_INLINE_BLOCKS = 3
 
 
 def _as_expression(expr: Expression | str) -> Expression:
@@ -217,7 +227,7 @@ def evaluate_blocks(
     if skip_block is not None:
         ranges = [(a, b) for a, b in ranges if not skip_block(a, b)]
     read = _Reader(expr, dict(zip(names, used)), values, vm, with_columns)
-    if nthreads == 1 or len(ranges) <= 1:
+    if nthreads == 1 or len(ranges) <= _INLINE_BLOCKS:
         return (read.evaluate(a, b) for a, b in ranges)
     return _pooled(read, ranges, nthreads)
 
@@ -239,6 +249,11 @@ class _Reader:
         self.scalars = scalars
         self.vm = vm
         self.with_columns = with_columns
+        # A filter joined by & at its top, on columns of one value a row: its
+        # parts one after another, each with the names it reads.
+        parts = conjuncts(expr.tree) if is_filter(expr.tree) and all(
+            len(c.shape) == 1 for c in columns.values()) else []
+        self.parts = [(p, names_of(p)) for p in parts] if len(parts) > 1 else None
 
     def read(self, start: int, stop: int) -> dict[str, np.ndarray]:
         namespace = {name: np.asarray(col[start:stop]) for name, col in self.columns.items()}
@@ -246,17 +261,87 @@ class _Reader:
         return namespace
 
     def compute(self, namespace: dict[str, np.ndarray]) -> np.ndarray:
-        return self.expr.evaluate(namespace, self.vm)
+        if self.parts is None:
+            return self.expr.evaluate(namespace, self.vm)
+        return _conjunction(self.parts, _Block(self, 0, 0, namespace))
 
     def result(self, start: int, namespace: dict, value: np.ndarray) -> tuple:
-        """What evaluate_blocks yields for a block."""
+        """What evaluate_blocks yields for a block (with the columns read whole)."""
         if not self.with_columns:
             return start, value
-        return start, value, {name: namespace[name] for name in self.columns}
+        return start, value, {name: namespace[name] for name in self.columns
+                              if name in namespace}
 
     def evaluate(self, start: int, stop: int) -> tuple:
+        if self.parts is not None:  # on the calling thread: columns read as needed
+            block = _Block(self, start, stop)
+            return self.result(start, block.whole, _conjunction(self.parts, block))
         namespace = self.read(start, stop)
         return self.result(start, namespace, self.compute(namespace))
+
+
+class _Block:
+    """The operands of rows ``start .. stop-1``: columns read whole as the
+    parts of a conjunction need them, or only some rows of them; `namespace`
+    gives them all at once (read before, on the calling thread)."""
+
+    def __init__(self, reader: _Reader, start: int, stop: int,
+                 namespace: dict[str, np.ndarray] | None = None):
+        self.reader, self.start, self.stop = reader, start, stop
+        self.whole = {} if namespace is None else namespace
+
+    def all(self, names: set[str]) -> dict[str, np.ndarray]:
+        """Every row of `names` (columns not read yet are read now)."""
+        out = {}
+        for name in names:
+            if name in self.reader.scalars:
+                out[name] = self.reader.scalars[name]
+                continue
+            if name not in self.whole:
+                self.whole[name] = np.asarray(self.reader.columns[name][self.start:self.stop])
+            out[name] = self.whole[name]
+        return out
+
+    def rows(self, names: set[str], hits: np.ndarray) -> dict[str, np.ndarray]:
+        """Rows `hits` (increasing, of the block) of `names`: a column not read
+        yet is read from the first to the last of them only."""
+        out = {}
+        for name in names:
+            if name in self.reader.scalars:
+                out[name] = self.reader.scalars[name]
+            elif name in self.whole:
+                out[name] = np.asarray(self.whole[name])[hits]
+            elif not len(hits):
+                out[name] = np.empty(0, dtype=self.reader.columns[name].dtype)
+            else:
+                lo, hi = self.start + int(hits[0]), self.start + int(hits[-1]) + 1
+                span = np.asarray(self.reader.columns[name][lo:hi])
+                out[name] = span[hits - hits[0]]
+        return out
+
+
+def _conjunction(parts: list[tuple[Node, set[str]]], block: _Block) -> np.ndarray:
+    """A filter's conjunction of `parts` (each with its names) on `block`, by
+    the python VM (numexpr's VM evaluates filters so too): once the parts so
+    far hold on few rows (one in :data:`_SPARSE`), the others are evaluated
+    on those rows only, reading no more of their columns than the rows from
+    the first to the last.  Every part is evaluated (on no rows, if none is
+    left), so an error is raised as evaluating the whole would."""
+    mask = python_vm(parts[0][0], block.all(parts[0][1]))
+    for k, (part, names) in enumerate(parts[1:], 1):
+        if mask.ndim != 1 or np.count_nonzero(mask) * _SPARSE > len(mask):
+            mask = mask & python_vm(part, block.all(names))
+            continue
+        hits = np.flatnonzero(mask)
+        rest = parts[k:]
+        few = block.rows(set().union(*(n for _, n in rest)), hits)
+        kept = np.ones(len(hits), dtype=bool)
+        for other, _ in rest:
+            kept &= python_vm(other, few)
+        mask = np.zeros(len(mask), dtype=bool)
+        mask[hits[kept]] = True
+        return mask
+    return mask
 
 
 def _pooled(read: _Reader, ranges: list[tuple[int, int]], nthreads: int

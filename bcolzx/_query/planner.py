@@ -8,7 +8,8 @@ the table's columns by name (``ctable.cols``), never the table itself:
 * :func:`operands`: the columns a condition reads (the table's, then array
   variables of the caller's scope of the table's length) and its scalars;
 * :func:`zone_skipper`: which blocks cannot match, from the chunk bounds of
-  the columns (``column.engine.chunk_stats()``) and
+  the columns (``column.engine.chunk_stats()``): every chunk at once with
+  :func:`~bcolzx._query.zonemap.may_match_blocks`, or for strings with
   :func:`~bcolzx._query.zonemap.may_match`, narrowed range by range;
 * :func:`matches`: the row numbers where a condition holds, block by block
   (:mod:`~bcolzx._query.blocks`, or Dask tasks for ``vm='dask'``), with the
@@ -22,6 +23,8 @@ asked for.
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
@@ -31,7 +34,7 @@ from bcolzx._query import blocks
 from bcolzx._query.evaluate import engine_for, resolve_vm
 from bcolzx._query.expr import Expression, check_operands, compile_expression
 from bcolzx._query.scope import resolve_names, split_operands
-from bcolzx._query.zonemap import may_match
+from bcolzx._query.zonemap import may_match, may_match_blocks
 from bcolzx.errors import RowConditionError
 
 __all__ = ["matches", "operands", "select", "zone_skipper"]
@@ -39,6 +42,10 @@ __all__ = ["matches", "operands", "select", "zone_skipper"]
 #: Cells of the common grid a column's chunk may be cut into when the
 #: columns' chunk lengths differ (a finer grid costs more than it prunes).
 _MAX_CELLS_PER_CHUNK = 64
+#: Zone-map analyses remembered (a repeated query on unchanged chunks skips
+#: its analysis), and the most cells one may have.
+_ANALYSES = 64
+_ANALYSED_CELLS = 4096
 
 class Table(Protocol):
     """The columns of a table by name, as a ctable's ``cols`` (or a dict) offers them."""
@@ -155,8 +162,13 @@ def matches(expression: Any, table: Table, scope: Mapping[str, Any],
         return
     skip = zone_skipper(expr, columns, scalars)
     local = engine is blocks  # Dask tasks keep the blocks they read
+    # Blocks of the shortest chunk where zone maps rule some out, else the
+    # evaluator's (fewer, longer blocks for a scan).
+    narrow = isinstance(skip, _Skipper) and skip.prunes
     results = engine.evaluate_blocks(expr, columns, scalars, vm=vm, skip_block=skip,
-                                     **({"with_columns": True} if local else {}))
+                                     **({"with_columns": True,
+                                         "blen": _block_length(columns) if narrow else None}
+                                        if local else {}))
     for lo, mask, *read in results:
         if mask.dtype != np.bool_:
             raise ValueError(f"{expression!r} gives {mask.dtype} values, not a boolean "
@@ -171,6 +183,17 @@ def matches(expression: Any, table: Table, scope: Mapping[str, Any],
             have = {n: v for n, v in read[0].items()
                     if n in table and table[n] is columns[n]} if read else {}
             yield lo, hits + lo, (lo, have)
+
+
+def _block_length(columns: Mapping[str, Any]) -> int | None:
+    """Rows per block of a query that zone maps narrow: the shortest chunk of
+    the columns (None: the evaluator's default), so that a block kept reads
+    no more of a column with longer chunks (int32 beside int64) than the
+    chunk the zone maps kept."""
+    chunklens = [getattr(c, "chunklen", None) for c in columns.values()]
+    if chunklens and all(isinstance(c, int) and c > 0 for c in chunklens):
+        return min(chunklens)
+    return None
 
 
 def select(expression: Any, table: Table, scope: Mapping[str, Any],
@@ -267,6 +290,12 @@ def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[
         return None
     stats = {n: np.repeat(st, chunklens[n] // cl) if chunklens[n] != cl else st
              for n, st in stats.items()}
+    if not any(st.dtype["min"] == np.dtype(object) for st in stats.values()):
+        # numbers: every cell analysed at once, as far as any column has bounds
+        # (a column's cells past its full chunks may hold anything)
+        ncells = max(len(st) for st in stats.values())
+        return _Skipper(_ANALYSED.get(expr, {n: _padded(st, ncells)
+                                             for n, st in stats.items()}, scalars), cl)
     nchunks = min(len(st) for st in stats.values())
     maybe = np.ones(nchunks, dtype=bool)
 
@@ -289,8 +318,92 @@ def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[
 
     if nchunks:
         narrow(0, nchunks)
+    return _Skipper(maybe, cl)
 
-    def skip(lo: int, hi: int) -> bool:
-        first, last = lo // cl, (hi - 1) // cl
-        return last < nchunks and not maybe[first:last + 1].any()
-    return skip
+
+def _padded(stats: np.ndarray, ncells: int) -> tuple:
+    """``(mins, maxs, has_nans)`` of `stats` (numbers), extended to `ncells`
+    with bounds that hold any value of the dtype (NaN included)."""
+    extra = ncells - len(stats)
+    mins, maxs, nans = stats["min"], stats["max"], stats["nan"]
+    if not extra:
+        return mins, maxs, nans
+    dtype = mins.dtype
+    if dtype.kind == "b":
+        low, high = np.array([False, True])
+    elif dtype.kind in "iu":
+        low, high = np.array([np.iinfo(dtype).min, np.iinfo(dtype).max], dtype)
+    elif dtype.kind == "f":
+        low, high = np.array([-np.inf, np.inf], dtype)
+    else:  # datetime64, timedelta64: the int64 range but NaT (its minimum)
+        low, high = np.array([np.iinfo(np.int64).min + 1, np.iinfo(np.int64).max]).view(dtype)
+    return (np.concatenate([mins, np.full(extra, low, dtype)]),
+            np.concatenate([maxs, np.full(extra, high, dtype)]),
+            np.concatenate([nans, np.ones(extra, dtype=bool)]))
+
+
+class _Analysed:
+    """The last :data:`_ANALYSES` results of
+    :func:`~bcolzx._query.zonemap.may_match_blocks`, by everything they
+    depend on: the expression, the bounds' bytes and the scalars' values."""
+
+    def __init__(self) -> None:
+        self._results: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, expr: Expression, bounds: dict[str, tuple],
+            scalars: Mapping[str, Any]) -> np.ndarray:
+        """``may_match_blocks(expr, bounds, scalars)``, remembered (read-only)."""
+        key = self._key(expr, bounds, scalars)
+        if key is not None:
+            with self._lock:
+                found = self._results.get(key)
+                if found is not None:
+                    self._results.move_to_end(key)
+                    return found
+        maybe = may_match_blocks(expr, bounds, scalars)
+        maybe.flags.writeable = False
+        if key is not None:
+            with self._lock:
+                self._results[key] = maybe
+                while len(self._results) > _ANALYSES:
+                    self._results.popitem(last=False)
+        return maybe
+
+    @staticmethod
+    def _key(expr: Expression, bounds: dict[str, tuple],
+             scalars: Mapping[str, Any]) -> tuple | None:
+        """What the result depends on, as bytes (None: not remembered)."""
+        if any(len(b[0]) > _ANALYSED_CELLS for b in bounds.values()):
+            return None
+        values = []
+        for name in sorted(n for n in expr.names if n in scalars):
+            value = np.asarray(scalars[name])
+            if value.dtype.hasobject:
+                return None
+            values.append((name, type(scalars[name]), value.dtype.str, value.shape,
+                           value.tobytes()))
+        columns = tuple((name, *(np.asarray(a).dtype.str for a in b),
+                         *(np.asarray(a).tobytes() for a in b))
+                        for name, b in sorted(bounds.items()))
+        return expr.text, tuple(values), columns
+
+
+_ANALYSED = _Analysed()
+
+
+class _Skipper:
+    """The ``skip_block`` of cells of `cl` rows, of which only those `maybe`
+    holds can match (rows past the last cell may)."""
+
+    def __init__(self, maybe: np.ndarray, cl: int):
+        self.maybe, self.cl = maybe, cl
+
+    def __call__(self, lo: int, hi: int) -> bool:
+        first, last = lo // self.cl, (hi - 1) // self.cl
+        return last < len(self.maybe) and not self.maybe[first:last + 1].any()
+
+    @property
+    def prunes(self) -> bool:
+        """Whether some cell is ruled out."""
+        return not self.maybe.all()

@@ -18,7 +18,8 @@ import numpy as np
 from bcolzx.errors import ExpressionError
 
 __all__ = ["BINARY_SYMBOLS", "COMPARE_SYMBOLS", "FUNCTIONS", "MODULES", "REDUCTIONS", "Binary",
-           "Call", "Compare", "Const", "Logical", "Name", "Node", "Reduction", "Unary"]
+           "Call", "Compare", "Const", "Logical", "Name", "Node", "Reduction", "Unary",
+           "conjuncts", "is_filter", "names_of"]
 
 #: Accepted functions and their number of arguments: numexpr's documented set
 #: (``where``, trigonometric and hyperbolic functions and their inverses,
@@ -153,3 +154,42 @@ class Reduction(NamedTuple):
         except np.exceptions.AxisError as exc:
             raise ExpressionError(f"{self.op}(): {exc}") from None
 
+
+def is_filter(node: Node) -> bool:
+    """Whether `node` is a *filter*: comparisons of names and constants joined
+    by ``&``, ``|``, ``^``, ``~``, ``and``, ``or`` and ``not`` (booleans, one
+    per row, at every node)."""
+    if isinstance(node, Compare):
+        return all(isinstance(side, (Name, Const)) for side in (node.left, node.right))
+    if isinstance(node, Logical):
+        return all(map(is_filter, node.operands))
+    if isinstance(node, Unary) and node.op in ("invert", "not"):
+        return is_filter(node.operand)
+    if isinstance(node, Binary) and node.op in ("and", "or", "xor"):
+        return is_filter(node.left) and is_filter(node.right)
+    return False
+
+
+def conjuncts(node: Node) -> list[Node]:
+    """The parts a filter joins with ``&`` or ``and`` at its top (itself alone
+    if it is not such a conjunction)."""
+    if isinstance(node, Logical) and node.op == "and":
+        return [part for o in node.operands for part in conjuncts(o)]
+    if isinstance(node, Binary) and node.op == "and":
+        return conjuncts(node.left) + conjuncts(node.right)
+    return [node]
+
+
+def names_of(node: Node) -> set[str]:
+    """The names `node` reads."""
+    if isinstance(node, Name):
+        return {node.id}
+    if isinstance(node, Unary):
+        return names_of(node.operand)
+    if isinstance(node, (Binary, Compare)):
+        return names_of(node.left) | names_of(node.right)
+    if isinstance(node, Logical):
+        return set().union(*map(names_of, node.operands))
+    if isinstance(node, Call):
+        return set().union(*map(names_of, node.args))
+    return set()

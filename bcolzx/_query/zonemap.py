@@ -13,11 +13,16 @@ A block's *bounds* for a column are ``(min, max)`` or ``(min, max, has_nan)``:
 :func:`may_match` runs the expression on intervals instead of arrays, with the
 python VM's own operations on the interval ends (so with the same casts and
 rounding, which are monotone), and answers False only when no row whose
-values lie within the bounds can make the expression true.  It understands
+values lie within the bounds can make the expression true.
+:func:`may_match_blocks` answers the same for many blocks at once: the
+bounds are arrays with one item per block, and every step is applied to
+all the blocks together (a table's zone maps are analysed in one pass).  It understands
 comparisons (chained too) of columns, scalars and constants; ``&``, ``|``,
 ``^``, ``~`` and ``and``/``or``/``not`` of those; ``isnan``; and ``+``,
 ``-``, ``*``, ``/`` and unary ``-`` of numbers (giving up on a possible
-integer overflow or NaN).  Anything else is "maybe".
+integer overflow or NaN).  Anything else is "maybe".  Where integer arithmetic may wrap around the
+result is bounded by its dtype's whole range, and where a float corner is NaN
+by ``[-inf, inf]`` with NaN possible.
 
 NaN never satisfies ``<``, ``<=``, ``>``, ``>=`` or ``==`` but does satisfy
 ``!=``, so ``~(a < 5)`` and ``a != 5`` may be true in a block of NaNs.
@@ -46,17 +51,18 @@ from bcolzx._query.expr import Expression
 from bcolzx._query.tree import Binary, Call, Compare, Const, Logical, Name, Node, Unary
 from bcolzx.errors import ExpressionError
 
-__all__ = ["may_match"]
+__all__ = ["may_match", "may_match_blocks"]
 
 # _ORDERED: the dtype kinds whose min/max mean something (those with a zone map).
 _ARITHMETIC = "iuf"
 
 
 class _Truth(NamedTuple):
-    """Whether a boolean expression can be true, and whether it can be false."""
+    """Whether a boolean expression can be true, and whether it can be false
+    (booleans, or boolean arrays with one item per block)."""
 
-    true: bool
-    false: bool
+    true: Any
+    false: Any
 
 
 _MAYBE = _Truth(True, True)
@@ -65,14 +71,16 @@ _MAYBE = _Truth(True, True)
 class _Range(NamedTuple):
     """Every non-NaN value lies in [lo, hi] (none if `empty`); `nan`: NaN possible.
 
-    `lo` and `hi` are 0-d arrays of the value's dtype, or the same
-    :class:`~bcolzx._query.kinds.Literal` for a Python constant (typed as the python VM types it).
+    `lo` and `hi` are arrays of the value's dtype (0-d, or one item per
+    block), or the same :class:`~bcolzx._query.kinds.Literal` for a Python
+    constant (typed as the python VM types it); `nan` and `empty` are boolean
+    arrays that broadcast with them.
     """
 
     lo: Any
     hi: Any
-    nan: bool
-    empty: bool
+    nan: Any
+    empty: Any
 
     @property
     def dtype(self) -> np.dtype:
@@ -125,6 +133,45 @@ def may_match(expr: Expression, bounds: Mapping[str, tuple],
     >>> may_match(e, {"a": (np.int64(0), np.int64(5)), "b": (np.int64(-3), np.int64(3))})
     False
     """
+    return bool(_may_be_true(expr, bounds, scalars))
+
+
+def may_match_blocks(expr: Expression, bounds: Mapping[str, tuple],
+                     scalars: Mapping[str, Any] | None = None) -> np.ndarray:
+    """:func:`may_match` for many blocks at once: which of them may match.
+
+    Parameters
+    ----------
+    expr : Expression
+        A compiled expression.
+    bounds : mapping
+        For each column name, ``(mins, maxs)`` or ``(mins, maxs, has_nans)``:
+        arrays with one item per block (a zone map's fields), of a dtype
+        with a zone map other than strings.
+    scalars : mapping, optional
+        Values of the names that are not columns.
+
+    Returns
+    -------
+    numpy.ndarray
+        One boolean per block: False where :func:`may_match` of that block's
+        bounds is False.
+
+    Raises
+    ------
+    ValueError
+        If a bounds entry is not a 2- or 3-tuple, or its arrays differ in length.
+    """
+    lengths = {len(np.asarray(entry[0])) for entry in bounds.values()}
+    if len(lengths) != 1:
+        raise ValueError(f"the bounds must have one item per block for every column, "
+                         f"not {sorted(lengths)} items")
+    return np.broadcast_to(_may_be_true(expr, bounds, scalars), (lengths.pop(),)).copy()
+
+
+def _may_be_true(expr: Expression, bounds: Mapping[str, tuple],
+                 scalars: Mapping[str, Any] | None) -> Any:
+    """Whether `expr` can be true: a boolean, or one per block."""
     leaves: dict[str, Any] = {}
     for name in expr.names:
         if name in bounds:
@@ -135,7 +182,7 @@ def may_match(expr: Expression, bounds: Mapping[str, tuple],
             return True  # an unknown name: nothing to say
     with np.errstate(all="ignore"):
         result = _Analyser(leaves).analyse(expr.tree)
-    return _truth(result).true
+    return np.asarray(_truth(result).true, dtype=bool)
 
 
 def _text_bounds(entry: Any) -> _Text | None:
@@ -155,11 +202,12 @@ def _bounds_range(name: str, entry: tuple) -> _Range | None:
                          f"not {entry!r}")
     lo, hi = np.asarray(entry[0]), np.asarray(entry[1])
     dtype = np.result_type(lo, hi)
-    if lo.ndim or hi.ndim or dtype.kind not in _ORDERED:
+    if lo.ndim > 1 or hi.ndim > 1 or dtype.kind not in _ORDERED:
         return None
     lo, hi = _to_kind(lo.astype(dtype)), _to_kind(hi.astype(dtype))
-    has_nan = bool(entry[2]) if len(entry) == 3 and dtype.kind in "fcMm" else False
-    empty = bool(_is_nan(lo) or _is_nan(hi) or lo > hi)
+    has_nan = np.asarray(entry[2] if len(entry) == 3 and dtype.kind in "fcMm" else False,
+                         dtype=bool)
+    empty = _is_nan(lo) | _is_nan(hi) | (lo > hi)
     return _Range(lo, hi, has_nan, empty)
 
 
@@ -168,12 +216,13 @@ def _to_kind(value: np.ndarray) -> np.ndarray:
     return value if kind is None else value.astype(kind)
 
 
-def _is_nan(value: np.ndarray) -> bool:
+def _is_nan(value: np.ndarray) -> np.ndarray:
+    """Which items of `value` are NaN (NaT), as a boolean array of its shape."""
     if value.dtype.kind in "fc":
-        return bool(np.isnan(value))
+        return np.isnan(value)
     if value.dtype.kind in "Mm":
-        return bool(np.isnat(value))
-    return False
+        return np.isnat(value)
+    return np.zeros(value.shape, dtype=bool)
 
 
 def _point(value: np.ndarray) -> _Range | None:
@@ -187,8 +236,9 @@ def _point(value: np.ndarray) -> _Range | None:
 def _truth(value: _Abstract) -> _Truth:
     if isinstance(value, _Truth):
         return value
-    if isinstance(value, _Range) and value.dtype.kind == "b" and not value.empty:
-        return _Truth(bool(kinds.array_of(value.hi)), not bool(kinds.array_of(value.lo)))
+    if isinstance(value, _Range) and value.dtype.kind == "b":  # empty: maybe
+        hi, lo = kinds.array_of(value.hi), kinds.array_of(value.lo)
+        return _Truth(value.empty | hi, value.empty | ~lo)
     return _MAYBE
 
 
@@ -222,7 +272,7 @@ class _Analyser:
         if isinstance(node, Call) and node.func == "isnan":
             arg = self.analyse(node.args[0])
             if isinstance(arg, _Range):
-                return _Truth(arg.nan, not arg.empty)
+                return _Truth(arg.nan, ~arg.empty)
         return None
 
     def constant(self, value: Any) -> _Range | None:
@@ -233,7 +283,7 @@ class _Analyser:
         literal = kinds.Literal(value)
         if literal.typed().dtype.kind not in _ORDERED:
             return None
-        nan = bool(_is_nan(literal.typed()))
+        nan = _is_nan(literal.typed())
         return _Range(literal, literal, nan, nan)
 
     def unary(self, node: Unary) -> _Abstract:
@@ -244,10 +294,13 @@ class _Analyser:
         if node.op == "pos":
             return value
         if node.op == "neg" and _is_number(value):
-            if value.empty:
-                return value
             ends = kinds.unary("neg", _ends(value, "lh"))
-            return _from_ends(ends, [-x for x in _exact(value, "lh")], value.nan)
+            negated = _from_ends(ends, lambda: -_exact(value, "lh"), value.nan, False)
+            if negated is None:
+                return None
+            # a block without values stays one (its NaN, if any, stays NaN)
+            return negated._replace(nan=np.where(value.empty, value.nan, negated.nan),
+                                    empty=value.empty)
         return None
 
     def binary(self, node: Binary) -> _Abstract:
@@ -272,18 +325,20 @@ def _combine(op: str, truths: list[_Truth]) -> _Truth:
     result = truths[0]
     for other in truths[1:]:
         if op == "and":
-            result = _Truth(result.true and other.true, result.false or other.false)
+            result = _Truth(np.logical_and(result.true, other.true),
+                            np.logical_or(result.false, other.false))
         elif op == "or":
-            result = _Truth(result.true or other.true, result.false and other.false)
+            result = _Truth(np.logical_or(result.true, other.true),
+                            np.logical_and(result.false, other.false))
         else:  # xor
-            result = _Truth((result.true and other.false) or (result.false and other.true),
-                            (result.true and other.true) or (result.false and other.false))
+            result = _Truth((result.true & other.false) | (result.false & other.true),
+                            (result.true & other.true) | (result.false & other.false))
     return result
 
 
-def _holds(op: str, x: Any, y: Any) -> bool:
-    """The python VM's comparison of two interval ends (same casts as on data)."""
-    return bool(kinds.compare(op, x, y))
+def _holds(op: str, x: Any, y: Any) -> np.ndarray:
+    """The python VM's comparison of interval ends (same casts as on data)."""
+    return kinds.compare(op, x, y)
 
 
 def _utf8_of(value: _Abstract) -> bytes | None:
@@ -333,19 +388,21 @@ def _startswith(x: _Text, prefix: bytes) -> _Truth:
 def _compare(op: str, x: _Abstract, y: _Abstract) -> _Truth:
     if not (isinstance(x, _Range) and isinstance(y, _Range)):
         return _MAYBE
-    nan = x.nan or y.nan
-    if x.empty or y.empty:
-        return _Truth(op == "ne" and nan, op != "ne" and nan)
+    nan = x.nan | y.nan
     try:
         true, false = _compare_ranges(op, x, y)
     except ExpressionError:
         return _MAYBE
     if op == "ne":
-        return _Truth(true or nan, false)
-    return _Truth(true, false or nan)
+        true = true | nan
+    else:
+        false = false | nan
+    empty = x.empty | y.empty  # no value: only NaN compares, unequal to all
+    return _Truth(np.where(empty, nan & (op == "ne"), true),
+                  np.where(empty, nan & (op != "ne"), false))
 
 
-def _compare_ranges(op: str, x: _Range, y: _Range) -> tuple[bool, bool]:
+def _compare_ranges(op: str, x: _Range, y: _Range) -> tuple[np.ndarray, np.ndarray]:
     """Whether some x, y (not NaN) make `op` true, and whether some make it false."""
     if op in ("gt", "ge"):
         x, y, op = y, x, {"gt": "lt", "ge": "le"}[op]
@@ -353,54 +410,73 @@ def _compare_ranges(op: str, x: _Range, y: _Range) -> tuple[bool, bool]:
         return _holds("lt", x.lo, y.hi), _holds("ge", x.hi, y.lo)
     if op == "le":
         return _holds("le", x.lo, y.hi), _holds("gt", x.hi, y.lo)
-    overlap = _holds("le", x.lo, y.hi) and _holds("le", y.lo, x.hi)
-    single = not (_holds("ne", x.lo, y.hi) or _holds("ne", x.hi, y.lo))
-    return (overlap, not single) if op == "eq" else (not single, overlap)
+    overlap = _holds("le", x.lo, y.hi) & _holds("le", y.lo, x.hi)
+    single = ~(_holds("ne", x.lo, y.hi) | _holds("ne", x.hi, y.lo))
+    return (overlap, ~single) if op == "eq" else (~single, overlap)
 
 
 def _ends(value: _Range, which: str) -> Any:
-    """The ends of `value` picked by `which` ('l'/'h' letters) as one array."""
+    """The ends of `value` picked by `which` ('l'/'h' letters), along a last axis."""
     if isinstance(value.lo, kinds.Literal):
         return value.lo
-    return np.stack([value.lo if c == "l" else value.hi for c in which])
+    return np.stack([value.lo if c == "l" else value.hi for c in which], axis=-1)
 
 
-def _exact(value: _Range, which: str) -> list[Any]:
-    """The same ends as Python numbers, for exact integer arithmetic."""
-    ends = [kinds.array_of(value.lo).item(), kinds.array_of(value.hi).item()]
-    return [ends[0] if c == "l" else ends[1] for c in which]
+def _exact(value: _Range, which: str) -> np.ndarray:
+    """The same ends as Python numbers (an object array), for exact integer arithmetic."""
+    lo, hi = (kinds.array_of(v).astype(object) for v in (value.lo, value.hi))
+    return np.stack([lo if c == "l" else hi for c in which], axis=-1)
+
+
+_EXACT = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b}
 
 
 def _arithmetic(op: str, x: _Abstract, y: _Abstract) -> _Range | None:
     if not (_is_number(x) and _is_number(y)):
         return None
     try:
-        if x.empty or y.empty:  # NaN in, NaN out
-            ends = np.asarray(kinds.binary(op, _ends(x, "l"), _ends(y, "l")))
-            return _Range(ends, ends, x.nan or y.nan, True) if ends.dtype.kind == "f" else None
-        zero = kinds.Literal(0)
-        if op == "truediv" and _holds("le", y.lo, zero) and _holds("ge", y.hi, zero):
-            return None  # the divisor may be zero
-        ends = kinds.binary(op, _ends(x, "llhh"), _ends(y, "lhlh"))
+        ends = np.asarray(kinds.binary(op, _ends(x, "llhh"), _ends(y, "lhlh")))
+        unsound = False
+        if op == "truediv":  # where the divisor may be zero nothing is known
+            zero = kinds.Literal(0)
+            unsound = _holds("le", y.lo, zero) & _holds("ge", y.hi, zero)
     except ExpressionError:
         return None
-    pairs = zip(_exact(x, "llhh"), _exact(y, "lhlh"))
-    python_op = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b,
-                 "mul": lambda a, b: a * b, "truediv": lambda a, b: None}[op]
-    nan = x.nan or y.nan
-    if op == "mul" and not all(np.isfinite(kinds.array_of(_ends(v, "lh"))).all()
-                               for v in (x, y)):
-        nan = True  # 0 * inf inside the box
-    return _from_ends(ends, [python_op(a, b) for a, b in pairs], nan)
+    nan = x.nan | y.nan
+    if op == "mul":  # 0 * inf inside the box
+        nan = nan | ~(_finite(x) & _finite(y))
+    empty = x.empty | y.empty  # NaN in, NaN out
+    if ends.dtype.kind != "f":
+        unsound = unsound | empty  # (integers: never, but nothing is known then)
+    result = _from_ends(ends, lambda: _EXACT[op](_exact(x, "llhh"), _exact(y, "lhlh")),
+                        nan, unsound)
+    if result is None or ends.dtype.kind != "f":
+        return result
+    return result._replace(nan=np.where(empty, x.nan | y.nan, result.nan), empty=empty)
 
 
-def _from_ends(ends: np.ndarray, exact: list[Any], nan: bool) -> _Range | None:
-    """The range spanned by computed corner values, unless they may be wrong:
-    an integer overflow (compared with `exact`) or a NaN corner."""
+def _finite(value: _Range) -> np.ndarray:
+    """Whether both ends of `value` are finite."""
+    return np.isfinite(kinds.array_of(value.lo)) & np.isfinite(kinds.array_of(value.hi))
+
+
+def _from_ends(ends: np.ndarray, exact: Any, nan: Any, unsound: Any) -> _Range | None:
+    """The range spanned by computed corner values (along the last axis of
+    `ends`), except where they may be wrong: an integer overflow (the corners
+    differ from ``exact()``, computed with Python numbers), a NaN corner, or
+    where `unsound`.  There the range is the dtype's whole range (NaN
+    possible for floats); None for a result neither integer nor float."""
     ends = np.asarray(ends)
     if ends.dtype.kind in "iu":
-        if np.broadcast_to(ends, (len(exact),)).tolist() != exact:
-            return None  # wrapped around
-    elif ends.dtype.kind != "f" or np.isnan(ends).any():
+        wrong = np.asarray(ends.astype(object) != exact()).any(axis=-1) | unsound
+        info = np.iinfo(ends.dtype)
+        low, high = info.min, info.max
+    elif ends.dtype.kind == "f":
+        wrong = np.isnan(ends).any(axis=-1) | unsound
+        low, high = -np.inf, np.inf
+        nan = nan | wrong
+    else:
         return None
-    return _Range(np.asarray(ends.min()), np.asarray(ends.max()), nan, False)
+    lo = np.where(wrong, ends.dtype.type(low), ends.min(axis=-1)).astype(ends.dtype)
+    hi = np.where(wrong, ends.dtype.type(high), ends.max(axis=-1)).astype(ends.dtype)
+    return _Range(lo, hi, np.asarray(nan, dtype=bool), np.zeros(lo.shape, dtype=bool))

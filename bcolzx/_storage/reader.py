@@ -214,15 +214,15 @@ class ChunkReader:
                     return out
             c1 = (min(stop, stored_end) + cl - 1) // cl
             epoch = DECODED.epoch(self._owner)
-            hot = {c: rows for c in range(c0, c1)
-                   if (rows := DECODED.get(self._owner, c)) is not None}
+            hot = self._hot(c0, c1)
             self.decoded_bytes += self.rowbytes * sum(
                 min(stop, (c + 1) * cl) - max(start, c * cl) for c in range(c0, c1)
                 if c not in hot)
             admit = DECODED.admits((stop - start) * self.rowbytes)
-            # One chunk (small reads): through the chunk cache; more: one read per file.
-            entries = [None] * (c1 - c0) if len(hot) == c1 - c0 else \
-                [self._entry(c0)] if c1 - c0 == 1 else self.store.get(c0, c1)
+            # One chunk (small reads): through the chunk cache; more: one read per
+            # file, of the chunks the decompressed-chunk cache does not hold.
+            entries = [self._entry(c0)] if c1 - c0 == 1 and not hot else \
+                self._cold_entries(c0, c1, hot)
             run, run_at, offered = [], 0, []
             for c, entry in zip(range(c0, c1), entries):
                 a, b = max(start, c * cl), min(stop, (c + 1) * cl)
@@ -258,6 +258,30 @@ class ChunkReader:
             lo = max(start, stored_end)
             out[lo - start:] = self._leftover[lo - stored_end:stop - stored_end]
         return out
+
+    def _hot(self, c0: int, c1: int) -> dict[int, np.ndarray]:
+        """The rows of the chunks of ``c0 .. c1-1`` held by the decompressed-chunk
+        cache, by chunk number (held here: an eviction meanwhile does not matter)."""
+        return {c: rows for c in range(c0, c1)
+                if (rows := DECODED.get(self._owner, c)) is not None}
+
+    def _cold_entries(self, c0: int, c1: int, hot: dict) -> list:
+        """The stored entries of full chunks ``c0 .. c1-1``, None for those in
+        `hot`: the others are read from the store, one read per run of them
+        (a repeated scan of cached chunks reads no file)."""
+        entries: list = []
+        c = c0
+        while c < c1:
+            if c in hot:
+                entries.append(None)
+                c += 1
+                continue
+            end = c + 1
+            while end < c1 and end not in hot:
+                end += 1
+            entries.extend(self.store.get(c, end))
+            c = end
+        return entries
 
     def _flush_run(self, run: list, out: np.ndarray, at: int, next_chunk: int) -> None:
         """Decode `run`, consecutive full chunks ending before `next_chunk`, into
@@ -343,8 +367,7 @@ class ChunkReader:
         epoch = DECODED.epoch(self._owner)
 
         def one(job):  # (fn's result, whether the chunk was decompressed)
-            c, entry = job
-            cached = DECODED.get(self._owner, c)
+            c, entry, cached = job
             if cached is not None:
                 return fn(cached), False
             rows = _threads.buffer(self.chunk_bytes).view(self.dtype).reshape(shape)
@@ -356,8 +379,10 @@ class ChunkReader:
         results = []
         for c0 in range(0, self.nfull, batch):
             c1 = min(self.nfull, c0 + batch)
-            for result, decoded in _threads.map_ordered(
-                    one, zip(range(c0, c1), self.store.get(c0, c1)), self.nthreads):
+            hot = self._hot(c0, c1)  # only the other chunks are read from the store
+            jobs = zip(range(c0, c1), self._cold_entries(c0, c1, hot),
+                       [hot.get(c) for c in range(c0, c1)])
+            for result, decoded in _threads.map_ordered(one, jobs, self.nthreads):
                 results.append(result)
                 self.decoded_bytes += self.chunk_bytes if decoded else 0
         if self.nleft:

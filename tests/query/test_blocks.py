@@ -187,20 +187,33 @@ def test_abandoned_iteration_cancels_its_blocks_and_starts_no_threads(columns):
     assert threading.active_count() == before  # and no thread started for it
 
 
-def test_queries_run_on_the_shared_pool(columns):
-    names = set()
+def _traced(text, names):
+    """`text` compiled so that each evaluation adds its thread's name to `names`."""
 
-    class Traced(Expression):  # records the thread each block is evaluated on
+    class Traced(Expression):
         __slots__ = ()
 
         def evaluate(self, namespace, vm="python"):
             names.add(threading.current_thread().name)
             return super().evaluate(namespace, vm)
 
-    e = compile_expression("a * b")
-    got = evaluate(Traced(e.text, e.names, e.tree), columns, blen=10, nthreads=3)
+    e = compile_expression(text)
+    return Traced(e.text, e.names, e.tree)
+
+
+def test_queries_run_on_the_shared_pool(columns):
+    names = set()
+    got = evaluate(_traced("a * b", names), columns, blen=10, nthreads=3)
     np.testing.assert_array_equal(got, columns["a"] * columns["b"])
     assert names and all(n.startswith("bcolzx_") for n in names), names
+
+
+def test_a_few_blocks_are_evaluated_on_the_calling_thread(columns):
+    names = set()
+    blen = -(-N // blocks._INLINE_BLOCKS)  # just as many blocks
+    got = evaluate(_traced("a * b", names), columns, blen=blen, nthreads=3)
+    np.testing.assert_array_equal(got, columns["a"] * columns["b"])
+    assert names == {threading.current_thread().name}
 
 
 def test_a_query_from_a_pool_thread_is_evaluated_inline(columns, monkeypatch):
@@ -252,3 +265,44 @@ def test_operands_settles_names_length_and_blen_before_any_read():
         blocks.operands("a + b", {"a": a, "b": np.arange(4)})
     with pytest.raises(TypeError):
         blocks.operands("a", {"a": a}, blen=True)
+
+
+# -- conjunctions of filters: the parts after a sparse one on its rows only -------------
+
+CONJUNCTIONS = ["(a > 990) & (b < 0.5)", "(a >= 40) & (a < 45) & (b > 0) & (k < a)",
+                "(b > 5) & (a < 3)", "(a < 0) & (b > 0)", "(a > 10) and (b < 1) and (a < 20)",
+                "~(a < 995) & ((b > 0) | (a == 999))", "(a > 300) & (a < 310) & (s == 'x')"]
+
+
+@pytest.mark.parametrize("text", CONJUNCTIONS)
+@pytest.mark.parametrize("nthreads, blen", [(1, 100), (2, 64), (3, 1), (1, N)])
+def test_conjunctions_give_the_whole_result(columns, text, nthreads, blen):
+    cols = {**columns, "s": np.array(["x", "y", "z"])[np.arange(N) % 3]}
+    expected = compile_expression(text).evaluate({**cols, "k": 41})
+    got = list(evaluate_blocks(text, cols, {"k": 41}, blen=blen, nthreads=nthreads,
+                               with_columns=True))
+    np.testing.assert_array_equal(np.concatenate([m for _, m, _ in got]), expected)
+    for start, mask, read in got:
+        for name, rows in read.items():  # columns given back are whole blocks
+            np.testing.assert_array_equal(rows, cols[name][start:start + len(mask)])
+
+
+def test_a_sparse_part_spares_reading_the_other_columns(columns):
+    log = []
+    cols = {"a": columns["a"], "b": Recording(columns["b"], log)}
+    got = list(evaluate_blocks("(a >= 40) & (a < 45) & (b > -10)", cols, blen=N, nthreads=1,
+                               with_columns=True))
+    np.testing.assert_array_equal(np.flatnonzero(got[0][1]), np.arange(40, 45))
+    assert log == [(40, 45)]                # b: from the first to the last row left
+    assert sorted(got[0][2]) == ["a"]       # and not given back as a whole block
+    log.clear()
+    list(evaluate_blocks("(a < 0) & (b > -10)", cols, blen=N, nthreads=1))
+    assert log == []                        # no row left: b is not read at all
+
+
+def test_a_sparse_part_still_raises_what_the_whole_raises(columns):
+    cols = {"a": columns["a"], "s": np.array(["x"] * N)}
+    with pytest.raises(ExpressionError):
+        compile_expression("(a < 0) & (s > 3)").evaluate(cols)
+    with pytest.raises(ExpressionError):
+        evaluate("(a < 0) & (s > 3)", cols, nthreads=1)

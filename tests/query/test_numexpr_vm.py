@@ -41,8 +41,12 @@ UNARY = ["-a", "~a", "not a", "abs(a)", "sqrt(a)", "sin(a)", "exp(a)", "log(a)",
          "a // 2", "a % 2.5", "a ** 2", "a < 1.5", "a == 0", "where(a > 0, a, 1)",
          "where(a > 0, 1.5, -1)", "(a > 1) and (a < 5)", "(a > 1) | ~(a < -1)"]
 #: (expression, dtype) pairs numexpr itself must evaluate (no fallback).
-NATIVE = [("a + b", "int32"), ("a * b", "float64"), ("a / b", "int64"), ("a < b", "float32"),
-          ("a & b", "bool"), ("a - b", "complex128"), ("a == b", "int16"), ("a % b", "float64")]
+NATIVE = [("a + b", "int32"), ("a * b", "float64"), ("a / b", "int64"), ("a * 2 < b", "float32"),
+          ("where(a & b, 1.5, 2.5)", "bool"), ("a - b", "complex128"), ("a + 1 == b", "int16"),
+          ("a % b", "float64")]
+#: Filters: comparisons joined by logic, evaluated by NumPy whatever the VM.
+FILTERS = ["a < b", "(a > 1) & (b <= 3)", "~((a == 1) | (b != 2))", "(0 < a < 5) ^ (b > a)",
+           "(a > 1) and not (b < 2)"]
 
 
 def _sample(dtype, n=48, seed=0):
@@ -116,6 +120,16 @@ def test_numexpr_vm_really_uses_numexpr_where_it_can(text, dtype):
     e = compile_expression(text)
     signature = tuple((name, namespace[name].dtype) for name in e.names)
     assert numexpr_vm.plan(e, signature) is not None
+    _both(text, namespace)
+
+
+@pytest.mark.parametrize("text", FILTERS)
+def test_filters_go_to_numpy_with_the_same_result(text):
+    pytest.importorskip("numexpr")
+    namespace = {"a": _sample("int32"), "b": _sample("float64", seed=2)}
+    e = compile_expression(text)
+    signature = tuple((name, namespace[name].dtype) for name in e.names)
+    assert numexpr_vm.plan(e, signature) is None
     _both(text, namespace)
 
 

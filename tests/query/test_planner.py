@@ -119,6 +119,30 @@ def test_columns_of_different_chunk_lengths_share_a_grid():
     assert [lo for lo in range(0, 120, 10) if not skip(lo, lo + 10)] == [20, 30, 60, 70, 100, 110]
 
 
+def test_bounds_of_one_column_prune_past_the_full_chunks_of_another():
+    """Past the full chunks of b (its leftover has no bounds) the bounds of a
+    still rule blocks out: b's values there may be anything."""
+    a = bcolzx.carray(np.arange(115), chunklen=10)              # 11 full chunks
+    b = bcolzx.carray(np.arange(115) % 7, chunklen=20)          # 5, then 15 rows
+    skip = planner.zone_skipper(compile_expression("(a >= 40) & (a < 50) & (b < 3)"),
+                                {"a": a, "b": b}, {})
+    assert [lo for lo in range(0, 120, 10) if not skip(lo, lo + 10)] == [40, 110]
+    # Where b decides, its rows past its bounds may match (anything).
+    skip = planner.zone_skipper(compile_expression("(b > 1000) & (a >= 0)"),
+                                {"a": a, "b": b}, {})
+    assert [lo for lo in range(0, 120, 10) if not skip(lo, lo + 10)] == [100, 110]
+    for dtype in ("f4", "u2", "?", "M8[s]", "m8[ms]"):
+        values = np.arange(115).astype(dtype)
+        c = bcolzx.carray(values, chunklen=20)
+        skip = planner.zone_skipper(compile_expression("(a >= 40) & (a < 50) & (c == c)"),
+                                    {"a": a, "c": c}, {})
+        assert [lo for lo in range(0, 120, 10) if not skip(lo, lo + 10)] == [40, 110], dtype
+        table = {"a": a, "c": c}
+        got = [p for _, pos, _ in planner.matches("(a >= 100) & (c == c)", table, {}, None)
+               for p in pos.tolist()]
+        assert got == list(range(100, 115)), dtype
+
+
 def test_a_grid_finer_than_the_chunks_allow_is_not_used():
     a = bcolzx.carray(np.arange(2000), chunklen=1000)
     b = bcolzx.carray(np.arange(2000), chunklen=999)             # common divisor 1
@@ -146,6 +170,28 @@ def test_compound_query_on_a_mixed_table_reads_only_the_selective_chunks(tmp_pat
     got = t.fetchwhere(expr, outcols=["nrow__"], out_flavor="numpy")["nrow__"]
     np.testing.assert_array_equal(got, np.flatnonzero((f0 > 600000) & (f0 < 600100)
                                                       & (f2 < 500)))
-    # One block (of the longest chunk) of the condition's columns, not the table.
-    block = max(t.cols["f0"].chunklen, t.cols["f2"].chunklen)
+    # One block (of the shortest chunk) of the condition's columns, not the table.
+    block = min(t.cols["f0"].chunklen, t.cols["f2"].chunklen)
     assert 0 < rows["f2"] <= block < n and 0 < rows["f0"] <= block
+
+
+def test_a_repeated_analysis_is_remembered_and_follows_the_data(monkeypatch):
+    calls = []
+    real = planner.may_match_blocks
+
+    def counted(*args):
+        calls.append(args)
+        return real(*args)
+    monkeypatch.setattr(planner, "may_match_blocks", counted)
+    a = bcolzx.carray(np.arange(100), chunklen=10)
+    e = compile_expression("(a > k) & (a < 95)")
+
+    def kept(k):
+        skip = planner.zone_skipper(e, {"a": a}, {"k": k})
+        return [lo for lo in range(0, 100, 10) if not skip(lo, lo + 10)]
+    assert kept(75) == [70, 80, 90] and kept(75) == [70, 80, 90]
+    assert len(calls) == 1                       # the second time: remembered
+    assert kept(np.int8(85)) == [80, 90] and kept(85.5) == [80, 90]
+    a[0:10] = 80                                 # new bounds: analysed again
+    assert kept(75) == [0, 70, 80, 90]
+    assert len(calls) == 4

@@ -10,7 +10,7 @@ from hypothesis.extra import numpy as hnp
 
 from bcolzx._format.zonemap import bounds_of
 from bcolzx._query.expr import compile_expression
-from bcolzx._query.zonemap import may_match
+from bcolzx._query.zonemap import may_match, may_match_blocks
 from bcolzx.errors import ExpressionError
 
 A = np.array([1.0, 2.0, 4.0])
@@ -166,14 +166,19 @@ def _column(dtype):
     return hnp.arrays(dtype, st.integers(1, 6), elements=elements)
 
 
-@settings(max_examples=150, deadline=None)
-@given(data=st.data(), text=_condition())
-def test_may_match_false_means_no_row_matches(data, text):
+def _columns_and_scalar(data):
+    """Two columns of one length and a scalar ``k``, drawn."""
     a = data.draw(_column(data.draw(_COLUMN_DTYPES)), label="a")
     b = data.draw(_column(data.draw(_COLUMN_DTYPES)), label="b")
     n = min(len(a), len(b))
-    a, b = a[:n], b[:n]
     k = data.draw(st.sampled_from([np.int64(2), 2.5, np.float32(-1.5), np.int8(-7)]), label="k")
+    return a[:n], b[:n], k
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), text=_condition())
+def test_may_match_false_means_no_row_matches(data, text):
+    a, b, k = _columns_and_scalar(data)
     try:
         e = compile_expression(text)
         with warnings.catch_warnings():
@@ -184,3 +189,42 @@ def test_may_match_false_means_no_row_matches(data, text):
     bounds = {"a": bounds_of(a), "b": bounds_of(b)}
     if not may_match(e, bounds, {"k": k}):
         assert not np.asarray(result, dtype=bool).any(), (text, a, b, k)
+
+
+# -- many blocks at once: the same answer as block by block ----------------------------
+
+
+def _block_bounds(values, cuts):
+    """Per block of `values` cut at `cuts`: the bounds, and the same as arrays."""
+    each = [bounds_of(part) for part in np.split(values, cuts)]
+    return each, tuple(np.array([b[i] for b in each]) for i in range(3))
+
+
+def test_many_blocks_on_explicit_bounds():
+    e = compile_expression("(a > 2) & (b < 6) | (-a > 0)")
+    a = np.array([0.0, 1.0, 2.0, 3.0, 4.0, -1.0, np.nan, np.nan])
+    b = np.array([5, 9, 5, 5, 9, 9, 5, 5], np.int8)
+    _, bounds_a = _block_bounds(a, [2, 4, 6])
+    _, bounds_b = _block_bounds(b, [2, 4, 6])
+    got = may_match_blocks(e, {"a": bounds_a, "b": bounds_b})
+    assert got.tolist() == [False, True, True, False]
+    with pytest.raises(ValueError, match="one item per block"):
+        may_match_blocks(e, {"a": bounds_a, "b": tuple(x[:2] for x in bounds_b)})
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), text=_condition())
+def test_many_blocks_agree_with_one_block_at_a_time(data, text):
+    a, b, k = _columns_and_scalar(data)
+    n = len(a)
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, n - 1)), max_size=3),
+                                label="cuts")) - {n})
+    try:
+        e = compile_expression(text)
+    except ExpressionError:
+        return
+    each_a, bounds_a = _block_bounds(a, cuts)
+    each_b, bounds_b = _block_bounds(b, cuts)
+    got = may_match_blocks(e, {"a": bounds_a, "b": bounds_b}, {"k": k})
+    one_by_one = [may_match(e, {"a": x, "b": y}, {"k": k}) for x, y in zip(each_a, each_b)]
+    assert got.tolist() == one_by_one, (text, a, b, cuts, k)

@@ -82,6 +82,34 @@ def test_slices_and_sum_use_it(arr):
     assert c.sum() == data.sum() and c.sum() == data.sum()
 
 
+class _Reads:
+    """Counts the chunks an engine's store is asked for."""
+
+    def __init__(self, store):
+        self._store, self.chunks = store, []
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def get(self, first, stop):
+        self.chunks.extend(range(first, stop))
+        return self._store.get(first, stop)
+
+
+def test_cached_chunks_are_not_read_from_the_store_again(arr):
+    c, data = arr
+    c.sum(), c.sum()                             # every full chunk now cached
+    assert DECODED.nbytes == 40 * 1000 * 8
+    reads = c.engine._store = _Reads(c.engine.store)
+    dec = _counted(c)
+    assert c.sum() == data.sum()
+    np.testing.assert_array_equal(c[500:39_500], data[500:39_500])
+    assert reads.chunks == [] and dec.calls == 0
+    DECODED.drop(c.engine._owner, 7)             # one chunk gone: only it is read
+    assert c.sum() == data.sum()
+    assert reads.chunks == [7]
+
+
 def test_cached_rows_never_reach_the_user_writable_or_shared(arr):
     c, data = arr
     c[:5000], c[:5000]
