@@ -205,7 +205,15 @@ class Keys(ArrayHost):
             if stop > start:
                 eng.write(start, self._rows(value, stop - start))
             return
-        pos = self._positions(key)
+        try:
+            pos = self._positions(key)
+        except IndexError:
+            if isinstance(key, list) or (isinstance(key, np.ndarray) and key.dtype.kind in "iu"):
+                # NumPy (and legacy bcolz) check the number of values before the
+                # indices: too many or too few values is a ValueError even when an
+                # index is also out of range.
+                self._rows(value, len(key))
+            raise
         self._write_positions(pos, self._rows(value, len(pos)))
 
     def _write_positions(self, pos: np.ndarray, rows: np.ndarray) -> None:

@@ -156,6 +156,23 @@ def test_setitem_bad_values_raise(make):
         ca[10] = 1
 
 
+@pytest.mark.parametrize("key", [[3, 7, 12, 8, 8], np.array([3, 7, 12, 8, 8])])
+def test_setitem_checks_the_number_of_values_before_the_indices(make, key):
+    """NumPy and legacy bcolz: a wrong number of values is a ValueError even when an
+    index is also out of range (found by the differential test); with the right
+    number (or one value), the index is the error."""
+    ca = make(np.arange(12), chunklen=4)
+    expect = np.arange(12)
+    with pytest.raises(ValueError):
+        expect[key] = np.arange(6)
+    with pytest.raises(ValueError):
+        ca[key] = np.arange(6)
+    for value in (np.arange(5), 7):
+        with pytest.raises(IndexError):
+            ca[key] = value
+    assert np.array_equal(ca[:], np.arange(12))
+
+
 def test_append_trim_resize(make):
     ca = make(np.arange(10.0), chunklen=4, dflt=-1.0)
     ca.append(5.0)
