@@ -133,9 +133,68 @@ cdef _check_strings(cnp.ndarray arr, str what):
 _STRING_DTYPE = np.dtypes.StringDType
 
 
+cdef extern from *:
+    """
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #include <unistd.h>
+    #endif
+    /* Fault in the whole pages of [p, p + n) ahead of writing them, without
+       changing their contents (Linux's MADV_POPULATE_WRITE; nothing elsewhere,
+       or when the kernel lacks it: the pages then fault in as they are
+       written). */
+    static void bcolzx_prefault(char *p, size_t n) {
+    #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+        static long page = 0;
+        if (page <= 0) page = sysconf(_SC_PAGESIZE);
+        if (page <= 0) return;
+        size_t lo = ((size_t)p + (size_t)page - 1) & ~((size_t)page - 1);
+        size_t hi = ((size_t)p + n) & ~((size_t)page - 1);
+        if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+    #else
+        (void)p; (void)n;
+    #endif
+    }
+    """
+    void bcolzx_prefault(char* p, size_t n) nogil
+
+
+cdef Py_ssize_t _check_rows(const uint8_t* base, Py_ssize_t size, const int64_t* offsets,
+                            Py_ssize_t count, Py_ssize_t* outside) noexcept nogil:
+    """The first of rows ``0 .. count - 1`` (delimited by ``offsets[0 .. count]``)
+    whose bytes are not well-formed UTF-8, or -1; sets `outside` to the first
+    row whose span is not inside the ``size`` bytes at `base` (and stops
+    there), else leaves it.  A missing row spans nothing and passes."""
+    cdef Py_ssize_t r
+    cdef int64_t a, b, lo = offsets[0], hi = offsets[count]
+    cdef bint whole = False
+    # The rows' bytes are contiguous: when they are well-formed UTF-8 as a
+    # whole, a row is too unless it starts or ends inside a character (one
+    # byte checked per row).
+    if 0 <= lo <= hi <= size:
+        whole = _utf8_error(base + lo, hi - lo) < 0
+    for r in range(count):
+        a, b = offsets[r], offsets[r + 1]
+        if not 0 <= a <= b <= size:
+            outside[0] = r
+            return -1
+        if whole and lo <= a <= b <= hi:
+            if a < b and (base[a] & 0xC0) == 0x80 or b < hi and (base[b] & 0xC0) == 0x80:
+                return r
+        elif _utf8_error(base + a, b - a) >= 0:
+            return r
+    return -1
+
+
 def pack(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, cnp.ndarray out,
          Py_ssize_t first):
     """Rows ``first .. first + len(out) - 1`` of a decoded chunk into `out`.
+
+    Every row is checked (inside the chunk, well-formed UTF-8) before any is
+    written, and the pages of `out` are faulted in, with the GIL released and
+    without holding `out`'s string allocator; only the packing holds it, so
+    that threads filling disjoint parts of one array wait for each other no
+    longer than that.
 
     Parameters
     ----------
@@ -155,16 +214,16 @@ def pack(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, cnp.ndarray o
     Returns
     -------
     int
-        -1, or the row of the chunk whose bytes are not well-formed UTF-8
-        (`out` is then partly written).
+        -1, or the first row of the chunk whose bytes are not well-formed
+        UTF-8 (`out` is then left as it was).
 
     Raises
     ------
     TypeError
         If `out` is not a 1-D StringDType array.
     ValueError
-        If the rows are not in the chunk, or a missing row meets a dtype
-        without an ``na_object``.
+        If the rows are not in the chunk, a row's offsets lie outside it, or
+        a missing row meets a dtype without an ``na_object``.
     MemoryError
         If NumPy cannot allocate a string.
     """
@@ -185,47 +244,36 @@ def pack(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, cnp.ndarray o
     if count == 0:
         return -1
     cdef const uint8_t* base = &chunk[0] if chunk.shape[0] else NULL
-    cdef Py_ssize_t r, bad = -1, failed = -1, outside = -1
+    cdef const int64_t* o = &offsets[first]
+    cdef const uint8_t* flags = &missing[first] if has_na else NULL
+    cdef Py_ssize_t r, bad, failed = -1, outside = -1
     cdef Py_ssize_t size = chunk.shape[0]
-    cdef int64_t a, b, lo = offsets[first], hi = offsets[first + count]
-    cdef bint whole = False
+    cdef char* slots = cnp.PyArray_BYTES(out)
+    cdef Py_ssize_t stride = cnp.PyArray_STRIDES(out)[0], itemsize = cnp.PyArray_ITEMSIZE(out)
     cdef npy_string_allocator* allocator
     with nogil:
-        # Fast path: the rows' bytes are contiguous; when they are well-formed
-        # UTF-8 as a whole, a row is too unless it starts inside a character
-        # (checked below, one byte per row).
-        if 0 <= lo <= hi <= size:
-            whole = _utf8_error(base + lo, hi - lo) < 0
-        allocator = NpyString_acquire_allocator(descr)
-        for r in range(count):
-            a, b = offsets[first + r], offsets[first + r + 1]
-            if not 0 <= a <= b <= size:
-                outside = first + r
-                break
-            if has_na and missing[first + r]:
-                if NpyString_pack_null(allocator, _slot(out, r)) < 0:
+        bad = _check_rows(base, size, o, count, &outside)
+        if bad < 0 and outside < 0:
+            if stride == itemsize:  # contiguous: its pages are one range
+                bcolzx_prefault(slots, <size_t>(count * stride))
+            allocator = NpyString_acquire_allocator(descr)
+            for r in range(count):
+                if has_na and flags[r]:
+                    if NpyString_pack_null(
+                            allocator, <npy_packed_static_string*>(slots + r * stride)) < 0:
+                        failed = r
+                        break
+                elif NpyString_pack(allocator, <npy_packed_static_string*>(slots + r * stride),
+                                    <const char*>(base + o[r]), <size_t>(o[r + 1] - o[r])) < 0:
                     failed = r
                     break
-                continue
-            if whole and lo <= a <= b <= hi:
-                if a < b and (base[a] & 0xC0) == 0x80 or \
-                        b < hi and (base[b] & 0xC0) == 0x80:
-                    bad = first + r
-                    break
-            elif _utf8_error(base + a, b - a) >= 0:
-                bad = first + r
-                break
-            if NpyString_pack(allocator, _slot(out, r), <const char*>(base + a),
-                              <size_t>(b - a)) < 0:
-                failed = r
-                break
-        NpyString_release_allocator(allocator)
+            NpyString_release_allocator(allocator)
     if outside >= 0:
-        raise ValueError(f"row {outside} is not inside the chunk (its offsets were not "
-                         "validated)")
+        raise ValueError(f"row {first + outside} is not inside the chunk (its offsets were "
+                         "not validated)")
     if failed >= 0:
         raise MemoryError(f"NumPy could not store string {failed} of a chunk")
-    return bad
+    return first + bad if bad >= 0 else -1
 
 
 def encode(cnp.ndarray rows, bint na_ok):

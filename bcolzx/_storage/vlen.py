@@ -98,7 +98,12 @@ class VlenArray(ChunkedArray):
         if own is None:
             st = self.store.storage
             cp = st.cparams
-            own = codec.Compressor(cp.cname, cp.clevel, cp.shuffle, 1, st.blocksize, nthreads,
+            # A byte shuffle of typesize 1 leaves the bytes as they are, but
+            # C-Blosc2 still copies every block through it both ways: no
+            # shuffle stores the same bytes without the copies (the bit
+            # shuffle does change them and is kept).
+            shuffle = codec.NOSHUFFLE if cp.shuffle == codec.SHUFFLE else cp.shuffle
+            own = codec.Compressor(cp.cname, cp.clevel, shuffle, 1, st.blocksize, nthreads,
                                    split=False)
         self._comp = own  # one pipeline: items are bytes (typesize 1), no byte-delta
         self._dec = codec.Decompressor(nthreads)

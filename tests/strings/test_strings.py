@@ -370,3 +370,99 @@ def test_string_bounds_are_never_exact_and_reductions_refuse_strings(tmp_path):
         with pytest.raises(TypeError, match="strings"):
             getattr(c, name)()
     assert np.max(c[:]) == long
+
+
+@pytest.fixture
+def two_threads():
+    """Reads of several chunks run on two pool threads."""
+    before = bcolzx.set_nthreads(2)
+    yield
+    bcolzx.set_nthreads(before)
+
+
+def test_threaded_reads_across_chunk_boundaries(tmp_path, two_threads):
+    """Slices starting and ending inside chunks, read by pool threads that each
+    fill their part of one array, equal the source (missing values, 4-byte
+    characters, a row longer than a block, the unstored last rows)."""
+    rng = np.random.default_rng(7)
+    pool = EDGE + ["ÅÄÖ", "\U0001f600" * 3, "tail"]
+    values = np.array([pool[k] for k in rng.integers(0, len(pool), 1000)], dtype=SNONE)
+    values[rng.integers(0, 1000, 40)] = None
+    root = str(tmp_path / "c")
+    bcolzx.carray(values, rootdir=root, chunklen=64).flush()
+    c = bcolzx.open(root, mode="r")
+    assert c._engine.nthreads == 2 and c._engine.nfull == 15
+    for a, b in [(0, 1000), (1, 999), (63, 65), (64, 128), (100, 700), (959, 1000), (5, 5)]:
+        got = c[a:b]
+        assert got.dtype == SNONE
+        assert got.tolist() == values[a:b].tolist(), (a, b)
+
+
+def test_damage_found_on_a_pool_thread_is_raised_to_the_reader(tmp_path, monkeypatch,
+                                                              two_threads):
+    """A chunk decoded on a pool thread that is not UTF-8 raises CorruptDataError in
+    the reading thread, naming that chunk; the other chunks still read."""
+    real = strings.encode_rows
+
+    def damage_chunk_5(rows, kind):  # chunks may be encoded on pool threads, in any order
+        if rows[0] == "row 80 é":
+            return vlen.encode_planar([b"ok"] * (len(rows) - 1) + [b"\xed\xa0\x80"])
+        return real(rows, kind)
+
+    values = _strings([f"row {k} é" for k in range(8 * 16)])
+    root = str(tmp_path / "c")
+    with monkeypatch.context() as m:
+        m.setattr(strings, "encode_rows", damage_chunk_5)
+        bcolzx.carray(values, rootdir=root, chunklen=16).flush()
+    c = bcolzx.open(root, mode="r")
+    with pytest.raises(CorruptDataError, match="UTF-8") as err:
+        c[:]
+    assert err.value.chunk == 5 and "row 15 " in str(err.value)
+    with pytest.raises(CorruptDataError, match="UTF-8"):
+        c[70:100]
+    assert c[:80].tolist() == values[:80].tolist()
+    assert c[96:].tolist() == values[96:].tolist()
+
+
+def test_pack_checks_every_row_before_writing_any():
+    """A row that is not UTF-8, or forged offsets outside the chunk, leave the
+    output as it was (nothing is read outside the chunk)."""
+    from bcolzx._ext import strings as kernel
+
+    chunk = vlen.encode_planar([b"one", b"two", b"\xc3", b"four"])
+    where = vlen.locate(chunk, 4, vlen.PLANAR)
+    out = _strings(["keep"] * 4)
+    assert kernel.pack(chunk, where.offsets, None, out, 0) == 2
+    assert out.tolist() == ["keep"] * 4
+    assert kernel.pack(chunk, where.offsets, None, out[:2], 0) == -1
+    assert out.tolist() == ["one", "two", "keep", "keep"]
+    forged = where.offsets.copy()
+    forged[3] = len(chunk) + 100
+    out = _strings(["keep"] * 4)
+    with pytest.raises(ValueError, match="row 2 is not inside the chunk"):
+        kernel.pack(chunk, forged, None, out, 0)
+    forged = where.offsets.copy()
+    forged[1] = -5
+    with pytest.raises(ValueError, match="row 0 is not inside the chunk"):
+        kernel.pack(chunk, forged, None, out, 0)
+    assert out.tolist() == ["keep"] * 4
+    strided = _strings(["keep"] * 8)  # a strided view: its pages are not faulted in ahead
+    assert kernel.pack(chunk, where.offsets, None, strided[::3][:2], 0) == -1
+    assert strided.tolist() == ["one", "keep", "keep", "two"] + ["keep"] * 4
+
+
+def test_string_chunks_are_stored_without_the_byte_shuffle(tmp_path):
+    """The byte shuffle of typesize 1 changes nothing: string chunks are written
+    without it (C-Blosc2 header filter codes, bytes 16..21), the bit shuffle
+    is kept, and both read back."""
+    values = _strings(["AAPL", "MSFT", "é"] * 1000)
+    for shuffle, want in [(bcolzx.SHUFFLE, [0] * 6), (bcolzx.BITSHUFFLE, [0] * 5 + [2])]:
+        root = str(tmp_path / f"s{shuffle}")
+        c = bcolzx.carray(values, rootdir=root, chunklen=1024,
+                          cparams=bcolzx.cparams(shuffle=shuffle))
+        c.flush()
+        c = bcolzx.open(root, mode="r")
+        assert c.cparams.shuffle == shuffle
+        for k in range(c._engine.nfull):
+            assert list(bytes(c._engine.store.get_one(k))[16:22]) == want
+        assert c[:].tolist() == values.tolist()
