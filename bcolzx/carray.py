@@ -229,10 +229,18 @@ class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
                     "mode='w' to replace it")
             # _v1: a new column of a legacy (v1) ctable is itself v1.  The write
             # lock comes first: a dataset another writer holds is never replaced.
-            store_class = LegacyStore if _v1 else DirectoryStore
-            store = writer.create(self._rootdir,
-                                  lambda: store_class.create(self._rootdir, storage, rowshape),
-                                  replace=(mode == "w"), timeout=self._lock_timeout)
+            if _v1:
+                store = writer.create(
+                    self._rootdir, lambda: LegacyStore.create(self._rootdir, storage, rowshape),
+                    replace=(mode == "w"), timeout=self._lock_timeout)
+            else:
+                # Nothing fsynced until the first commit (the flush below, or the
+                # caller's: _publish), which makes it all durable at once.
+                unsynced: list = []
+                store = writer.create(
+                    self._rootdir, lambda: DirectoryStore.create(self._rootdir, storage, rowshape,
+                                                                 unsynced=unsynced),
+                    replace=(mode == "w"), timeout=self._lock_timeout, unsynced=unsynced)
             self._attrs = _attrs.attrs(self._rootdir, mode)
         self._engine = engine_for(store, nthreads=defaults.nthreads)
         if kind:  # as stored (no byte-delta for variable-length items), so as reopened

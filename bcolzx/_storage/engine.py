@@ -772,7 +772,7 @@ class ChunkedArray(ChunkReader):
             self._zones.partial = None
         last = self.chunk_bytes if nchunks else 0
         # Bounds of old and new rows alike, every old chunk still described.
-        self._zones.save()
+        self._zones.save(staged=True)
         self.store.truncate(nchunks, last, Sizes((length, *self.rowshape), length
                                                    * self.rowbytes, self.store.cbytes))
         self._zones.truncate(nchunks, partial=bool(len(tail)))
@@ -816,7 +816,7 @@ class ChunkedArray(ChunkReader):
             self._stored_part(entry)
             self._note(self.nfull, rows)
             self._leftover_stored = True
-        self._zones.save()  # data first, then the zone map, then the commit point
+        self._zones.save(staged=True)  # data first, then the zone map, then the commit point
         self.store.commit(self._sizes())  # which also empties the journal
         self._dirty = False
         self._committed()
