@@ -21,7 +21,7 @@ from bcolzx import attrs as _attrs
 from bcolzx._analytics import delete as _deletion
 from bcolzx._columns import Unopened, cols
 from bcolzx._format import jsonfile, layout
-from bcolzx._storage import snapshot
+from bcolzx._storage import snapshot, writer
 from bcolzx.carray import carray
 from bcolzx.defaults import defaults
 from bcolzx.errors import DatasetNotFoundError, NoColumnsError
@@ -221,6 +221,11 @@ class Opening:
             self._remote.put({layout.ROOTDIRS_FILE: jsonfile.dumps(
                 {"names": self.names}, layout.ROOTDIRS_FILE, seal=self._seal.sealed,
                 uid=self._seal.uid)})
+        elif self._rootdir is not None and self._unsynced:  # a new table, published
+            writer.write_json_after(os.path.join(self._rootdir, layout.ROOTDIRS_FILE),
+                                    {"names": self.names}, [*self._unsynced, self._rootdir],
+                                    seal=self._seal.sealed, uid=self._seal.uid)
+            self._unsynced.clear()
         elif self._rootdir is not None:
             jsonfile.write_json(os.path.join(self._rootdir, layout.ROOTDIRS_FILE),
                                 {"names": self.names}, seal=self._seal.sealed,

@@ -37,8 +37,8 @@ def sync_all(paths: list[str], fds: list[int] = ()) -> None:
     one is done before the first failure is raised."""
     jobs = [("path", p) for p in dict.fromkeys(paths)] + [("fd", fd) for fd in fds]
     try:
-        _threads.run_all(_sync_one, jobs,
-                         min(len(jobs), SYNC_THREADS) if defaults.nthreads > 1 else 1)
+        _threads.run_waiting(_sync_one, jobs,
+                             min(len(jobs), SYNC_THREADS) if defaults.nthreads > 1 else 1)
     except RuntimeError:  # at interpreter exit the pool takes no more work (an fsync
         for job in jobs:  # never raises RuntimeError): all of them here, again
             _sync_one(job)
@@ -159,6 +159,8 @@ class DirectoryStore(ChunkStore):
         self._unsynced: list[str] = []
         #: The zone map staged for the next commit (:meth:`save_zonemap`).
         self._staged_zonemap: Staged | None = None
+        #: Superchunk files created since the last commit (removed if it fails).
+        self._created: list[str] = []
 
     # -- opening ---------------------------------------------------------------
 
@@ -265,6 +267,7 @@ class DirectoryStore(ChunkStore):
             sc = SuperchunkFile.create(path, number, self.geometry, keep_open=pins.enabled(),
                                        durable=False)
             self._unsynced.append(os.path.dirname(path))
+            self._created.append(path)
         else:  # the committed index, kept to this store's rows (snapshot.py)
             sc = snapshot.load_file(self, number)
         self._files[number] = sc
@@ -480,10 +483,20 @@ class DirectoryStore(ChunkStore):
                     fsync_dir(meta)
             new.publish()
             new = None
+        except BaseException:
+            # No commit names the files created since the last one: a failed
+            # commit (a full disk at the fsync) leaves none of them behind.
+            for path in self._created:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+            raise
         finally:
             for left in (staged, new):
                 if left is not None:
                     left.discard()
+        self._created = []
         fsync_dir(meta)
         self.unpublished = False
 

@@ -283,6 +283,24 @@ def create(rootdir: str, make, *, replace: bool, timeout: float,
     return store
 
 
+def write_json_after(path: str, obj, unsynced: list, *, seal: bool, uid: str | None) -> None:
+    """Write the JSON file `path` atomically once the files and directories of
+    `unsynced` are durable: the new file (under its temporary name) and all of
+    them are fsynced at once, then it is renamed and its directory fsynced.
+    `unsynced` is emptied."""
+    from bcolzx._storage.directory import sync_all
+
+    staged = jsonfile.stage_json(path, obj, seal=seal, uid=uid)
+    try:
+        sync_all(unsynced, [staged.fd])
+        staged.publish()
+    except BaseException:
+        staged.discard()
+        raise
+    unsynced.clear()
+    jsonfile.fsync_dir(os.path.dirname(path) or ".")
+
+
 def lock_tree(rootdir: str, timeout: float) -> list[WriterLock]:
     """The write locks of a dataset directory and, for a ctable, of its columns: all or none.
 
