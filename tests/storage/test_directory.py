@@ -321,3 +321,40 @@ def test_map_chunks_raises_naming_the_damaged_chunk(dataset, nthreads):
     with pytest.raises(ChecksumError) as info:
         arr.map_chunks(np.sum)
     assert info.value.path == path and info.value.chunk == 5
+
+
+def test_a_new_carray_writes_each_metadata_file_once_and_syncs_before_its_commit(
+        tmp_path, monkeypatch):
+    """A carray created with its rows writes meta/storage and meta/sizes once (no
+    empty commit first), and everything the first meta/sizes relies on is fsynced
+    before it is renamed into place; the dataset directory in its parent too."""
+    import bcolzx
+
+    events = []
+    real_replace, real_fsync = os.replace, os.fsync
+
+    def replace(src, dst, **kw):
+        events.append(("rename", os.path.basename(dst)))
+        return real_replace(src, dst, **kw)
+
+    def fsync(fd):
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")
+                       if os.path.exists("/proc/self/fd") else fd))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "fsync", fsync)
+    rootdir = str(tmp_path / "sub" / "c")
+    bcolzx.carray(np.arange(300_000), rootdir=rootdir, mode="w", chunklen=100_000)
+    renames = [name for kind, name in events if kind == "rename"]
+    assert renames.count("sizes") == 1 and renames.count("storage") == 1
+    if not os.path.exists("/proc/self/fd"):
+        return
+    at = events.index(("rename", "sizes"))
+    synced = {what for kind, what in events[:at] if kind == "fsync"}
+    for path in (str(tmp_path), str(tmp_path / "sub"), rootdir, f"{rootdir}/meta",
+                 f"{rootdir}/data", f"{rootdir}/data/__0.bin", f"{rootdir}/meta/storage",
+                 f"{rootdir}/meta/zonemap", f"{rootdir}/__attrs__"):
+        assert path in synced, (path, events)
+    assert ("fsync", f"{rootdir}/meta") in events[at:]
+    np.testing.assert_array_equal(bcolzx.open(rootdir, mode="r")[:], np.arange(300_000))
