@@ -247,6 +247,7 @@ class attrs:  # noqa: N801 - legacy name
         if _new:
             if mode != "r" and _unsynced is not None and _io is None:
                 # fsynced with the rest of the new container, before it is published
+                assert self._attrsfile is not None
                 write_json(self._attrsfile, {}, seal=self._seal.sealed, uid=self._seal.uid,
                            durable=False)
                 _unsynced.append(self._attrsfile)

@@ -8,7 +8,6 @@ from dataclasses import replace
 from math import ceil, prod
 
 from bcolzx import _threads
-from bcolzx.defaults import defaults
 from bcolzx._format import files as _files
 from bcolzx._format import journal, layout, zonemap
 from bcolzx._format.jsonfile import Staged, fsync_dir, make_dirs, write_json
@@ -24,6 +23,7 @@ from bcolzx._format.meta import (
 from bcolzx._format.superchunk import SPECIAL_CBYTES, Geometry, SuperchunkFile
 from bcolzx._storage import pins, snapshot
 from bcolzx._storage.base import ChunkStore, Special
+from bcolzx.defaults import defaults
 from bcolzx.errors import CorruptDataError, ReadOnlyError
 
 #: At most this many fsyncs of one commit run at once (they overlap in the
