@@ -248,7 +248,10 @@ class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
                           quantize=cp.quantize, blocksize=cp.blocksize, bytedelta="off")
         self._cparams = cp
         try:
-            if len(data):
+            if len(data) and self._rootdir is not None and not kind and not _v1:
+                # the flush follows: the last short chunk is encoded with the others
+                self._engine.append(self._rows(data), last=True)
+            elif len(data):
                 self.append(data)
             # On object storage a caller that fills the dataset next (fromiter, copy)
             # publishes it with its own flush: readers never see it empty meanwhile.

@@ -358,3 +358,46 @@ def test_a_new_carray_writes_each_metadata_file_once_and_syncs_before_its_commit
         assert path in synced, (path, events)
     assert ("fsync", f"{rootdir}/meta") in events[at:]
     np.testing.assert_array_equal(bcolzx.open(rootdir, mode="r")[:], np.arange(300_000))
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_a_new_carray_stores_its_last_short_chunk_as_a_flush_would(tmp_path, nthreads):
+    """The constructor encodes the rows after the last full chunk together with the
+    full chunks: the chunks, their sizes and the zone map are those of an append
+    followed by a flush."""
+    import bcolzx
+    from bcolzx._format import zonemap
+
+    data = np.concatenate([np.linspace(0, 1, 2500), np.zeros(1000), np.arange(1234.0)])
+    with _nthreads(nthreads):
+        made = bcolzx.carray(data, rootdir=str(tmp_path / "made"), mode="w", chunklen=1000)
+        grown = bcolzx.carray(np.empty(0), rootdir=str(tmp_path / "grown"), mode="w",
+                              chunklen=1000)
+        grown.append(data)
+        grown.flush()
+    a, b = made.engine.store, grown.engine.store
+    assert a.nchunks == b.nchunks == 5
+    assert a.get(0, a.nchunks) == b.get(0, b.nchunks)
+    assert a.cbytes == b.cbytes and made.cbytes == grown.cbytes
+    stats = [zonemap.load(str(tmp_path / name), np.dtype(float), c.engine.store.storage)
+             for name, c in (("made", made), ("grown", grown))]
+    assert stats[0][0] is not None
+    np.testing.assert_array_equal(stats[0][0], stats[1][0])
+    np.testing.assert_array_equal(stats[0][1], stats[1][1])
+    np.testing.assert_array_equal(bcolzx.open(str(tmp_path / "made"), mode="r")[:], data)
+
+
+def _nthreads(n):
+    import contextlib
+
+    import bcolzx
+
+    @contextlib.contextmanager
+    def ctx():
+        old = bcolzx.defaults.nthreads
+        bcolzx.set_nthreads(n)
+        try:
+            yield
+        finally:
+            bcolzx.set_nthreads(old)
+    return ctx()
