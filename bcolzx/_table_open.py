@@ -110,18 +110,18 @@ class Opening:
     def _new_columns(self, todo: list, kwargs: dict) -> dict:
         """New unflushed columns ``{name: carray}`` from ``(name, data)`` pairs.
 
-        On disk, several columns are filled at once (as many as
-        ``nthreads``): one column's files are written while another is
-        compressed.  They are created here, in order, so that their write
-        locks belong to this thread.  Every column is filled (or has failed)
-        before this returns or raises the first failure.
+        On disk, with several threads, the columns are filled at once, one
+        pool task each (at most 8 at a time): one column's files are written
+        while another is compressed, and columns that compress slowly (noise)
+        do not wait behind others.  They are created here, in order, so that
+        their write locks belong to this thread.  Every column is filled (or
+        has failed) before this returns or raises the first failure.
         """
-        workers = min(len(todo), defaults.nthreads)
-        if self._rootdir is None or workers < 2:
+        if self._rootdir is None or defaults.nthreads < 2 or len(todo) < 2:
             return {name: self._new_column(name, data, kwargs, flush=False)
                     for name, data in todo}
         made = [(name, *self._empty_column(name, data, kwargs)) for name, data in todo]
-        _threads.run_all(lambda job: job[1].append(job[2]), made, workers)
+        _threads.run_all(lambda job: job[1].append(job[2]), made, min(len(made), 8))
         return {name: col for name, col, _ in made}
 
     def _new_column(self, name: str, data, kwargs: dict, flush: bool = True,
