@@ -133,6 +133,9 @@ class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
         (an ``OSError``) On object storage, when the store fails a request.
     """
 
+    #: Set by the constructor while it appends a new dataset's rows on disk.
+    _first_rows = False
+
     def __init__(self, array=None, cparams=None, dtype=None, dflt=None, expectedlen=None,
                  chunklen=None, rootdir=None, safe=True, mode="a", *, lock_timeout=None,
                  allow_pickle=None, storage_options=None, filesystem=None, _v1=False,
@@ -248,11 +251,14 @@ class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
                           quantize=cp.quantize, blocksize=cp.blocksize, bytedelta="off")
         self._cparams = cp
         try:
-            if len(data) and self._rootdir is not None and not kind and not _v1:
-                # the flush follows: the last short chunk is encoded with the others
-                self._engine.append(self._rows(data), last=True)
-            elif len(data):
-                self.append(data)
+            if len(data):
+                # The flush follows: on disk, the last short chunk is encoded with
+                # the full ones (append reads this).
+                self._first_rows = self._rootdir is not None and not kind and not _v1
+                try:
+                    self.append(data)
+                finally:
+                    self._first_rows = False
             # On object storage a caller that fills the dataset next (fromiter, copy)
             # publishes it with its own flush: readers never see it empty meanwhile.
             if self._rootdir is not None and (_publish or len(data)):
@@ -533,6 +539,9 @@ class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
         if isinstance(array, carray):
             for block in iterblocks(array):
                 self._engine.append(self._rows(block))
+            return
+        if self._first_rows:  # the constructor's, a commit follows
+            self._engine.append(self._rows(array), last=True)
             return
         self._engine.append(self._rows(array))
 
