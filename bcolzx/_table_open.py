@@ -22,7 +22,7 @@ from bcolzx import attrs as _attrs
 from bcolzx._analytics import delete as _deletion
 from bcolzx._columns import Unopened, cols
 from bcolzx._format import jsonfile, layout
-from bcolzx._storage import snapshot
+from bcolzx._storage import snapshot, writer
 from bcolzx.carray import carray
 from bcolzx.defaults import defaults
 from bcolzx.errors import DatasetNotFoundError, NoColumnsError
@@ -117,18 +117,18 @@ class Opening(TableHost):
     def _new_columns(self, todo: list, kwargs: dict) -> dict:
         """New unflushed columns ``{name: carray}`` from ``(name, data)`` pairs.
 
-        On disk, several columns are filled at once (as many as
-        ``nthreads``): one column's files are written while another is
-        compressed.  They are created here, in order, so that their write
-        locks belong to this thread.  Every column is filled (or has failed)
-        before this returns or raises the first failure.
+        On disk, with several threads, the columns are filled at once, one
+        pool task each (at most 8 at a time): one column's files are written
+        while another is compressed, and columns that compress slowly (noise)
+        do not wait behind others.  They are created here, in order, so that
+        their write locks belong to this thread.  Every column is filled (or
+        has failed) before this returns or raises the first failure.
         """
-        workers = min(len(todo), defaults.nthreads)
-        if self._rootdir is None or workers < 2:
+        if self._rootdir is None or defaults.nthreads < 2 or len(todo) < 2:
             return {name: self._new_column(name, data, kwargs, flush=False)
                     for name, data in todo}
         made = [(name, *self._empty_column(name, data, kwargs)) for name, data in todo]
-        _threads.run_all(lambda job: job[1].append(job[2]), made, workers)
+        _threads.run_all(lambda job: job[1].append(job[2]), made, min(len(made), 8))
         return {name: col for name, col, _ in made}
 
     def _new_column(self, name: str, data, kwargs: dict, flush: bool = True,
@@ -228,6 +228,11 @@ class Opening(TableHost):
             self._remote.put({layout.ROOTDIRS_FILE: jsonfile.dumps(
                 {"names": self.names}, layout.ROOTDIRS_FILE, seal=self._seal.sealed,
                 uid=self._seal.uid)})
+        elif self._rootdir is not None and self._unsynced:  # a new table, published
+            writer.write_json_after(os.path.join(self._rootdir, layout.ROOTDIRS_FILE),
+                                    {"names": self.names}, [*self._unsynced, self._rootdir],
+                                    seal=self._seal.sealed, uid=self._seal.uid)
+            self._unsynced.clear()
         elif self._rootdir is not None:
             jsonfile.write_json(os.path.join(self._rootdir, layout.ROOTDIRS_FILE),
                                 {"names": self.names}, seal=self._seal.sealed,

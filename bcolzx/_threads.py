@@ -107,6 +107,26 @@ def run_all(fn, items, nthreads: int) -> list:
     return [value for _, value in outcomes]
 
 
+def run_waiting(fn, items, nthreads: int) -> list:
+    """:func:`run_all` for calls that mostly wait for the system (fsyncs), from
+    any thread: called from a pool thread, the items are still offered to the
+    pool (it may have idle threads), and this thread runs every one that no
+    pool thread has started, so that it never waits for work that cannot start.
+    """
+    items = list(items)
+    if nthreads < 2 or len(items) < 2 or not in_worker():
+        return run_all(fn, items, nthreads)
+    executor = pool(nthreads)
+    futures = [executor.submit(_attempt, fn, item) for item in items[1:]]
+    outcomes = [_attempt(fn, items[0])]
+    for item, future in zip(items[1:], futures):
+        outcomes.append(_attempt(fn, item) if future.cancel() else future.result())
+    for ok, value in outcomes:
+        if not ok:
+            raise value
+    return [value for _, value in outcomes]
+
+
 def _attempt(fn, item) -> tuple:
     try:
         return True, fn(item)

@@ -170,6 +170,10 @@ class attrs:  # noqa: N801 - legacy name
     _io : optional
         For a container on object storage (`rootdir` unused): what reads and
         writes its ``__attrs__`` (:class:`bcolzx._storage.remote.AttrsIO`).
+    _unsynced : list, optional
+        With `_new`, on disk: the empty ``__attrs__`` is written without an
+        fsync and its path appended to this list, for the container's
+        creation to fsync before it publishes the container.
 
     Raises
     ------
@@ -223,6 +227,7 @@ class attrs:  # noqa: N801 - legacy name
         _new: bool = False,
         _seal: Seal | None = None,
         _io: Any = None,
+        _unsynced: list | None = None,
     ) -> None:
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
@@ -240,7 +245,13 @@ class attrs:  # noqa: N801 - legacy name
             raise ValueError("attributes on object storage need the dataset's seal")
         self._seal = _seal if _seal is not None else dataset_seal(self._rootdir)
         if _new:
-            if mode != "r":
+            if mode != "r" and _unsynced is not None and _io is None:
+                # fsynced with the rest of the new container, before it is published
+                assert self._attrsfile is not None
+                write_json(self._attrsfile, {}, seal=self._seal.sealed, uid=self._seal.uid,
+                           durable=False)
+                _unsynced.append(self._attrsfile)
+            elif mode != "r":
                 self._write({})
         else:
             self._open()

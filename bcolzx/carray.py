@@ -133,6 +133,9 @@ class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
         (an ``OSError``) On object storage, when the store fails a request.
     """
 
+    #: Set by the constructor while it appends a new dataset's rows on disk.
+    _first_rows = False
+
     def __init__(self, array=None, cparams=None, dtype=None, dflt=None, expectedlen=None,
                  chunklen=None, rootdir=None, safe=True, mode="a", *, lock_timeout=None,
                  allow_pickle=None, storage_options=None, filesystem=None, _v1=False,
@@ -229,10 +232,18 @@ class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
                     "mode='w' to replace it")
             # _v1: a new column of a legacy (v1) ctable is itself v1.  The write
             # lock comes first: a dataset another writer holds is never replaced.
-            store_class = LegacyStore if _v1 else DirectoryStore
-            store = writer.create(self._rootdir,
-                                  lambda: store_class.create(self._rootdir, storage, rowshape),
-                                  replace=(mode == "w"), timeout=self._lock_timeout)
+            if _v1:
+                store = writer.create(
+                    self._rootdir, lambda: LegacyStore.create(self._rootdir, storage, rowshape),
+                    replace=(mode == "w"), timeout=self._lock_timeout)
+            else:
+                # Nothing fsynced until the first commit (the flush below, or the
+                # caller's: _publish), which makes it all durable at once.
+                unsynced: list = []
+                store = writer.create(
+                    self._rootdir, lambda: DirectoryStore.create(self._rootdir, storage, rowshape,
+                                                                 unsynced=unsynced),
+                    replace=(mode == "w"), timeout=self._lock_timeout, unsynced=unsynced)
             self._attrs = _attrs.attrs(self._rootdir, mode)
         self._engine = engine_for(store, nthreads=defaults.nthreads)
         if kind:  # as stored (no byte-delta for variable-length items), so as reopened
@@ -241,7 +252,13 @@ class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
         self._cparams = cp
         try:
             if len(data):
-                self.append(data)
+                # The flush follows: on disk, the last short chunk is encoded with
+                # the full ones (append reads this).
+                self._first_rows = self._rootdir is not None and not kind and not _v1
+                try:
+                    self.append(data)
+                finally:
+                    self._first_rows = False
             # On object storage a caller that fills the dataset next (fromiter, copy)
             # publishes it with its own flush: readers never see it empty meanwhile.
             if self._rootdir is not None and (_publish or len(data)):
@@ -522,6 +539,9 @@ class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
         if isinstance(array, carray):
             for block in iterblocks(array):
                 self._engine.append(self._rows(block))
+            return
+        if self._first_rows:  # the constructor's, a commit follows
+            self._engine.append(self._rows(array), last=True)
             return
         self._engine.append(self._rows(array))
 

@@ -130,6 +130,8 @@ class ctable(Opening, Queries, Analytics, TableExchange):  # noqa: N801 - legacy
         self._lock_timeout = defaults.resolve_lock_timeout(kwargs.pop("lock_timeout", None))
         self._allow_pickle = defaults.resolve_allow_pickle(kwargs.pop("allow_pickle", None))
         self._lock = None  # the table's write lock (_storage/writer.py), on disk
+        #: What a new table wrote without an fsync, made durable with __rootdirs__.
+        self._unsynced: list = []
         # How __rootdirs__ and __attrs__ are sealed (docs/format/README.md §2c):
         # new tables are; an opened table keeps what its __rootdirs__ says.
         self._seal = Seal(True, new_uid()) if self._rootdir is not None else Seal()
@@ -156,8 +158,10 @@ class ctable(Opening, Queries, Analytics, TableExchange):  # noqa: N801 - legacy
                     f"{self._rootdir} exists; open it with ctable(rootdir=...) or use "
                     "mode='w' to replace it")
             # The lock first: a table another writer holds is never replaced.
+            # Nothing of the table itself is fsynced before __rootdirs__ is written.
             self._lock = writer.prepare_dir(self._rootdir, replace=(mode == "w"),
-                                            timeout=self._lock_timeout)
+                                            timeout=self._lock_timeout,
+                                            unsynced=self._unsynced)
             _table.bind_table(self)
         try:
             self._attrs: _attrs.attrs | None
@@ -167,7 +171,8 @@ class ctable(Opening, Queries, Analytics, TableExchange):  # noqa: N801 - legacy
                 self._attrs = _attrs.attrs(None, mode, _new=True, _seal=self._seal,
                                            _io=AttrsIO(self._remote, None))
             else:
-                self._attrs = _attrs.attrs(self._rootdir, mode, _new=True, _seal=self._seal)
+                self._attrs = _attrs.attrs(self._rootdir, mode, _new=True, _seal=self._seal,
+                                           _unsynced=self._unsynced)
             self._cols = cols(table=self)
             reuse = self._rootdir is None and not kwargs
             made = self._new_columns([(name, col) for name, col in zip(names, data)

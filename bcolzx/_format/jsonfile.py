@@ -70,12 +70,14 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def make_dirs(path: str) -> None:
+def make_dirs(path: str, unsynced: list | None = None) -> None:
     """``os.makedirs(path, exist_ok=True)``, each directory it creates made durable.
 
     A new directory's name lives in its parent: the parent is fsynced after
     each ``mkdir``, so that a power cut cannot take the new directory away
-    with everything later written and fsynced inside it.
+    with everything later written and fsynced inside it.  With `unsynced` (a
+    list), the parents are appended to it instead, for the caller to fsync
+    before anything it writes there is committed.
 
     Raises
     ------
@@ -87,14 +89,85 @@ def make_dirs(path: str) -> None:
         return
     parent = os.path.dirname(path)
     if parent != path:
-        make_dirs(parent)
+        make_dirs(parent, unsynced)
     try:
         os.mkdir(path)
     except FileExistsError:
         if not os.path.isdir(path):
             raise
         return
-    fsync_dir(parent)
+    if unsynced is None:
+        fsync_dir(parent)
+    else:
+        unsynced.append(parent)
+
+
+class Staged:
+    """A file's new contents written under a temporary name, not yet fsynced
+    nor renamed: fsync :attr:`fd` (on any thread), then :meth:`publish`, or
+    :meth:`discard`.  For a commit that fsyncs several files at once before
+    it renames them (:func:`write_atomic` does the three steps for one file).
+
+    The temporary file is created as :func:`write_atomic` creates it, and the
+    rename is made relative to the directory opened here.
+
+    Raises
+    ------
+    UnsafeFileError
+        If the directory is a dataset subdirectory replaced by a link.
+    OSError
+        If the file system refuses (nothing is left behind).
+    """
+
+    def __init__(self, path: str, data: bytes):
+        self.directory = os.path.dirname(path) or "."
+        self.name = os.path.basename(path)
+        self._dfd = _files.open_dir(self.directory, self.name)
+        self._fd = -1
+        self._renamed = False
+        try:
+            self._fd, self._tmp = _files.unique_temp(self._dfd, ".tmp-", self.directory)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view):]
+        except BaseException:
+            self.discard()
+            raise
+
+    @property
+    def fd(self) -> int:
+        """The descriptor of the new contents (to fsync), until :meth:`publish`."""
+        return self._fd
+
+    def rename(self) -> None:
+        """Rename the new contents over the file now, keeping :attr:`fd` open
+        (durable once the file and its directory are fsynced)."""
+        if not self._renamed:
+            os.replace(self._tmp, self.name, src_dir_fd=self._dfd, dst_dir_fd=self._dfd)
+            self._renamed = True
+
+    def publish(self) -> None:
+        """Rename the new contents over the file (durable once its directory is
+        fsynced), if not done yet, and close it."""
+        self.rename()
+        self._close()
+
+    def discard(self) -> None:
+        """Remove the temporary file (when it was not renamed)."""
+        if self._fd >= 0 and not self._renamed:
+            try:
+                os.unlink(self._tmp, dir_fd=self._dfd)
+            except FileNotFoundError:
+                pass
+        self._close()
+
+    def _close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if self._dfd >= 0:
+            os.close(self._dfd)
+            self._dfd = -1
 
 
 def write_atomic(path: str, data: bytes, *, durable: bool = True,
@@ -168,6 +241,11 @@ def write_json(path: str, obj: Any, *, durable: bool = True, seal: bool = True,
     """
     write_atomic(path, dumps(obj, os.path.basename(path), seal=seal, uid=uid),
                  durable=durable)
+
+
+def stage_json(path: str, obj: Any, *, seal: bool = True, uid: str | None = None) -> Staged:
+    """`obj` as :func:`write_json` writes it, staged (:class:`Staged`)."""
+    return Staged(path, dumps(obj, os.path.basename(path), seal=seal, uid=uid))
 
 
 def read_json_sealed(path: str, *, kind: type | None = dict) -> tuple[Any, _seal.Seal]:

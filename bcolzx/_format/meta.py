@@ -14,7 +14,7 @@ from bcolzx._ext import codec as _codec
 from bcolzx._format import files as _files
 from bcolzx._format import layout, strings
 from bcolzx._format import seal as _seal
-from bcolzx._format.jsonfile import read_json_sealed, write_json
+from bcolzx._format.jsonfile import Staged, read_json_sealed, stage_json, write_json
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
 
 
@@ -636,10 +636,12 @@ def sizes_from_sealed(obj: dict, seal, storage: Storage | None, path: str | None
     return Sizes.from_json(obj, path)
 
 
-def write_storage(rootdir: str, storage: Storage) -> None:
-    """Write ``meta/storage`` atomically (sealed with the dataset's uid, §2c)."""
+def write_storage(rootdir: str, storage: Storage, *, durable: bool = True) -> None:
+    """Write ``meta/storage`` atomically (sealed with the dataset's uid, §2c);
+    without `durable`, neither it nor its rename is fsynced (the caller
+    fsyncs both before the dataset's first commit)."""
     write_json(layout.meta_path(rootdir, layout.STORAGE_FILE), storage.to_json(),
-               seal=storage.sealed, uid=storage.uid)
+               seal=storage.sealed, uid=storage.uid, durable=durable)
 
 
 def write_sizes(rootdir: str, sizes: Sizes, storage: Storage | None = None) -> None:
@@ -647,3 +649,10 @@ def write_sizes(rootdir: str, sizes: Sizes, storage: Storage | None = None) -> N
     write_json(layout.meta_path(rootdir, layout.SIZES_FILE), sizes.to_json(),
                seal=storage is None or storage.sealed,
                uid=storage.uid if storage is not None else None)
+
+
+def stage_sizes(rootdir: str, sizes: Sizes, storage: Storage) -> Staged:
+    """``meta/sizes`` as :func:`write_sizes` writes it, staged (for a commit
+    that fsyncs it together with the files it names, then renames it)."""
+    return stage_json(layout.meta_path(rootdir, layout.SIZES_FILE), sizes.to_json(),
+                      seal=storage.sealed, uid=storage.uid)

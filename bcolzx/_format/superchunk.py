@@ -239,13 +239,17 @@ class SuperchunkFile:
 
     @classmethod
     def create(cls, path: str, number: int, geometry: Geometry, *,
-               keep_open: bool = False) -> "SuperchunkFile":
+               keep_open: bool = False, durable: bool = True) -> "SuperchunkFile":
         """Write a new, empty superchunk file (replacing any stale one) and return it.
 
         Copy A is written empty with a random generation (1 to 2**31) and
         copy B empty with generation 0, as the spec requires; the file is fsynced and renamed
         into place, so a crash leaves either no file or a complete one.
-        `keep_open` as in :meth:`load`.
+        `keep_open` as in :meth:`load`.  Without `durable`, neither the file
+        nor its directory is fsynced: the caller fsyncs both (the file with its
+        first commit, ``commit(durable=False)`` then an fsync) before any
+        ``meta/sizes`` names it; until then a crash may leave a file that no
+        commit names, which the next writer replaces.
 
         Raises
         ------
@@ -269,7 +273,8 @@ class SuperchunkFile:
             with os.fdopen(fd, "wb", closefd=False) as f:
                 f.write(header + a.encode() + b.encode())
                 f.flush()
-                os.fsync(f.fileno())
+                if durable:
+                    os.fsync(f.fileno())
             os.replace(tmp, path)
         except BaseException:
             os.close(fd)
@@ -281,7 +286,8 @@ class SuperchunkFile:
             sc.fd = fd
         else:
             os.close(fd)
-        fsync_dir(os.path.dirname(path))
+        if durable:
+            fsync_dir(os.path.dirname(path))
         return sc
 
     @classmethod

@@ -36,7 +36,7 @@ from bcolzx._format import seal as _seal
 from bcolzx._format.meta import dtype_from_json, dtype_to_json
 from bcolzx.errors import CorruptDataError
 
-__all__ = ["KINDS", "bounds_of", "has_zonemap", "load", "read", "stats_dtype", "write"]
+__all__ = ["KINDS", "bounds_of", "has_zonemap", "load", "read", "stage", "stats_dtype", "write"]
 
 #: dtype kinds that get a zone map.
 KINDS = "biufMm"
@@ -125,6 +125,14 @@ def write(rootdir: str, stats: np.ndarray, *, durable: bool = True, storage=None
     jsonfile.write_json(_path(rootdir), to_json(stats, exact), durable=durable,
                         seal=storage is None or storage.sealed,
                         uid=storage.uid if storage is not None else None)
+
+
+def stage(rootdir: str, stats: np.ndarray, *, storage,
+          exact: np.ndarray | None = None) -> jsonfile.Staged:
+    """The zone map as :func:`write` writes it, staged (for a commit that
+    fsyncs it together with other files before it renames it)."""
+    return jsonfile.stage_json(_path(rootdir), to_json(stats, exact), seal=storage.sealed,
+                               uid=storage.uid)
 
 
 def to_json(stats: np.ndarray, exact: np.ndarray | None = None) -> dict:

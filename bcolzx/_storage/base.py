@@ -147,9 +147,10 @@ class ChunkStore(abc.ABC):
         return (None, None) if self.rootdir is None else \
             zonemap.load(self.rootdir, dtype, self.storage)
 
-    def save_zonemap(self, stats, exact=None) -> None:
+    def save_zonemap(self, stats, exact=None, staged: bool = False) -> None:
         """Store the zone map `stats` and its per-chunk `exact` flags (when given)
-        before the next commit (atomically)."""
+        before the next commit (atomically); `staged`: the next commit follows
+        (a store may then write it as part of that commit)."""
         if self.rootdir is not None:
             zonemap.write(self.rootdir, stats, storage=self.storage, exact=exact)
 

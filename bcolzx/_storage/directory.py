@@ -7,21 +7,53 @@ import sys
 from dataclasses import replace
 from math import ceil, prod
 
+from bcolzx import _threads
 from bcolzx._format import files as _files
-from bcolzx._format import journal, layout
-from bcolzx._format.jsonfile import fsync_dir, make_dirs, write_json
+from bcolzx._format import journal, layout, zonemap
+from bcolzx._format.jsonfile import Staged, fsync_dir, make_dirs, write_json
 from bcolzx._format.meta import (
     Sizes,
     Storage,
     read_sizes,
     read_storage,
+    stage_sizes,
     write_sizes,
     write_storage,
 )
 from bcolzx._format.superchunk import SPECIAL_CBYTES, Geometry, SuperchunkFile
 from bcolzx._storage import pins, snapshot
 from bcolzx._storage.base import ChunkStore, Special
+from bcolzx.defaults import defaults
 from bcolzx.errors import CorruptDataError, ReadOnlyError
+
+#: At most this many fsyncs of one commit run at once (they overlap in the
+#: file system's journal: a commit waits for about one, not for each).
+SYNC_THREADS = 8
+
+
+def sync_all(paths: list[str], fds: list[int] = ()) -> None:
+    """fsync every file or directory of `paths` and every descriptor of `fds`,
+    several at once (on the pool, unless ``bcolzx.set_nthreads(1)``); every
+    one is done before the first failure is raised."""
+    jobs = [("path", p) for p in dict.fromkeys(paths)] + [("fd", fd) for fd in fds]
+    try:
+        _threads.run_waiting(_sync_one, jobs,
+                             min(len(jobs), SYNC_THREADS) if defaults.nthreads > 1 else 1)
+    except RuntimeError:  # at interpreter exit the pool takes no more work (an fsync
+        for job in jobs:  # never raises RuntimeError): all of them here, again
+            _sync_one(job)
+
+
+def _sync_one(job: tuple) -> None:
+    kind, what = job
+    if kind == "fd":
+        os.fsync(what)
+        return
+    fd = os.open(what, os.O_RDONLY | _files.CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def geometry_of(storage: Storage, rowshape: tuple, path: str | None) -> tuple[Geometry, int]:
@@ -121,16 +153,29 @@ class DirectoryStore(ChunkStore):
         # tell whether another writer changed the dataset since (unchanged()).
         self._known_sizes = sizes.to_json()
         self._known_journal = self._journal_stat()
+        #: Files and directories written but not yet fsynced, which the next
+        #: commit fsyncs before its ``meta/sizes`` (a new superchunk file's
+        #: directory; for a new dataset, everything created so far).
+        self._unsynced: list[str] = []
+        #: The zone map staged for the next commit (:meth:`save_zonemap`).
+        self._staged_zonemap: Staged | None = None
+        #: Superchunk files created since the last commit (removed if it fails).
+        self._created: list[str] = []
 
     # -- opening ---------------------------------------------------------------
 
     @classmethod
     def create(cls, rootdir: str, storage: Storage, rowshape: tuple = (),
-               attrs: dict | None = None) -> "DirectoryStore":
+               attrs: dict | None = None, unsynced: list | None = None) -> "DirectoryStore":
         """Create an empty dataset directory.
 
         ``meta/sizes`` is written last: a directory without it was never
-        completely created.
+        completely created.  With `unsynced` (a list: the directories the
+        caller created without an fsync, :func:`~bcolzx._format.jsonfile.make_dirs`),
+        nothing is fsynced and ``meta/sizes`` is not written: the store is
+        :attr:`unpublished` until its first :meth:`commit`, which fsyncs all
+        of it at once before it writes ``meta/sizes`` (the dataset's
+        creation then completes with that commit).
 
         Raises
         ------
@@ -142,16 +187,26 @@ class DirectoryStore(ChunkStore):
         rootdir = os.fspath(rootdir)
         if os.path.exists(rootdir) and set(os.listdir(rootdir)) - {layout.LOCK_FILE}:
             raise FileExistsError(f"{rootdir} exists and is not empty")
-        make_dirs(rootdir)  # its name made durable in its parent (meta/, data/: below)
-        os.makedirs(os.path.join(rootdir, layout.META_DIR), exist_ok=True)
-        os.makedirs(os.path.join(rootdir, layout.DATA_DIR), exist_ok=True)
-        write_storage(rootdir, storage)
-        write_json(os.path.join(rootdir, layout.ATTRS_FILE), attrs or {}, seal=storage.sealed,
-                   uid=storage.uid)
+        later = unsynced is not None
+        make_dirs(rootdir, unsynced)  # its name made durable in its parent (meta/, data/: below)
+        meta = os.path.join(rootdir, layout.META_DIR)
+        data = os.path.join(rootdir, layout.DATA_DIR)
+        os.makedirs(meta, exist_ok=True)
+        os.makedirs(data, exist_ok=True)
+        attrs_path = os.path.join(rootdir, layout.ATTRS_FILE)
+        write_storage(rootdir, storage, durable=not later)
+        write_json(attrs_path, attrs or {}, seal=storage.sealed, uid=storage.uid,
+                   durable=not later)
         sizes = Sizes((0, *rowshape), 0, 0)
-        write_sizes(rootdir, sizes, storage)
-        fsync_dir(rootdir)
-        return cls(rootdir, storage, sizes, readonly=False)
+        if not later:
+            write_sizes(rootdir, sizes, storage)
+            fsync_dir(rootdir)
+        store = cls(rootdir, storage, sizes, readonly=False)
+        if later:
+            store._unsynced = [*unsynced, layout.meta_path(rootdir, layout.STORAGE_FILE),
+                               attrs_path, meta, data, rootdir]
+            store.unpublished = True
+        return store
 
     @classmethod
     def open(cls, rootdir: str, readonly: bool = False, storage: Storage | None = None
@@ -208,8 +263,11 @@ class DirectoryStore(ChunkStore):
         if sc is not None:
             return sc
         path = layout.data_path(self.rootdir, number)
-        if create:
-            sc = SuperchunkFile.create(path, number, self.geometry, keep_open=pins.enabled())
+        if create:  # fsynced, with its directory, by the commit that first names it
+            sc = SuperchunkFile.create(path, number, self.geometry, keep_open=pins.enabled(),
+                                       durable=False)
+            self._unsynced.append(os.path.dirname(path))
+            self._created.append(path)
         else:  # the committed index, kept to this store's rows (snapshot.py)
             sc = snapshot.load_file(self, number)
         self._files[number] = sc
@@ -360,8 +418,29 @@ class DirectoryStore(ChunkStore):
             self._journal_end = 0
         self._known_journal = None
 
-    def _record(self, sizes: Sizes) -> None:
-        """Write ``meta/sizes``: the commit point, naming each file's index generation."""
+    def save_zonemap(self, stats, exact=None, staged: bool = False) -> None:
+        """Store the zone map; `staged`: for the next :meth:`commit` or
+        :meth:`truncate`, which fsyncs it with the data and makes its rename
+        durable before it writes ``meta/sizes``."""
+        if not staged:
+            super().save_zonemap(stats, exact)
+            return
+        new = zonemap.stage(self.rootdir, stats, storage=self.storage, exact=exact)
+        if self._staged_zonemap is not None:
+            self._staged_zonemap.discard()
+        self._staged_zonemap = new
+
+    def _record(self, sizes: Sizes, synced: list[str] = ()) -> None:
+        """Write ``meta/sizes``: the commit point, naming each file's index generation.
+
+        First, all at once: the superchunk files of `synced` (their index
+        copies written, :meth:`SuperchunkFile.commit` without an fsync), what
+        is still unsynced, the staged zone map and the new ``meta/sizes``
+        under its temporary name are fsynced.  Then the zone map is renamed
+        into place and ``meta/`` fsynced (the zone map is durable before any
+        commit that needs it), then ``meta/sizes`` is renamed and ``meta/``
+        fsynced again.
+        """
         nfiles = ceil(self.nchunks / self.geometry.nslots)
         gens = self._generations[:nfiles]
         for number, sc in list(self._files.items()):  # pins.py may forget one meanwhile
@@ -377,10 +456,49 @@ class DirectoryStore(ChunkStore):
         self._rows = sizes.shape[0]
         committed = replace(sizes, cbytes=self.cbytes, generations=tuple(gens),
                             epoch=self.epoch, cut=self.cut)
-        write_sizes(self.rootdir, committed, self.storage)
+        self._publish(committed, synced)
         self._generations = gens
         self._known_sizes = committed.to_json()
         self._journal_clear(committed)
+
+    def _publish(self, committed: Sizes, synced: list[str]) -> None:
+        """The file-system side of :meth:`_record` (see there)."""
+        meta = os.path.join(self.rootdir, layout.META_DIR)
+        staged, self._staged_zonemap = self._staged_zonemap, None
+        new = None
+        # A new dataset (no meta/sizes yet): the zone map's name is made durable
+        # with the rest, meta/ being among the unsynced directories.
+        early = self.unpublished and staged is not None
+        try:
+            new = stage_sizes(self.rootdir, committed, self.storage)
+            if early:
+                staged.rename()
+            fds = [s.fd for s in (staged, new) if s is not None]
+            sync_all([*synced, *self._unsynced], fds)
+            self._unsynced = []
+            if staged is not None:
+                staged.publish()
+                staged = None
+                if not early:
+                    fsync_dir(meta)
+            new.publish()
+            new = None
+        except BaseException:
+            # No commit names the files created since the last one: a failed
+            # commit (a full disk at the fsync) leaves none of them behind.
+            for path in self._created:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+            raise
+        finally:
+            for left in (staged, new):
+                if left is not None:
+                    left.discard()
+        self._created = []
+        fsync_dir(meta)
+        self.unpublished = False
 
     def unchanged(self) -> bool:
         """Whether the dataset is still as this store last knew it: the same
@@ -394,9 +512,22 @@ class DirectoryStore(ChunkStore):
 
     def commit(self, sizes: Sizes) -> None:
         self._check_writable()
-        for sc in list(self._files.values()):
-            sc.commit()
-        self._record(sizes)
+        synced = []
+        try:
+            for sc in list(self._files.values()):
+                if sc.dirty:
+                    sc.commit(durable=False)  # fsynced by _record, with everything else
+                    synced.append(sc.path)
+        except BaseException:
+            self.discard_staged()
+            raise
+        self._record(sizes, synced)
+
+    def discard_staged(self) -> None:
+        """Drop the zone map staged for a commit that did not happen."""
+        if self._staged_zonemap is not None:
+            self._staged_zonemap.discard()
+            self._staged_zonemap = None
 
     def truncate(self, nchunks: int, last_size: int, sizes: Sizes) -> None:
         self._check_writable()

@@ -122,8 +122,12 @@ class Encoder:
         if self.delta is not None:
             self.until_trial = max(0, self.until_trial - n)
 
-    def encode(self, rows: np.ndarray):
-        """Compressed bytes of `rows`, or a Special when they are one constant."""
+    def encode(self, rows: np.ndarray, nthreads: int = 1):
+        """Compressed bytes of `rows`, or a Special when they are one constant.
+
+        With `nthreads` > 1, a byte-delta trial compresses both ways at once,
+        on two pool threads.
+        """
         if not self.native:
             return self.comp.compress(rows)
         entry = special(rows, self.itemsize)
@@ -137,7 +141,11 @@ class Encoder:
             self.until_trial -= 1
             return self.comp.compress(rows)
         # A trial: both pipelines; byte-delta stays while it saves >= 10%.
-        plain, delta = self.plain.compress(rows), self.delta.compress(rows)
+        if nthreads > 1:
+            plain, delta = _threads.run_all(lambda like: _threads.compressor(like).compress(rows),
+                                            [self.plain, self.delta], 2)
+        else:
+            plain, delta = self.plain.compress(rows), self.delta.compress(rows)
         self.until_trial = layout.BYTEDELTA_RETRIAL
         if len(delta) * 10 <= len(plain) * 9:
             self.comp = self.delta
@@ -165,8 +173,8 @@ class Encoder:
             return [(self.encode(part), None) for part in parts]
         done, encoded = 0, []
         while done < len(parts):
-            if self.trial_due:
-                encoded.append((self.encode(parts[done]), None))  # picks the pipeline
+            if self.trial_due:  # picks the pipeline
+                encoded.append((self.encode(parts[done], nthreads), None))
                 done += 1
                 continue
             take = len(parts) - done

@@ -419,16 +419,28 @@ class ChunkedArray(ChunkReader):
         self.nfull += 1
         return items
 
-    def _encode_full(self, rows: np.ndarray) -> list:
+    def _encode_full(self, rows: np.ndarray, tail: np.ndarray | None = None) -> list:
         """Store-ready items ``(chunk, entry, nbytes)`` of `rows` (whole chunks,
         stored from chunk ``nfull`` on, which advances), their bounds noted
-        (see :meth:`Encoder.encode_parts`)."""
+        (see :meth:`Encoder.encode_parts`).  With `tail` (fewer rows than a
+        chunk), it becomes the leftover, stored as the short last chunk (as
+        :meth:`flush` stores it), encoded with the others."""
         cl = self.chunklen
         parts = [rows[k:k + cl] for k in range(0, len(rows), cl)]
+        if tail is not None:
+            parts.append(tail)
         want_bounds = self._zones.active(self._stored_chunks())
         encoded = self._encoder.encode_parts(parts, want_bounds, self.nthreads)
         items = []
         for part, (entry, computed) in zip(parts, encoded):
+            if part is tail:
+                self.nleft = len(tail)
+                self._leftover[: self.nleft] = tail
+                items.append((self.nfull, entry, self.nleft * self.rowbytes))
+                self._stored_part(entry)
+                self._note(self.nfull, tail, computed)
+                self._leftover_stored = True
+                break
             items.append((self.nfull, entry, self.chunk_bytes))
             self._note(self.nfull, part, computed)
             self.nfull += 1
@@ -475,9 +487,17 @@ class ChunkedArray(ChunkReader):
         if self._left_to_load:  # decoded before anything changes the counts
             self._leftover  # noqa: B018
 
+    #: :meth:`append` may encode the last short chunk with the full ones (``last``).
+    _tail_with_chunks = True
+
     @writer.guarded
-    def append(self, rows: np.ndarray) -> None:
+    def append(self, rows: np.ndarray, last: bool = False) -> None:
         """Append rows (an array of shape ``(n, *rowshape)`` and this dtype).
+
+        With `last` (a commit follows at once: a new dataset's rows), rows
+        left after the last full chunk are encoded together with the full
+        chunks, in the same parallel pass, and stored as the short last chunk
+        the commit would store.
 
         Raises
         ------
@@ -517,9 +537,14 @@ class ChunkedArray(ChunkReader):
                 # group is compressed (on disk, with threads); at most two
                 # groups of compressed chunks are held here.
                 take = min(full, group)
-                items.extend(self._encode_full(rows[pos:pos + take * cl]))
+                part = rows[pos:pos + take * cl]
                 pos += take * cl
                 full -= take
+                if not full and last and pos < n and self._tail_with_chunks:
+                    items.extend(self._encode_full(part, tail=rows[pos:]))
+                    pos = n
+                else:
+                    items.extend(self._encode_full(part))
                 if full:
                     writing = self._put_behind(writing, items)
                     items = []
@@ -772,7 +797,7 @@ class ChunkedArray(ChunkReader):
             self._zones.partial = None
         last = self.chunk_bytes if nchunks else 0
         # Bounds of old and new rows alike, every old chunk still described.
-        self._zones.save()
+        self._zones.save(staged=True)
         self.store.truncate(nchunks, last, Sizes((length, *self.rowshape), length
                                                    * self.rowbytes, self.store.cbytes))
         self._zones.truncate(nchunks, partial=bool(len(tail)))
@@ -816,7 +841,7 @@ class ChunkedArray(ChunkReader):
             self._stored_part(entry)
             self._note(self.nfull, rows)
             self._leftover_stored = True
-        self._zones.save()  # data first, then the zone map, then the commit point
+        self._zones.save(staged=True)  # data first, then the zone map, then the commit point
         self.store.commit(self._sizes())  # which also empties the journal
         self._dirty = False
         self._committed()

@@ -471,7 +471,7 @@ class ObjectStore(ChunkStore):
         obj, found = loads_sealed(raw, layout.ZONEMAP_FILE, path)
         return zonemap.from_json(obj, found, dtype, self.storage, path)
 
-    def save_zonemap(self, stats, exact=None) -> None:
+    def save_zonemap(self, stats, exact=None, staged: bool = False) -> None:
         st = self.storage
         data = dumps(zonemap.to_json(stats, exact), layout.ZONEMAP_FILE, seal=st.sealed,
                      uid=st.uid)

@@ -65,6 +65,7 @@ class VlenArray(ChunkedArray):
     """
 
     _vlen_items = True
+    _tail_with_chunks = False  # its own _encode_full
 
     def __init__(self, store: ChunkStore, nthreads: int = 1):
         if not store.storage.vlen:

@@ -208,11 +208,15 @@ def note(exc: BaseException, text: str) -> None:
 # -- new datasets ----------------------------------------------------------------------
 
 
-def prepare_dir(rootdir: str, *, replace: bool, timeout: float) -> WriterLock:
+def prepare_dir(rootdir: str, *, replace: bool, timeout: float,
+                unsynced: list | None = None) -> WriterLock:
     """Lock `rootdir` for a new dataset, creating it, or emptying it if `replace`.
 
     The lock file is taken before anything is removed, so that a dataset
     another writer holds is never destroyed, and kept (never deleted).
+    With `unsynced` (a list), the directories whose fsync makes the new ones
+    durable are appended to it instead of fsynced
+    (:func:`~bcolzx._format.jsonfile.make_dirs`).
 
     Returns
     -------
@@ -229,7 +233,7 @@ def prepare_dir(rootdir: str, *, replace: bool, timeout: float) -> WriterLock:
         If the directory cannot be created or emptied.
     """
     rootdir = os.fspath(rootdir)
-    jsonfile.make_dirs(rootdir)  # durable: a power cut keeps what is flushed in it
+    jsonfile.make_dirs(rootdir, unsynced)  # durable: a power cut keeps what is flushed in it
     lock = WriterLock(rootdir, timeout)
     lock.acquire()
     try:
@@ -248,8 +252,10 @@ def prepare_dir(rootdir: str, *, replace: bool, timeout: float) -> WriterLock:
     return lock
 
 
-def create(rootdir: str, make, *, replace: bool, timeout: float):
-    """Lock `rootdir` (:func:`prepare_dir`), then build a store in it with ``make()``.
+def create(rootdir: str, make, *, replace: bool, timeout: float,
+           unsynced: list | None = None):
+    """Lock `rootdir` (:func:`prepare_dir`, `unsynced` as there), then build a
+    store in it with ``make()``.
 
     On failure a directory that did not exist before is removed again and
     the lock released, so that nothing half-made is left behind.
@@ -265,7 +271,7 @@ def create(rootdir: str, make, *, replace: bool, timeout: float):
         As :func:`prepare_dir`, and whatever `make` raises.
     """
     existed = os.path.lexists(rootdir)
-    lock = prepare_dir(rootdir, replace=replace, timeout=timeout)
+    lock = prepare_dir(rootdir, replace=replace, timeout=timeout, unsynced=unsynced)
     try:
         store = make()
     except BaseException:
@@ -275,6 +281,24 @@ def create(rootdir: str, make, *, replace: bool, timeout: float):
         raise
     store.lock = lock
     return store
+
+
+def write_json_after(path: str, obj, unsynced: list, *, seal: bool, uid: str | None) -> None:
+    """Write the JSON file `path` atomically once the files and directories of
+    `unsynced` are durable: the new file (under its temporary name) and all of
+    them are fsynced at once, then it is renamed and its directory fsynced.
+    `unsynced` is emptied."""
+    from bcolzx._storage.directory import sync_all
+
+    staged = jsonfile.stage_json(path, obj, seal=seal, uid=uid)
+    try:
+        sync_all(unsynced, [staged.fd])
+        staged.publish()
+    except BaseException:
+        staged.discard()
+        raise
+    unsynced.clear()
+    jsonfile.fsync_dir(os.path.dirname(path) or ".")
 
 
 def lock_tree(rootdir: str, timeout: float) -> list[WriterLock]:

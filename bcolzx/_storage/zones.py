@@ -195,10 +195,11 @@ class ZoneMap:
             del self.exact[keep:]
         self.partial = keep - 1 if partial and keep else None
 
-    def save(self) -> None:
-        """Write ``meta/zonemap`` (atomically) if it changed."""
+    def save(self, staged: bool = False) -> None:
+        """Write ``meta/zonemap`` (atomically) if it changed; `staged`: as part
+        of the commit that follows (:meth:`ChunkStore.save_zonemap`)."""
         if self.dirty and self.bounds is not None and self._store.rootdir is not None:
             self._store.save_zonemap(
                 np.array(self.bounds, dtype=zonemap.stats_dtype(self._dtype)),
-                exact=np.array(self.exact, dtype=np.bool_))
+                exact=np.array(self.exact, dtype=np.bool_), staged=staged)
         self.dirty = False

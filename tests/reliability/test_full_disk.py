@@ -307,10 +307,13 @@ def test_a_full_disk_while_creating_a_file_leaves_no_partial_file(tmp_path, monk
 
     monkeypatch.setattr(superchunk.os, "fsync", full)
     with pytest.raises(OSError) as info:
-        c.append(np.arange(256, 512))  # needs superchunk file 1
+        # Superchunk file 1 is created, and fsynced by the commit that names it.
+        c.append(np.arange(256, 512))
+        c.flush()
     monkeypatch.setattr(superchunk.os, "fsync", real_fsync)
     assert info.value.errno == errno.ENOSPC
     assert sorted(os.listdir(os.path.join(path, "data"))) == ["__0.bin"]
+    np.testing.assert_array_equal(bcolzx.open(path, mode="r")[:], np.arange(256))
     c.append(np.arange(256, 512))
     c.close()
     np.testing.assert_array_equal(bcolzx.open(path, mode="r")[:], np.arange(512))

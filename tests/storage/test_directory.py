@@ -321,3 +321,83 @@ def test_map_chunks_raises_naming_the_damaged_chunk(dataset, nthreads):
     with pytest.raises(ChecksumError) as info:
         arr.map_chunks(np.sum)
     assert info.value.path == path and info.value.chunk == 5
+
+
+def test_a_new_carray_writes_each_metadata_file_once_and_syncs_before_its_commit(
+        tmp_path, monkeypatch):
+    """A carray created with its rows writes meta/storage and meta/sizes once (no
+    empty commit first), and everything the first meta/sizes relies on is fsynced
+    before it is renamed into place; the dataset directory in its parent too."""
+    import bcolzx
+
+    events = []
+    real_replace, real_fsync = os.replace, os.fsync
+
+    def replace(src, dst, **kw):
+        events.append(("rename", os.path.basename(dst)))
+        return real_replace(src, dst, **kw)
+
+    def fsync(fd):
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")
+                       if os.path.exists("/proc/self/fd") else fd))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "fsync", fsync)
+    rootdir = str(tmp_path / "sub" / "c")
+    bcolzx.carray(np.arange(300_000), rootdir=rootdir, mode="w", chunklen=100_000)
+    renames = [name for kind, name in events if kind == "rename"]
+    assert renames.count("sizes") == 1 and renames.count("storage") == 1
+    if not os.path.exists("/proc/self/fd"):
+        return
+    at = events.index(("rename", "sizes"))
+    synced = {what for kind, what in events[:at] if kind == "fsync"}
+    for path in (str(tmp_path), str(tmp_path / "sub"), rootdir, f"{rootdir}/meta",
+                 f"{rootdir}/data", f"{rootdir}/data/__0.bin", f"{rootdir}/meta/storage",
+                 f"{rootdir}/meta/zonemap", f"{rootdir}/__attrs__"):
+        assert path in synced, (path, events)
+    assert ("fsync", f"{rootdir}/meta") in events[at:]
+    np.testing.assert_array_equal(bcolzx.open(rootdir, mode="r")[:], np.arange(300_000))
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_a_new_carray_stores_its_last_short_chunk_as_a_flush_would(tmp_path, nthreads):
+    """The constructor encodes the rows after the last full chunk together with the
+    full chunks: the chunks, their sizes and the zone map are those of an append
+    followed by a flush."""
+    import bcolzx
+    from bcolzx._format import zonemap
+
+    data = np.concatenate([np.linspace(0, 1, 2500), np.zeros(1000), np.arange(1234.0)])
+    with _nthreads(nthreads):
+        made = bcolzx.carray(data, rootdir=str(tmp_path / "made"), mode="w", chunklen=1000)
+        grown = bcolzx.carray(np.empty(0), rootdir=str(tmp_path / "grown"), mode="w",
+                              chunklen=1000)
+        grown.append(data)
+        grown.flush()
+    a, b = made.engine.store, grown.engine.store
+    assert a.nchunks == b.nchunks == 5
+    assert a.get(0, a.nchunks) == b.get(0, b.nchunks)
+    assert a.cbytes == b.cbytes and made.cbytes == grown.cbytes
+    stats = [zonemap.load(str(tmp_path / name), np.dtype(float), c.engine.store.storage)
+             for name, c in (("made", made), ("grown", grown))]
+    assert stats[0][0] is not None
+    np.testing.assert_array_equal(stats[0][0], stats[1][0])
+    np.testing.assert_array_equal(stats[0][1], stats[1][1])
+    np.testing.assert_array_equal(bcolzx.open(str(tmp_path / "made"), mode="r")[:], data)
+
+
+def _nthreads(n):
+    import contextlib
+
+    import bcolzx
+
+    @contextlib.contextmanager
+    def ctx():
+        old = bcolzx.defaults.nthreads
+        bcolzx.set_nthreads(n)
+        try:
+            yield
+        finally:
+            bcolzx.set_nthreads(old)
+    return ctx()

@@ -36,3 +36,47 @@ def test_a_forked_child_gets_a_working_pool():
             os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_run_waiting_from_a_busy_pool_runs_every_item_itself():
+    """Called from a pool thread while every other pool thread is busy, run_waiting
+    runs on the calling thread the items no pool thread has started (it never waits
+    for work that cannot start), and returns the results in order."""
+    import threading
+
+    pool = parallel.pool(2)
+    release = threading.Event()
+    ran_on = []
+
+    def item(k):
+        ran_on.append(threading.get_ident())
+        return k * k
+
+    def block():
+        release.wait(10)
+
+    def caller():
+        try:
+            return parallel.run_waiting(item, range(5), 2), threading.get_ident()
+        finally:
+            release.set()
+
+    blockers = [pool.submit(block) for _ in range(parallel._size - 1)]
+    squares, me = pool.submit(caller).result(30)
+    for b in blockers:
+        b.result(30)
+    assert squares == [0, 1, 4, 9, 16]
+    assert set(ran_on) == {me}
+
+def test_run_waiting_runs_every_item_before_raising_the_first_failure():
+    done = []
+
+    def item(k):
+        done.append(k)
+        if k in (1, 3):
+            raise ValueError(k)
+        return k
+
+    with pytest.raises(ValueError, match="1"):
+        parallel.run_waiting(item, range(5), 3)
+    assert sorted(done) == [0, 1, 2, 3, 4]
