@@ -75,6 +75,7 @@ class TableHost(Protocol):
     _rootdir: str | None
     _mode: str
     _remote: Objects | None
+    _unsynced: list  # a new table's files and directories not yet fsynced
     _lock: WriterLock | None
     _lock_timeout: float
     _allow_pickle: bool | None
