@@ -12,11 +12,11 @@ no reader ever finds a half-written or unverified dataset (docs/remote.md).
 
 An export to another format (``ctable.to_parquet``, ``carray.to_zarr``...,
 and ``bcolzx export``, which calls them) at a URL goes through
-:func:`export_target` and :func:`publish_export`: written to a local
-temporary directory by the format's own writer, then uploaded
-(:func:`bcolzx._storage.objects.upload`: a file as one object, a Zarr store
-with its metadata documents last), so that a reader finds nothing at the URL
-until it is complete and a failure publishes nothing.
+:func:`export_place` (:func:`export_target`, then :func:`publish_export`):
+written to a local temporary directory by the format's own writer, then
+uploaded (:func:`bcolzx._storage.objects.upload`: a file as one object, a
+Zarr store with its metadata documents last), so that a reader finds nothing
+at the URL until it is complete and a failure publishes nothing.
 """
 
 from __future__ import annotations
@@ -186,12 +186,14 @@ def publish_export(target: FsspecObjects, mode: str, write: Callable[[str], None
                           "local file", url=url)
     if exists(target):
         if mode == "x":
-            raise FileExistsError(errno.EEXIST, "the destination exists (mode 'x')", url)
+            raise FileExistsError(errno.EEXIST, "the destination exists (mode 'x'; mode "
+                                  "'w', on the command line --force, replaces a file)", url)
         if mode in ("a", "r+"):
             raise AppendOnlyError(
                 f"cannot add to the {what} at {url}: an object on object storage is "
                 "written whole, never changed in place; write the whole file again "
-                "(mode='w' replaces it), or download it, add to it locally and upload it")
+                "(mode='w', on the command line --force, replaces it), or download it, add "
+                "to it locally and upload it")
         if directory:
             raise AppendOnlyError(
                 f"cannot replace the {what} at {url}: its objects would not all change "
