@@ -26,11 +26,15 @@ class ArrayExchange(ArrayHost):
     """A carray to HDF5, a Blosc2 frame, Zarr and Dask (a mixin of :class:`bcolzx.carray`)."""
 
     def tohdf5(self, filepath, nodepath: str = "/carray", mode: str = "w", cparams=None,
-               compression=None, *, progress=None) -> None:
+               compression=None, *, progress=None, storage_options=None) -> None:
         """Write this array to an HDF5 dataset with h5py, chunk by chunk.
 
         See :func:`bcolzx.interop.h5py.to_hdf5` (the dtype, ``dflt`` and attrs
         are carried; Blosc2 filter when hdf5plugin is installed).
+
+        `filepath` may also be the URL of object storage (``s3://...``,
+        ``gs://...``, with `storage_options`): the file is written locally, then
+        uploaded whole, so that no reader sees it incomplete (docs/remote.md).
 
         Raises
         ------
@@ -40,18 +44,26 @@ class ArrayExchange(ArrayHost):
             For a bad `mode` or `nodepath`, or an existing node at `nodepath`.
         TypeError
             For a dtype HDF5 cannot hold.
+        AppendOnlyError
+            With mode 'a' or 'r+' when a file is at the URL.
+        RemoteError
+            If the object store fails (nothing is published).
         """
         from bcolzx.interop.h5py import to_hdf5
 
         to_hdf5(cast("carray", self), filepath, nodepath=nodepath, mode=mode, cparams=cparams,
-                compression=compression, progress=progress)
+                compression=compression, progress=progress, storage_options=storage_options)
 
     def to_b2frame(self, path, layout: str = "auto", mode: str = "w", *,
-                   progress=None) -> None:
+                   progress=None, storage_options=None) -> None:
         """Write this array to a Blosc2 contiguous frame without compressing it again.
 
         See :func:`bcolzx.interop.b2frame.to_b2frame`; ``blosc2.open(path)``
         gives an NDArray (or an SChunk, see `layout`) with the same content.
+
+        `path` may also be the URL of object storage (``s3://...``,
+        ``gs://...``, with `storage_options`): the frame is written locally, then
+        uploaded whole, so that no reader sees it incomplete (docs/remote.md).
 
         Raises
         ------
@@ -61,16 +73,24 @@ class ArrayExchange(ArrayHost):
             For a bad `layout` or `mode`.
         FileExistsError
             With ``mode='x'`` when `path` exists.
+        RemoteError
+            If the object store fails (nothing is published).
         """
         from bcolzx.interop.b2frame import to_b2frame
 
-        to_b2frame(cast("carray", self), path, layout=layout, mode=mode, progress=progress)
+        to_b2frame(cast("carray", self), path, layout=layout, mode=mode, progress=progress,
+                   storage_options=storage_options)
 
     def to_zarr(self, store, chunks=None, shards=None, mode: str = "w", cparams=None, *,
-                progress=None):
+                progress=None, storage_options=None):
         """Write this array to a Zarr v3 array, block by block.
 
         See :func:`bcolzx.interop.zarr.to_zarr`.
+
+        `store` may also be the URL of object storage (``s3://...``,
+        ``gs://...``, with `storage_options`): the store is written locally, then
+        uploaded, its metadata last, so that no reader sees it incomplete
+        (docs/remote.md).
 
         Returns
         -------
@@ -84,11 +104,15 @@ class ArrayExchange(ArrayHost):
             For bad `chunks`, `shards` or `mode`.
         TypeError
             For a dtype Zarr cannot hold.
+        AppendOnlyError
+            With mode 'w' when a store is at the URL (delete it first).
+        RemoteError
+            If the object store fails (nothing is published).
         """
         from bcolzx.interop.zarr import to_zarr
 
         return to_zarr(self, store, chunks=chunks, shards=shards, mode=mode, cparams=cparams,
-                       progress=progress)
+                       progress=progress, storage_options=storage_options)
 
     def to_dask(self, chunks: int | None = None):
         """A Dask array over this carray; see :func:`bcolzx.interop.dask.to_dask_array`.
@@ -183,22 +207,27 @@ class TableExchange(TableHost):
         return from_dataframe(df, **kwargs)
 
     def tohdf5(self, filepath, nodepath: str = "/ctable", mode: str = "w", cparams=None,
-               cname: str | None = None, *, progress=None) -> None:
+               cname: str | None = None, *, progress=None, storage_options=None) -> None:
         """Write this table to a PyTables Table; see :func:`bcolzx.interop.pytables.to_hdf5`.
 
         Parameters
         ----------
         filepath : str or os.PathLike
+            The file, or the URL of object storage (``s3://...``, ``gs://...``):
+            the file is then written locally and uploaded whole (docs/remote.md).
         nodepath : str
             Where the table goes in the file (parents are created).
         mode : {'w', 'a', 'r+'}
-            How the file is opened.
+            How the file is opened (at a URL, 'a' writes only where no file is,
+            'r+' is refused).
         cparams : cparams, optional
             Compression level and shuffle (default: this table's).
         cname : str, optional
             A PyTables ``complib`` such as ``'blosc2:zstd'`` or ``'zlib'``.
         progress : callable, optional
             Called with the uncompressed bytes of each block of rows written.
+        storage_options : dict, optional
+            For a URL: the options of its fsspec filesystem.
 
         Raises
         ------
@@ -208,11 +237,15 @@ class TableExchange(TableHost):
             For a bad `mode` or `cname`.
         TypeError
             For a column dtype that HDF5 cannot hold.
+        AppendOnlyError
+            With mode 'a' or 'r+' when a file is at the URL.
+        RemoteError
+            If the object store fails (nothing is published).
         """
         from bcolzx.interop.pytables import to_hdf5
 
         to_hdf5(cast("ctable", self), filepath, nodepath=nodepath, mode=mode, cparams=cparams,
-                cname=cname, progress=progress)
+                cname=cname, progress=progress, storage_options=storage_options)
 
     @staticmethod
     def fromhdf5(filepath, nodepath: str = "/ctable", **kwargs) -> "ctable":
@@ -271,10 +304,14 @@ class TableExchange(TableHost):
 
     def to_parquet(self, path, columns=None, compression: str | None = None,
                    row_group_rows: int | None = None, mode: str = "w", *, progress=None,
-                   **writer_kwargs) -> None:
+                   storage_options=None, **writer_kwargs) -> None:
         """Write this table to a Parquet file by record batches.
 
         See :func:`bcolzx.interop.arrow.to_parquet`.
+
+        `path` may also be the URL of object storage (``s3://...``,
+        ``gs://...``, with `storage_options`): the file is written locally, then
+        uploaded whole, so that no reader sees it incomplete (docs/remote.md).
 
         Raises
         ------
@@ -286,12 +323,14 @@ class TableExchange(TableHost):
             For a column dtype Arrow cannot hold.
         FileExistsError
             With ``mode='x'`` when `path` exists.
+        RemoteError
+            If the object store fails (nothing is published).
         """
         from bcolzx.interop.arrow import to_parquet
 
         to_parquet(cast("ctable", self), path, columns=columns, compression=compression,
                    row_group_rows=row_group_rows, mode=mode, progress=progress,
-                   **writer_kwargs)
+                   storage_options=storage_options, **writer_kwargs)
 
     @staticmethod
     def from_arrow(data, rootdir=None, **kwargs) -> "ctable":
@@ -322,10 +361,15 @@ class TableExchange(TableHost):
         return from_arrow(data, rootdir=rootdir, **kwargs)
 
     def to_zarr(self, store, chunks=None, shards=None, mode: str = "w", cparams=None, *,
-                progress=None):
+                progress=None, storage_options=None):
         """Write this table to a Zarr v3 group, one array per column.
 
         See :func:`bcolzx.interop.zarr.to_zarr`; ``bcolzx.from_zarr`` reads it back.
+
+        `store` may also be the URL of object storage (``s3://...``,
+        ``gs://...``, with `storage_options`): the store is written locally, then
+        uploaded, its metadata last, so that no reader sees it incomplete
+        (docs/remote.md).
 
         Returns
         -------
@@ -337,11 +381,15 @@ class TableExchange(TableHost):
             If zarr is not installed.
         ValueError
             For bad `chunks`, `shards` or `mode`, or an attribute named ``bcolzx``.
+        AppendOnlyError
+            With mode 'w' when a store is at the URL (delete it first).
+        RemoteError
+            If the object store fails (nothing is published).
         """
         from bcolzx.interop.zarr import to_zarr
 
         return to_zarr(self, store, chunks=chunks, shards=shards, mode=mode, cparams=cparams,
-                       progress=progress)
+                       progress=progress, storage_options=storage_options)
 
     def to_dask(self, columns=None, index=None, sorted: bool | None = None,
                 partition_rows: int | None = None):

@@ -384,26 +384,23 @@ class FsspecObjects(Objects):
 ZARR_METADATA = frozenset({"zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata"})
 
 
-def upload(local: str, url: str, storage_options: dict | None = None) -> None:
+def upload(local: str, target: FsspecObjects) -> None:
     """Upload the file or directory `local` (an export: a .npy, Parquet, HDF5 file,
-    a Zarr store...) to `url`, so that no reader sees it half-written.
+    a Zarr store...) to `target`'s place, so that no reader sees it half-written.
 
     A file becomes one object, written whole (an object store shows the old
     object or the new one, never part of one).  A directory is uploaded data
     first, then its Zarr metadata documents deepest first, the top one last:
-    until then a reader finds no store at `url` (and no array whose chunks
-    are missing, which Zarr would read as fill values).  If the upload of a
-    directory fails, what was uploaded is deleted (best effort).
+    until then a reader finds no store at `target` (and no array whose
+    chunks are missing, which Zarr would read as fill values).  If the upload
+    of a directory fails, what was uploaded is deleted (best effort).
 
     Raises
     ------
     RemoteError, RemoteTimeoutError
-        If the store fails (naming `url`).
-    ImportError
-        If fsspec, or the filesystem of `url`, is not installed.
+        If the store fails (naming `target`'s URL).
     """
-    fs, path = _fsspec().core.url_to_fs(url, **(storage_options or {}))
-    path = path.rstrip("/")
+    fs, path, url = target.fs, target.path, target.url
     if not os.path.isdir(local):
         try:
             fs.put_file(local, path)
@@ -433,20 +430,19 @@ def upload(local: str, url: str, storage_options: dict | None = None) -> None:
         raise
 
 
-def exists(url: str, storage_options: dict | None = None) -> bool:
-    """Whether anything (an object, or objects under it) is stored at `url`.
+def exists(target: FsspecObjects) -> bool:
+    """Whether anything (an object, or objects under it) is stored at `target`'s place.
 
     Raises
     ------
     RemoteError
         If the store fails.
     """
-    fs, path = _fsspec().core.url_to_fs(url, **(storage_options or {}))
     try:
-        fs.invalidate_cache(path)
-        return bool(fs.exists(path))
+        target.fs.invalidate_cache(target.path)
+        return bool(target.fs.exists(target.path))
     except Exception as exc:
-        raise _failure(exc, url, "looking for") from exc
+        raise _failure(exc, target.url, "looking for") from exc
 
 
 def _empty_range(exc: BaseException) -> bool:

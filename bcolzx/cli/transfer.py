@@ -22,10 +22,11 @@ rename).  The one exception is exporting into an HDF5 file that exists:
 the new node is added to it, in place, as HDF5 does.
 
 ``bcolzx export`` also reads a dataset from a URL and writes to one
-(``s3://...``, ``gs://...``; ``--storage-options``): the export is written
-to a local temporary directory (``$TMPDIR``), then uploaded so that no
-reader sees it half-written (:func:`bcolzx._storage.objects.upload`: a file
-as one object, a Zarr store with its metadata documents last).
+(``s3://...``, ``gs://...``; ``--storage-options``), through the same
+exporters given the URL and ``storage_options``: they write the export to
+a local temporary directory (``$TMPDIR``), then upload it so that no reader
+sees it half-written (:func:`bcolzx._publish.publish_export`: a file as one
+object, a Zarr store with its metadata documents last).
 """
 
 from __future__ import annotations
@@ -162,19 +163,23 @@ def _check_free(dest: str, force: bool) -> None:
 # -- export ---------------------------------------------------------------------------
 
 
-def _export(obj, fmt: Format, path: str, node: str | None, advance, append: bool,
-            src: str) -> None:
-    """Write `obj` (a carray or ctable, from `src`) to `path` in `fmt`."""
+def _export(obj, fmt: Format, path: str, node: str | None, advance, mode: str, src: str,
+            storage_options: dict | None = None) -> None:
+    """Write `obj` (a carray or ctable, from `src`) to `path` (a local path or a URL) in
+    `fmt`, in `mode`, through the exporter a Python program calls (for a URL, that
+    exporter writes locally and publishes: :func:`bcolzx._publish.publish_export`)."""
     if fmt.name == "npy":
-        return interop_function("npy", "to_npy")(obj, path, progress=advance)
+        return interop_function("npy", "to_npy")(obj, path, mode=mode, progress=advance,
+                                                 storage_options=storage_options)
     kind = type(obj).__name__
     fn = getattr(obj, fmt.exporter, None)
     if fn is None:
         raise UnsupportedFormatError(_cannot_hold(obj, fmt, src))
     if fmt.name == "hdf5":
-        fn(path, node or f"/{kind}", mode="a" if append else "w", progress=advance)
+        fn(path, node or f"/{kind}", mode=mode, progress=advance,
+           storage_options=storage_options)
     else:
-        fn(path, progress=advance)
+        fn(path, mode=mode, progress=advance, storage_options=storage_options)
 
 
 def _cannot_hold(obj, fmt: Format, src: str) -> str:
@@ -225,7 +230,7 @@ def run_export(args: argparse.Namespace) -> int:
     target = args.dest if append else _temporary(args.dest, fmt.extensions[0])
     try:
         with bar(obj.nbytes, f"export {fmt.name}", quiet=args.quiet) as advance:
-            _export(obj, fmt, target, args.node, advance, append, args.src)
+            _export(obj, fmt, target, args.node, advance, "a" if append else "w", args.src)
         if not append:
             _install(target, args.dest, args.force)
     except BaseException:
@@ -239,27 +244,16 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def _export_to_url(args: argparse.Namespace, obj, fmt: Format) -> int:
-    """``bcolzx export SRC URL``: exported to a local temporary directory, then uploaded
-    (:func:`bcolzx._storage.objects.upload`)."""
-    import tempfile
-
-    from bcolzx._storage.objects import exists, upload
+    """``bcolzx export SRC URL``: the exporter publishes it (written locally, then
+    uploaded); without ``--force`` an existing file is not replaced, nor, for HDF5,
+    added to (objects do not change in place)."""
+    from bcolzx._storage.objects import resolve
 
     options = args.storage_options
-    if exists(args.dest, options):
-        if not args.force:
-            raise FileExistsError(errno.EEXIST, "the destination exists (--force replaces "
-                                  "it)", args.dest)
-        if fmt.is_directory:
-            raise FileExistsError(errno.EEXIST, f"--force cannot replace a {fmt.name} store "
-                                  "on object storage (its objects would not all change at "
-                                  "once); delete it first, or export to a new URL", args.dest)
-    with tempfile.TemporaryDirectory(prefix=".bcolzx-export-") as tmp:
-        local = os.path.join(tmp, f"export{fmt.extensions[0]}")
-        with bar(obj.nbytes, f"export {fmt.name}", quiet=args.quiet) as advance:
-            _export(obj, fmt, local, args.node, advance, False, args.src)
-        files, size = disk_usage(local)
-        upload(local, args.dest, options)
+    mode = "w" if args.force else ("a" if fmt.name == "hdf5" else "x")
+    with bar(obj.nbytes, f"export {fmt.name}", quiet=args.quiet) as advance:
+        _export(obj, fmt, args.dest, args.node, advance, mode, args.src, options)
+    files, size = resolve(args.dest, options).usage()
     print(f"{args.src} -> {args.dest} ({fmt.name}): {len(obj):,} rows, "
           f"{human(size, exact=False)} uploaded in {files:,} object{'s' * (files != 1)}")
     return EXIT_OK

@@ -430,18 +430,21 @@ def to_arrow(ct: ctable, columns: Sequence[str] | str | None = None,
 
 def to_parquet(ct: ctable, path, columns: Sequence[str] | str | None = None,
                compression: str | None = None, row_group_rows: int | None = None,
-               mode: str = "w", *, progress=None, **writer_kwargs) -> None:
+               mode: str = "w", *, progress=None, storage_options: dict | None = None,
+               **writer_kwargs) -> None:
     """Write a ctable to a Parquet file, streaming record batches.
 
     Batches of about ``chunklen`` rows are gathered into row groups of at
     most `row_group_rows` rows (and about 64 MiB), each written as soon as
     it is full; the file is written under a temporary name and renamed to
-    `path` when complete.
+    `path` when complete.  At a URL of object storage, it is written to a
+    local temporary directory, then uploaded as one object (docs/remote.md).
 
     Parameters
     ----------
     ct : ctable
     path : str or os.PathLike
+        The file, or its URL (``s3://bucket/t.parquet``, ``gs://...``).
     columns : sequence of str or str, optional
         The columns (default all).
     compression : str, optional
@@ -457,6 +460,9 @@ def to_parquet(ct: ctable, path, columns: Sequence[str] | str | None = None,
         (batches are then written by row groups); the calls add up to the
         ``nbytes`` of the columns written.  A callback with a ``set_total`` method is first
         told that total.
+    storage_options : dict, optional
+        For a URL: the options of its fsspec filesystem (credentials,
+        endpoint...).
     **writer_kwargs
         Passed to :class:`pyarrow.parquet.ParquetWriter`.
 
@@ -469,17 +475,26 @@ def to_parquet(ct: ctable, path, columns: Sequence[str] | str | None = None,
     TypeError
         For a column dtype Arrow cannot hold.
     ValueError
-        For a bad `mode` or `row_group_rows`.
+        For a bad `mode` or `row_group_rows`, or `storage_options` with a
+        local path.
     FileExistsError
         With ``mode='x'`` when `path` exists.
+    RemoteError
+        If the object store fails (nothing is published at the URL).
     OSError
         If the file cannot be written.
     """
+    from bcolzx._publish import export_place
+
     pa = _import_pyarrow()
     pq = _import_parquet()
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
-    path = os.fspath(path)
+    path = export_place(path, storage_options, mode, lambda local: to_parquet(
+        ct, local, columns, compression, row_group_rows, progress=progress, **writer_kwargs),
+        what="Parquet file", suffix=".parquet")
+    if path is None:
+        return
     if mode == "x" and os.path.lexists(path):
         raise FileExistsError(f"{path} exists (mode 'x')")
     schema, names, outs = _plan_out(pa, ct, columns)

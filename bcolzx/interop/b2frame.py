@@ -253,18 +253,21 @@ def _plan(ca: carray, layout: str, chunks: Iterator) -> tuple[_Writer, Iterator]
 
 
 def to_b2frame(ca: carray, path, layout: str = "auto", mode: str = "w", *,
-               progress=None) -> None:
+               progress=None, storage_options: dict | None = None) -> None:
     """Write a carray to a Blosc2 contiguous frame, copying its chunks as they are.
 
     See the module docstring for the layouts and the metadata.  The frame is
     written under a temporary name beside `path` and renamed over it when
-    complete, so `path` never holds half a frame.
+    complete, so `path` never holds half a frame.  At a URL of object
+    storage, it is written to a local temporary directory, then uploaded as
+    one object (docs/remote.md).
 
     Parameters
     ----------
     ca : carray
     path : str or os.PathLike
-        The frame file (``.b2frame`` or ``.b2nd`` by convention).
+        The frame file (``.b2frame`` or ``.b2nd`` by convention), or its URL
+        (``s3://bucket/a.b2frame``, ``gs://...``).
     layout : {'auto', 'ndarray', 'schunk'}
         'auto': an NDArray when the stored chunks fit its geometry, else an
         SChunk; 'ndarray': an NDArray, compressing again the chunks that do
@@ -275,17 +278,23 @@ def to_b2frame(ca: carray, path, layout: str = "auto", mode: str = "w", *,
         Called with the uncompressed bytes of each chunk written; the calls
         add up to ``ca.nbytes``.  A callback with a ``set_total`` method is
         first told that total.
+    storage_options : dict, optional
+        For a URL: the options of its fsspec filesystem (credentials,
+        endpoint...).
 
     Raises
     ------
     ImportError
         If python-blosc2 is not installed.
     ValueError
-        For a bad `layout` or `mode`, or an attribute named ``bcolzx``.
+        For a bad `layout` or `mode`, an attribute named ``bcolzx``, or
+        `storage_options` with a local path.
     FileExistsError
         With ``mode='x'`` when `path` exists.
     CorruptDataError
         If a stored chunk is damaged.
+    RemoteError
+        If the object store fails (nothing is published at the URL).
     OSError
         If the file cannot be written.
 
@@ -301,13 +310,19 @@ def to_b2frame(ca: carray, path, layout: str = "auto", mode: str = "w", *,
     >>> bcolzx.from_b2frame(path)[:]
     array([0., 1., 2., 3., 4., 5., 6., 7., 8., 9.])
     """
+    from bcolzx._publish import export_place
+
     refuse_objects(ca, "a Blosc2 frame")
     blosc2 = _import_blosc2()
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
-    path = os.fspath(path)
+    path = export_place(path, storage_options, mode,
+                        lambda local: to_b2frame(ca, local, layout, progress=progress),
+                        what="Blosc2 frame", suffix=".b2frame")
+    if path is None:
+        return
     if mode == "x" and os.path.lexists(path):
         raise FileExistsError(f"{path} exists (mode 'x')")
     attrs = ca.attrs.getall()

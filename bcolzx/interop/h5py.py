@@ -206,22 +206,27 @@ def _load_json(dset, name: str) -> Any:
 
 
 def to_hdf5(ca: carray, filepath, nodepath: str = "/carray", mode: str = "w", cparams=None,
-            compression=None, *, progress=None) -> None:
+            compression=None, *, progress=None, storage_options: dict | None = None) -> None:
     """Write a carray to an HDF5 dataset with h5py, in blocks of whole HDF5 chunks.
 
-    See the module docstring for the types, attributes and filters.
+    See the module docstring for the types, attributes and filters.  At a
+    URL of object storage, the file is written to a local temporary
+    directory, then uploaded as one object (docs/remote.md).
 
     Parameters
     ----------
     ca : carray
     filepath : str or os.PathLike
-        The HDF5 file.
+        The HDF5 file, or its URL (``s3://bucket/a.h5``, ``gs://...``).
     nodepath : str
         Absolute path of the new dataset; missing groups are created.
     mode : {'w', 'a', 'r+'}
         'w' creates the file (replacing any existing one with all its nodes);
         'a' and 'r+' add the dataset to an existing file ('a' creates it if
         missing).
+        At a URL of object storage, where an object is written whole and
+        never changed, 'a' writes a new file only where there is none, and
+        'r+' is refused (AppendOnlyError).
     cparams : cparams or dict, optional
         Codec, level and shuffle of the filter (default: ``ca.cparams``).
     compression : optional
@@ -231,16 +236,24 @@ def to_hdf5(ca: carray, filepath, nodepath: str = "/carray", mode: str = "w", cp
         Called with the uncompressed bytes of each block written; the calls
         add up to ``ca.nbytes``.  A callback with a ``set_total`` method is
         first told that total.
+    storage_options : dict, optional
+        For a URL: the options of its fsspec filesystem (credentials,
+        endpoint...).
 
     Raises
     ------
     ImportError
         If h5py is not installed.
     ValueError
-        For a bad `mode` or `nodepath`, an existing node at `nodepath`, or
-        an attribute name starting with ``bcolzx_``.
+        For a bad `mode` or `nodepath`, an existing node at `nodepath`, an
+        attribute name starting with ``bcolzx_``, or `storage_options` with
+        a local path.
     TypeError
         For bad `cparams`, or a dtype HDF5 cannot hold.
+    AppendOnlyError
+        With mode 'a' or 'r+' when a file is at the URL.
+    RemoteError
+        If the object store fails (nothing is published at the URL).
     OSError
         If the file cannot be opened or written.
 
@@ -254,10 +267,17 @@ def to_hdf5(ca: carray, filepath, nodepath: str = "/carray", mode: str = "w", cp
     >>> back[:].tolist(), back.dflt.tolist()
     ([[0, 1], [2, 3], [4, 5]], -1)
     """
+    from bcolzx._publish import export_place
+
     refuse_objects(ca, "HDF5", vlen_ok=True)
     h5py = _import_h5py()
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    filepath = export_place(filepath, storage_options, mode, lambda local: to_hdf5(
+        ca, local, nodepath, "w", cparams, compression, progress=progress),
+        what="HDF5 file", suffix=".h5")
+    if filepath is None:
+        return
     _tables_interop._split_nodepath(nodepath)
     vlen = _vlen_out(h5py, ca.dtype)
     stored = _storage_dtype(ca.dtype) if vlen is None else vlen

@@ -32,6 +32,8 @@ _MAGIC = b"\x93NUMPY"
 _ALIGN = 64  # the header ends on a multiple of this many bytes
 #: (version, struct format of the header length, encoding), first that fits wins.
 _VERSIONS = ((1, "<H", "latin1"), (2, "<I", "latin1"), (3, "<I", "utf8"))
+#: The modes of :func:`to_npy`.
+MODES = ("w", "x")
 
 
 def npy_header(dtype: np.dtype, shape: tuple) -> bytes:
@@ -78,28 +80,41 @@ def _as_bytes(block: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(block).reshape(-1).view(np.uint8)
 
 
-def to_npy(cobj, path, *, progress=None) -> None:
+def to_npy(cobj, path, *, mode: str = "w", progress=None,
+           storage_options: dict | None = None) -> None:
     """Write a carray or a ctable to a ``.npy`` file, streaming.
 
     The file is written under a hidden temporary name beside `path`,
     fsynced and renamed over `path` (replacing it): `path` never holds half
-    a file.
+    a file.  At a URL of object storage, it is written to a local temporary
+    directory, then uploaded as one object (docs/remote.md).
 
     Parameters
     ----------
     cobj : carray or ctable
         A ctable becomes a 1-D structured array (one field per column).
     path : str or os.PathLike
-        The file to write.
+        The file to write, or its URL (``s3://bucket/a.npy``, ``gs://...``).
+    mode : {'w', 'x'}
+        'w' replaces an existing file; 'x' refuses to.
     progress : callable, optional
         Called with the uncompressed bytes of each block written; the calls
         add up to the data's ``nbytes``.  A callback with a ``set_total``
         method is first told that total.
+    storage_options : dict, optional
+        For a URL: the options of its fsspec filesystem (credentials,
+        endpoint...).
 
     Raises
     ------
     CorruptDataError
         If a chunk of `cobj` is damaged (nothing is left at `path`).
+    FileExistsError
+        With ``mode='x'`` when `path` exists.
+    ValueError
+        For a bad `mode`, or `storage_options` with a local path.
+    RemoteError
+        If the object store fails (nothing is published at the URL).
     OSError
         If the file cannot be written.
 
@@ -112,9 +127,18 @@ def to_npy(cobj, path, *, progress=None) -> None:
     >>> np.load(path)
     array([0, 1, 2, 3, 4])
     """
+    from bcolzx._publish import export_place
     from bcolzx.carray import iterblocks
 
-    path = os.fspath(path)
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    path = export_place(path, storage_options, mode,
+                        lambda local: to_npy(cobj, local, progress=progress),
+                        what=".npy file", suffix=".npy")
+    if path is None:
+        return
+    if mode == "x" and os.path.lexists(path):
+        raise FileExistsError(f"{path} exists (mode 'x')")
     refuse_objects(cobj, "a .npy file written by bcolzx")
     dtype, shape = np.dtype(cobj.dtype), tuple(cobj.shape)
     directory = os.path.dirname(os.path.abspath(path))

@@ -220,18 +220,21 @@ def _split_nodepath(nodepath: str) -> tuple[str, str]:
 
 
 def to_hdf5(ct: ctable, filepath, nodepath: str = "/ctable", mode: str = "w", cparams=None,
-            cname: str | None = None, *, progress=None) -> None:
+            cname: str | None = None, *, progress=None,
+            storage_options: dict | None = None) -> None:
     """Write a ctable to an HDF5 file as a PyTables Table.
 
     The rows are written in blocks of whole HDF5 chunks, at least one
     ctable chunk long; the ctable's attrs become attributes of the node.  See
-    the module docstring for the types and attributes.
+    the module docstring for the types and attributes.  At a URL of object
+    storage, the file is written to a local temporary directory, then
+    uploaded as one object (docs/remote.md).
 
     Parameters
     ----------
     ct : ctable
     filepath : str or os.PathLike
-        The HDF5 file.
+        The HDF5 file, or its URL (``s3://bucket/t.h5``, ``gs://...``).
     nodepath : str
         Absolute path of the new table in the file; missing groups are
         created.
@@ -239,6 +242,9 @@ def to_hdf5(ct: ctable, filepath, nodepath: str = "/ctable", mode: str = "w", cp
         'w' creates the file (replacing any existing file, with all its
         nodes); 'a' and 'r+' add the table to an existing file ('a' creates
         it if missing).
+        At a URL of object storage, where an object is written whole and
+        never changed, 'a' writes a new file only where there is none, and
+        'r+' is refused (AppendOnlyError).
     cparams : cparams or dict, optional
         Gives the filters' level and shuffle (and the Blosc codec when
         `cname` is None).  Default: ``ct.cparams``.
@@ -250,6 +256,9 @@ def to_hdf5(ct: ctable, filepath, nodepath: str = "/ctable", mode: str = "w", cp
         Called with the uncompressed bytes of each block of rows written;
         the calls add up to ``ct.nbytes``.  A callback with a ``set_total``
         method is first told that total.
+    storage_options : dict, optional
+        For a URL: the options of its fsspec filesystem (credentials,
+        endpoint...).
 
     Raises
     ------
@@ -257,9 +266,14 @@ def to_hdf5(ct: ctable, filepath, nodepath: str = "/ctable", mode: str = "w", cp
         If PyTables is not installed.
     ValueError
         For a bad `mode`, `nodepath` or `cname`, an existing node at
-        `nodepath`, or an attribute name starting with ``bcolzx_``.
+        `nodepath`, an attribute name starting with ``bcolzx_``, or
+        `storage_options` with a local path.
     TypeError
         For bad `cparams`, or a column dtype HDF5 cannot hold.
+    AppendOnlyError
+        With mode 'a' or 'r+' when a file is at the URL.
+    RemoteError
+        If the object store fails (nothing is published at the URL).
     OSError
         If the file cannot be opened or written.
 
@@ -273,10 +287,17 @@ def to_hdf5(ct: ctable, filepath, nodepath: str = "/ctable", mode: str = "w", cp
     ...     from_hdf5(os.path.join(tmp, "t.h5"), "/data/t")["s"][:]
     array(['a', 'b', 'c'], dtype='<U1')
     """
+    from bcolzx._publish import export_place
+
     refuse_objects(ct, "HDF5 (PyTables)")
     tables = _import_tables()
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    filepath = export_place(filepath, storage_options, mode, lambda local: to_hdf5(
+        ct, local, nodepath, "w", cparams, cname, progress=progress),
+        what="HDF5 file", suffix=".h5")
+    if filepath is None:
+        return
     parent, name = _split_nodepath(nodepath)
     rowtype, recorded = _table_layout(ct)
     filters = _filters(tables, ct, cparams, cname)

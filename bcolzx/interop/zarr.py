@@ -192,18 +192,27 @@ def _without_na(block: np.ndarray, what: str) -> np.ndarray:
 
 
 def to_zarr(obj, store, chunks=None, shards=None, mode: str = "w", cparams=None, *,
-            progress=None):
+            progress=None, storage_options: dict | None = None):
     """Write a carray to a Zarr v3 array, or a ctable to a Zarr group.
 
     The data is written in blocks of whole shards (or chunks), so that no
     shard is written twice.  See the module docstring for the mapping.
 
+    At a URL of object storage, the store is written to a local temporary
+    directory, then uploaded chunks first and its ``zarr.json`` documents
+    last, the top one at the very end, so that no reader opens it, or one of
+    its arrays, with chunks missing; a failed upload deletes what it
+    uploaded (docs/remote.md).  (A store object of zarr-python over object
+    storage, by contrast, is written to directly, as zarr-python writes.)
+
     Parameters
     ----------
     obj : carray or ctable
     store : str, os.PathLike or zarr store
-        Where to write: a directory path, or any store zarr-python accepts
-        (``zarr.storage.MemoryStore()``, a ``LocalStore``, a ``StorePath``...).
+        Where to write: a directory path, the URL of object storage
+        (``s3://bucket/a.zarr``, ``gs://...``), or any store zarr-python
+        accepts (``zarr.storage.MemoryStore()``, a ``LocalStore``, a
+        ``StorePath``...).
     chunks : int or tuple of int, optional
         Rows per Zarr chunk (or a full chunk shape).  Default: ``chunklen``
         (of each column, for a ctable).
@@ -219,22 +228,34 @@ def to_zarr(obj, store, chunks=None, shards=None, mode: str = "w", cparams=None,
         Called with the uncompressed bytes of each block written (column
         after column for a ctable); the calls add up to ``obj.nbytes``.  A
         callback with a ``set_total`` method is first told that total.
+    storage_options : dict, optional
+        For a URL: the options of its fsspec filesystem (credentials,
+        endpoint...).
 
     Returns
     -------
     zarr.Array or zarr.Group
+        Written; for a URL, opened read-only from the store (replacing or
+        adding to a store on object storage would not be atomic).
 
     Raises
     ------
     ImportError
         If zarr is not installed.
     ValueError
-        For bad `chunks`, `shards` or `mode`, or (ctable) an attribute named
-        ``bcolzx``.
+        For bad `chunks`, `shards` or `mode`, (ctable) an attribute named
+        ``bcolzx``, or `storage_options` with a local path.
     TypeError
         For a dtype zarr-python cannot write, or bad `cparams`.
     zarr.errors.ContainsArrayError, zarr.errors.ContainsGroupError
         With ``mode='x'`` when `store` holds a node.
+    FileExistsError
+        With ``mode='x'`` when objects are stored at the URL.
+    AppendOnlyError
+        With ``mode='w'`` when objects are stored at the URL: a store on
+        object storage is not replaced (delete it first).
+    RemoteError
+        If the object store fails (nothing is published at the URL).
 
     Examples
     --------
@@ -246,13 +267,20 @@ def to_zarr(obj, store, chunks=None, shards=None, mode: str = "w", cparams=None,
     >>> bcolzx.from_zarr(z)[:]
     array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
     """
+    from bcolzx._publish import export_place
     from bcolzx.carray import carray
 
     refuse_objects(obj, "Zarr", vlen_ok=True)
     zarr = _import_zarr()
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
-    store = _store(store)
+    where = export_place(store, storage_options, mode, lambda local: to_zarr(
+        obj, local, chunks, shards, "w", cparams, progress=progress),
+        what="Zarr store", suffix=".zarr", directory=True)
+    if where is None:  # published at the URL `store`
+        return zarr.open(zarr.storage.FsspecStore.from_url(
+            store, storage_options=storage_options, read_only=True), mode="r")
+    store = where
     if isinstance(obj, carray):
         return _write_array(store, None, obj, chunks, shards, mode == "w", cparams,
                             obj.attrs.getall(), reporter(progress, obj.nbytes))

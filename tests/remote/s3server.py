@@ -80,19 +80,22 @@ def start(timeout: float = 30.0) -> S3Server:
 
 
 _PROXY = r"""
-import selectors, socket, sys
+import os, selectors, socket, sys
 target = int(sys.argv[1])
+budget = int(sys.argv[2])  # bytes forwarded to the server before dying (-1: no limit)
 lsock = socket.socket(); lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 lsock.bind(("127.0.0.1", 0)); lsock.listen(64)
 print(lsock.getsockname()[1], flush=True)
 sel = selectors.DefaultSelector(); sel.register(lsock, selectors.EVENT_READ)
 peers = {}
+clients = set()
 while True:
     for key, _ in sel.select():
         s = key.fileobj
         if s is lsock:
             a, _ = lsock.accept(); b = socket.create_connection(("127.0.0.1", target))
             peers[a], peers[b] = b, a
+            clients.add(a)
             sel.register(a, selectors.EVENT_READ); sel.register(b, selectors.EVENT_READ)
             continue
         try:
@@ -105,6 +108,11 @@ while True:
                 if x is not None and x in peers:
                     sel.unregister(x); x.close(); del peers[x]
             continue
+        if s in clients and budget >= 0:
+            if len(data) >= budget:  # the server dies in the middle of what it receives
+                other.sendall(data[:budget])
+                os._exit(0)
+            budget -= len(data)
         other.sendall(data)
 """
 
@@ -113,10 +121,13 @@ class _Proxy(subprocess.Popen):
     port: int
 
 
-def start_proxy(port: int) -> _Proxy:
+def start_proxy(port: int, budget: int = -1) -> _Proxy:
     """A TCP forwarder (one child process, one thread) from a new loopback port to `port`:
-    killing it is, for a client, the server dying (while the server keeps what it got)."""
-    proc = _Proxy([sys.executable, "-c", _PROXY, str(port)], stdout=subprocess.PIPE)
+    killing it is, for a client, the server dying (while the server keeps what it got).
+    With a `budget`, it dies by itself in the middle of forwarding the byte of the
+    clients' requests that exceeds it."""
+    proc = _Proxy([sys.executable, "-c", _PROXY, str(port), str(budget)],
+                  stdout=subprocess.PIPE)
     assert proc.stdout is not None
     proc.port = int(proc.stdout.readline())
     return proc
@@ -150,4 +161,25 @@ def dying_after_first_upload(monkeypatch, bucket: str):
         yield server, via_proxy, puts
     finally:
         proxy.kill()
+        server.stop()
+
+
+@contextlib.contextmanager
+def dying_mid_upload(bucket: str, budget: int):
+    """A fresh server with `bucket`, reached through a proxy that dies once it has
+    forwarded `budget` bytes of requests: yields ``(server, storage options through
+    the proxy)``; the server itself stays up, to be looked at directly."""
+    server = start()
+    proxy = None
+    try:
+        server.make_bucket(bucket)
+        proxy = start_proxy(server.port, budget)
+        so = server.storage_options()
+        via_proxy = dict(so, client_kwargs=dict(so["client_kwargs"],
+                                                endpoint_url=f"http://127.0.0.1:{proxy.port}"))
+        yield server, via_proxy
+    finally:
+        if proxy is not None:
+            proxy.kill()
+            proxy.wait(10)
         server.stop()

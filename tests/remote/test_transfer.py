@@ -340,7 +340,7 @@ def test_failed_upload_of_a_store_leaves_nothing(s3, url, so, tmp_path, monkeypa
 
     monkeypatch.setattr(fs_type, "_put_file", broken_at_the_end)
     with pytest.raises(RemoteError) as info:
-        _objects.upload(str(store), f"{url}.zarr", so)
+        _objects.upload(str(store), _objects.resolve(f"{url}.zarr", so))
     assert f"{url}.zarr" in str(info.value)
     assert uploaded  # the chunk went up, then the store's document failed
     monkeypatch.undo()
