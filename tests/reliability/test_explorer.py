@@ -308,6 +308,100 @@ def test_the_recorder_sees_what_strace_sees(tmp_path):
     assert recorded["write"] > 20 and recorded["sync"] > 10 and recorded["rename"] > 5
 
 
+_STRACE_ORDER_WRITER = textwrap.dedent("""
+    import os, sys, threading
+    import numpy as np
+    import bcolzx
+    from bcolzx._storage import directory
+    from tests.reliability.explorer_trace import (EFFECTS, Link, Recorder, Rename, Sync,
+                                                  Unlink, Write)
+    root = sys.argv[1]
+    bcolzx.set_nthreads(4)
+    main = threading.main_thread()
+    elsewhere = []
+    real_sync_one = directory._sync_one
+    def sync_one(job):
+        if threading.current_thread() is not main:
+            elsewhere.append(job)
+        return real_sync_one(job)
+    directory._sync_one = sync_one
+    with Recorder(root) as rec:
+        t = bcolzx.ctable([np.arange(300), np.linspace(0, 1, 300), np.arange(300) % 7],
+                          names=["a", "b", "c"], rootdir=os.path.join(root, "t"),
+                          chunklen=32)
+        t.append([[1, 2], [0.5, 0.25], [3, 4]])
+        t.flush()
+        t[5:40] = t[100:135]
+        t.flush()
+        t.trim(7)
+        t.close()
+    # each call, with the path of what it named when it was made
+    tree = rec.initial.copy()
+    for op in rec.ops:
+        if isinstance(op, (Write, Sync)):
+            print("write" if isinstance(op, Write) else "sync",
+                  os.path.normpath(os.path.join(root, tree.paths()[op.ino])))
+        elif isinstance(op, Link) and op.kind == "d":
+            print("mkdir")
+        elif isinstance(op, (Rename, Unlink)):
+            print("rename" if isinstance(op, Rename) else "unlink")
+        if isinstance(op, EFFECTS):
+            tree.apply(op)
+    print("pool-thread fsyncs", len(elsewhere))
+""")
+
+
+def test_the_recorder_orders_pool_thread_calls_as_strace_does(tmp_path):
+    """Commits fsync on pool threads (``directory.sync_all``, a ctable's columns
+    committed at once): every call the writer's threads make under the root is in
+    the record, at the place and on the file strace sees it, fsyncs included (an
+    fsync missed, misplaced or put on the wrong file would make the explorer invent
+    bad states or miss them)."""
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.skip("strace is not installed (this only cross-checks the recorder)")
+    root = os.path.realpath(str(tmp_path / "root"))
+    os.mkdir(root)
+    log = str(tmp_path / "strace.log")
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(bcolzx.__file__)), here]))
+    proc = subprocess.run(
+        [strace, "-f", "-y", "-s", "0", "-o", log, "-e",
+         "trace=write,pwrite64,pwritev,pwritev2,writev,fsync,fdatasync,mkdir,mkdirat,"
+         "rename,renameat,renameat2,unlink,unlinkat,rmdir",
+         sys.executable, "-c", _STRACE_ORDER_WRITER, root],
+        env=env, cwd=os.path.dirname(os.path.dirname(bcolzx.__file__)),
+        capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0 and "ptrace" in proc.stderr.lower():
+        pytest.skip(f"strace cannot trace here: {proc.stderr.strip()[:200]}")
+    assert proc.returncode == 0, proc.stderr
+    *lines, last = proc.stdout.splitlines()
+    assert last.startswith("pool-thread fsyncs ") and int(last.split()[-1]) > 0, \
+        "the workload no longer fsyncs on pool threads: this test checks nothing"
+    recorded = [tuple(line.split(" ", 1)) for line in lines]
+    seen = []
+    inside = re.escape(root)
+    with open(log) as f:
+        for call, args, ret in _strace_lines(f.read()):
+            if ret < 0 or root not in args:
+                continue
+            on_fd = re.match(rf"\d+<({inside}[^>]*)>", args)
+            if call in ("write", "pwrite64", "pwritev", "pwritev2", "writev") and on_fd:
+                if ret:
+                    seen.append(("write", on_fd.group(1)))
+            elif call in ("fsync", "fdatasync") and on_fd:
+                seen.append(("sync", on_fd.group(1)))
+            elif call in ("mkdir", "mkdirat"):
+                seen.append(("mkdir",))
+            elif call in ("rename", "renameat", "renameat2"):
+                seen.append(("rename",))
+            elif call in ("unlink", "unlinkat", "rmdir"):
+                seen.append(("unlink",))
+    assert sum(1 for r in recorded if r[0] == "sync") > 10
+    assert seen == recorded
+
+
 # -- the explorer can fail ----------------------------------------------------------------------
 
 
