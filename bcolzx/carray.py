@@ -540,10 +540,20 @@ class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
             for block in iterblocks(array):
                 self._engine.append(self._rows(block))
             return
-        if self._first_rows:  # the constructor's, a commit follows
+        if self._first_rows:  # the constructor's (or its table's), a commit follows
             self._engine.append(self._rows(array), last=True)
             return
         self._engine.append(self._rows(array))
+
+    def _append_first(self, array) -> None:
+        """Append the rows of a new, empty array whose commit follows at once (a new
+        ctable's column): the last short chunk is encoded with the full ones, in the
+        same parallel pass, as the constructor does on disk."""
+        self._first_rows = not (self._objects or self._texts) and self._engine.store.native
+        try:
+            self.append(array)
+        finally:
+            self._first_rows = False
 
     def trim(self, nitems: int) -> None:
         """Remove the last `nitems` rows (a negative `nitems` enlarges by

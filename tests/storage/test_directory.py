@@ -387,6 +387,31 @@ def test_a_new_carray_stores_its_last_short_chunk_as_a_flush_would(tmp_path, nth
     np.testing.assert_array_equal(bcolzx.open(str(tmp_path / "made"), mode="r")[:], data)
 
 
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_a_new_ctable_in_memory_stores_its_columns_as_append_and_flush_would(nthreads):
+    """A new ctable's columns (in memory too) encode their last short chunk with the
+    full ones: the same chunks, sizes and values as columns appended then flushed."""
+    import bcolzx
+
+    cols = [np.arange(3234, dtype=np.int64), np.linspace(0, 1, 3234),
+            np.concatenate([np.zeros(2000, np.int32), np.arange(1234, dtype=np.int32)])]
+    with _nthreads(nthreads):
+        made = bcolzx.ctable(cols, names=["a", "b", "c"], chunklen=1000)
+        grown = []
+        for data in cols:
+            col = bcolzx.carray(data[:0], chunklen=1000)
+            col.append(data)
+            col.flush()
+            grown.append(col)
+    for name, col, data in zip(["a", "b", "c"], grown, cols):
+        a, b = made[name].engine.store, col.engine.store
+        assert a.nchunks == b.nchunks == 4, name
+        assert a.get(0, a.nchunks) == b.get(0, b.nchunks), name
+        assert made[name].cbytes == col.cbytes, name
+        np.testing.assert_array_equal(made[name][:], data)
+        assert made[name].leftover_elements == col.leftover_elements == 234
+
+
 def _nthreads(n):
     import contextlib
 
