@@ -3,7 +3,7 @@
 A carray's methods are spread over mixins (``_values``, ``_keys``,
 ``_iteration``, ``_exchange``, ``_analytics.methods``), a ctable's over
 ``_table_open``, ``_table_query``, ``_table_analytics`` and ``_exchange``.
-A mixin's methods use attributes that its class defines (``self._engine``,
+A mixin's methods use attributes that its class defines (``self.engine``,
 ``self._cols``...).  Each mixin derives, for the type checker only, from the
 protocol below that lists them, so that mypy checks the mixins' bodies
 against the real types; at run time the mixins derive from ``object``::
