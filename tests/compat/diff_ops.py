@@ -228,7 +228,10 @@ def expression_code(draw, x: str, dtype, y: str | None = None, ydtype=None,
                     or "&" in t or "|" in t]
         templates = booleans or templates
     tags = set()
-    expr = draw(st.sampled_from(templates)).format(x=x, y=y)
+    template = draw(st.sampled_from(templates))
+    expr = template.format(x=x, y=y)
+    if np.dtype(dtype).base.kind == "S" and ">" in template:
+        tags.add("bytes_order")  # legacy's numexpr orders bytes as signed chars
     if draw(st.integers(0, 30)) == 0:
         expr = expr.replace(x, "nosuchname", 1)
         tags.add("unknown_name")
@@ -861,17 +864,20 @@ def ctable_op(draw, model: Model, name: str) -> Op:
             flavor = draw(st.sampled_from([None, "tuple", "'tuple'"]))
             if flavor:
                 args.append(f"out_flavor={flavor}")
-            return Op(f"list({name}.where({', '.join(args)}))", "ctable.where",
-                      frozenset(tags), obj=name)
-        if what == "whereblocks":
+            code = f"list({name}.where({{}}))"
+        elif what == "whereblocks":
             args.insert(1, f"blen={draw(st.sampled_from([1, 3, 10, 1000]))}")
-            return Op(f"list({name}.whereblocks({', '.join(args)}))", "ctable.whereblocks",
-                      frozenset(tags), obj=name)
-        flavor = draw(st.sampled_from([None, "'numpy'", "'bcolz'"]))
-        if flavor:
-            args.append(f"out_flavor={flavor}")
-        return Op(f"{name}.fetchwhere({', '.join(args)})", "ctable.fetchwhere",
-                  frozenset(tags), obj=name)
+            code = f"list({name}.whereblocks({{}}))"
+        else:
+            flavor = draw(st.sampled_from([None, "'numpy'", "'bcolz'"]))
+            if flavor:
+                args.append(f"out_flavor={flavor}")
+            code = f"{name}.fetchwhere({{}})"
+        # the oracle of a bytes ordering: the same query on the python vm, which orders
+        # bytes as NumPy does in both libraries (legacy's numexpr does not)
+        ref = code.format(", ".join([*args, "vm='python'"])) if "bytes_order" in tags else None
+        return Op(code.format(", ".join(args)), f"ctable.{what}", frozenset(tags), obj=name,
+                  ref=ref)
     if what == "eval":
         expr, etags = draw(column_expr(o, boolean=False))
         tags |= etags
