@@ -140,9 +140,9 @@ def normalize(value, bcolz, depth=0):
                 _plain_array(np.asarray(contents))[2],
                 [len(value.cols[name]) for name in value.names])
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:  # a str legacy built from garbage: not even picklable
+        try:  # a code point beyond U+10FFFF encodes without complaint, but not back
+            value.encode("utf-8").decode("utf-8")
+        except UnicodeError:  # a str legacy built from garbage: not even picklable
             value = "\x00\U0010ffff (a str that cannot be encoded)"
         return ("py", "str", value)
     if isinstance(value, (bool, int, float, complex, bytes)):

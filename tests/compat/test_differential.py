@@ -80,6 +80,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
@@ -563,3 +564,15 @@ def test_harness_catches_a_planted_difference(workers, tmp_path):
         message
     program = message.split("tests/compat/diff_worker.data):\n", 1)[1].splitlines()
     assert ".append(" in program[-2], message
+
+
+def test_a_str_beyond_unicode_travels_as_garbage():
+    """Legacy's garbage U items can hold code points beyond U+10FFFF: NumPy makes a str of
+    them that pickles but cannot be unpickled, which would kill the reply; the worker sends
+    a marker that the garbage repair recognises instead."""
+    from . import diff_worker
+    impossible = str(np.array([0, 0x7469672F], dtype="<u4").view("<U2")[0])
+    import bcolzx
+    reply = pickle.loads(pickle.dumps(diff_worker.normalize(impossible, bcolzx), protocol=4))
+    assert reply[:2] == ("py", "str") and reply[2].startswith("\x00")
+    assert repair_legacy_garbage({"result": reply, "ref": None})["result"] == ("py", "str", "")
