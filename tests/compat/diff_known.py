@@ -624,18 +624,23 @@ def known_difference(op: Op, lrep: dict, brep: dict) -> Known | None:
     return None
 
 
-@_k("legacy-iterblocks-blen-1", "legacy bug: iterblocks(<1-D carray>, blen=1) yielded scalars, "
-    "not blocks; bcolzx yields 1-row arrays")
+@_k("legacy-iterblocks-blen-1", "legacy bug: iterblocks(<carray>, blen=1) yielded rows "
+    "(scalars, or the rows of an N-D carray), not blocks; bcolzx yields 1-row arrays")
 def _(op, leg, bz):
     lr, br = leg["result"], bz["result"]
     if op.kind != "iterblocks" or "blen=1" not in op.code or lr[0] != "list" \
             or br[0] != "list" or len(lr[1]) != len(br[1]):
         return False
-    for scalar, block in zip(lr[1], br[1]):
-        value = scalar[2]  # 'np' (a 0-d array) or 'py' (np.float64, np.str_: Python subclasses)
-        if scalar[0] not in ("np", "py") or not isinstance(value, (np.ndarray, np.generic)) \
-                or block[0] != "ndarray" or block[3].shape != (1,) \
-                or not _same_values(np.asarray(value).reshape(1).astype(block[3].dtype),
+    for row, block in zip(lr[1], br[1]):
+        # 'np' (a 0-d array), 'py' (np.float64, np.str_: Python subclasses), or the row of
+        # an N-D carray ('ndarray')
+        value = row[3] if row[0] == "ndarray" else row[2]
+        if row[0] not in ("np", "py", "ndarray") \
+                or not isinstance(value, (np.ndarray, np.generic)) or block[0] != "ndarray":
+            return False
+        value = np.asarray(value)
+        if block[3].shape != (1, *value.shape) \
+                or not _same_values(value.reshape(block[3].shape).astype(block[3].dtype),
                                     block[3]):
             return False
     return True

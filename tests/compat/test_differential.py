@@ -576,3 +576,12 @@ def test_a_str_beyond_unicode_travels_as_garbage():
     reply = pickle.loads(pickle.dumps(diff_worker.normalize(impossible, bcolzx), protocol=4))
     assert reply[:2] == ("py", "str") and reply[2].startswith("\x00")
     assert repair_legacy_garbage({"result": reply, "ref": None})["result"] == ("py", "str", "")
+
+
+def test_iterblocks_blen_1_of_an_ndim_carray_is_the_known_difference(workers):
+    """Legacy yields the rows themselves for an N-D carray too (found by the stress run)."""
+    known = next(k for k in KNOWN if k.id == "legacy-iterblocks-blen-1")
+    op, lrep, brep = _replay(workers, [
+        "c1 = bcolz.zeros((4, 3, 2), dtype='float32', chunklen=2)",
+        W("list(bcolz.iterblocks(c1, blen=1))", "iterblocks")])[-1]
+    assert reply_differences(lrep, brep) and known.applies(op, lrep, brep)
