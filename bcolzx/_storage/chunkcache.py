@@ -95,7 +95,9 @@ class DecodedCache:
     is admitted on its second read within :data:`_SEEN_KEYS` recent chunks,
     and only by reads of at most a quarter of the budget: a scan of a large
     array neither fills the cache nor evicts what small reads made hot, and
-    a single cold item still decompresses one block, not its chunk.
+    a single cold item still decompresses one block, not its chunk.  A read
+    of a whole array that small (``c[:]``) admits its full chunks at once:
+    it is no part of a scan, and it decodes them whole anyway.
 
     Keys are ``(owner, chunk)``; an owner (an array's state, see
     :meth:`ChunkedArray.free_cache`) drops its entries when its chunks

@@ -219,24 +219,28 @@ class ChunkReader:
                 min(stop, (c + 1) * cl) - max(start, c * cl) for c in range(c0, c1)
                 if c not in hot)
             admit = DECODED.admits((stop - start) * self.rowbytes)
+            # The whole array, small enough: kept on its first read (a scan of a
+            # larger one reads it in parts, which wait for their second read).
+            whole = admit and start == 0 and stop == len(self)
             # One chunk (small reads): through the chunk cache; more: one read per
             # file, of the chunks the decompressed-chunk cache does not hold.
             entries = [self._entry(c0)] if c1 - c0 == 1 and not hot else \
                 self._cold_entries(c0, c1, hot)
-            run, run_at, offered = [], 0, []
+            run, run_at, offered = [], 0, set()
             for c, entry in zip(range(c0, c1), entries):
                 a, b = max(start, c * cl), min(stop, (c + 1) * cl)
                 dest = out[a - start:b - start]
                 if c in hot:  # read before: copied from the decompressed-chunk cache
-                    self._flush_run(run, out, run_at, c)
+                    self._flush_run(run, out, run_at, c, offered, epoch)
                     run = []
                     dest[...] = hot[c][a - c * cl:b - c * cl]
                     continue
-                if admit and not isinstance(entry, Special) and DECODED.hot(self._owner, c):
+                if admit and not isinstance(entry, Special) and (
+                        whole or DECODED.hot(self._owner, c)):
                     if b - a == cl:
-                        offered.append((c, dest))  # cached once the run is decoded
+                        offered.add(c)  # cached by the thread that decodes it
                     else:
-                        self._flush_run(run, out, run_at, c)
+                        self._flush_run(run, out, run_at, c, offered, epoch)
                         run = []
                         dest[...] = self._decode_hot(entry, c, epoch)[a - c * cl:b - c * cl]
                         continue
@@ -245,15 +249,13 @@ class ChunkReader:
                         run_at = a - start
                     run.append(entry)
                     continue
-                self._flush_run(run, out, run_at, c)
+                self._flush_run(run, out, run_at, c, offered, epoch)
                 run = []
                 if b - a == cl:
                     self._decode_into(entry, dest, c, cl)
                 else:
                     self._decode_part(entry, dest, c, a - c * cl)
-            self._flush_run(run, out, run_at, c1)
-            for c, rows in offered:
-                DECODED.put(self._owner, c, rows, epoch)
+            self._flush_run(run, out, run_at, c1, offered, epoch)
         if stop > stored_end:
             lo = max(start, stored_end)
             out[lo - start:] = self._leftover[lo - stored_end:stop - stored_end]
@@ -283,10 +285,14 @@ class ChunkReader:
             c = end
         return entries
 
-    def _flush_run(self, run: list, out: np.ndarray, at: int, next_chunk: int) -> None:
+    def _flush_run(self, run: list, out: np.ndarray, at: int, next_chunk: int,
+                   offered: set, epoch: int) -> None:
         """Decode `run`, consecutive full chunks ending before `next_chunk`, into
         `out` from row `at`: contiguous parts of it on the pool's threads (each
-        with a single-threaded context of its own), straight into place."""
+        with a single-threaded context of its own), straight into place.  The
+        chunks in `offered` are then copied into the decompressed-chunk cache
+        by the thread that decoded them (while their rows are in its cache),
+        unless the array changed since `epoch`."""
         if not run:
             return
         first, cl = next_chunk - len(run), self.chunklen
@@ -306,6 +312,10 @@ class ChunkReader:
             except CorruptDataError as exc:
                 chunk = first + a + exc.chunk if exc.chunk is not None else None
                 raise CorruptDataError(str(exc), **self._where(chunk)) from None
+            for k in range(a, b):
+                if first + k in offered:
+                    DECODED.put(self._owner, first + k, region[(k - a) * cl:(k - a + 1) * cl],
+                                epoch)
 
         for _ in _threads.map_ordered(part, range(nparts), nparts):
             pass
@@ -348,7 +358,9 @@ class ChunkReader:
 
         Full chunks are decoded on ``nthreads`` threads, each into a scratch
         buffer of its own that `fn` reduces while it is still in cache: the
-        whole array is never materialised.  `rows` is valid only during the
+        whole array is never materialised.  A batch of chunks all held by the
+        decompressed-chunk cache is reduced on the calling thread (memory-speed
+        work, which a hand-off to the pool would slow).  `rows` is valid only during the
         call (`fn` must not keep it) and may be read-only (a chunk of the
         decompressed-chunk cache, for arrays read more than once).
 
@@ -382,7 +394,10 @@ class ChunkReader:
             hot = self._hot(c0, c1)  # only the other chunks are read from the store
             jobs = zip(range(c0, c1), self._cold_entries(c0, c1, hot),
                        [hot.get(c) for c in range(c0, c1)])
-            for result, decoded in _threads.map_ordered(one, jobs, self.nthreads):
+            # Chunks all in the cache: memory-speed work that a hand-off to
+            # another thread would cost more than it saves.
+            nthreads = 1 if len(hot) == c1 - c0 else self.nthreads
+            for result, decoded in _threads.map_ordered(one, jobs, nthreads):
                 results.append(result)
                 self.decoded_bytes += self.chunk_bytes if decoded else 0
         if self.nleft:

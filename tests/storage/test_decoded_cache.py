@@ -10,6 +10,7 @@ counting calls of the array's decompressor.
 from __future__ import annotations
 
 import gc
+import os
 import threading
 
 import numpy as np
@@ -18,6 +19,7 @@ import pytest
 import bcolzx
 from bcolzx._storage import chunkcache
 from bcolzx._storage.chunkcache import DECODED
+from bcolzx.errors import ChecksumError
 
 
 @pytest.fixture(autouse=True)
@@ -272,3 +274,54 @@ def test_an_array_collected_inside_the_caches_lock_does_not_deadlock(tmp_path):
     worker.join(10)
     assert done.is_set(), "the finalizer waited for the cache's lock"
     assert DECODED.nbytes == 0      # its chunks went at the next use
+
+
+def test_a_whole_array_read_is_kept_at_once(arr):
+    """An array read whole, small enough to be admitted, is kept on its first
+    read (as HDF5's chunk cache would): the second read copies memory."""
+    c, data = arr
+    np.testing.assert_array_equal(c[:], data)
+    assert DECODED.nbytes == 40 * 1000 * 8
+    dec = _counted(c)
+    reads = c.engine._store = _Reads(c.engine.store)
+    np.testing.assert_array_equal(c[:], data)
+    np.testing.assert_array_equal(np.asarray(c), data)
+    assert c.sum() == data.sum()
+    assert reads.chunks == [] and dec.calls == 0
+
+
+def test_a_partial_read_still_waits_for_its_second_read(arr):
+    c, data = arr
+    np.testing.assert_array_equal(c[:39_000], data[:39_000])
+    np.testing.assert_array_equal(c[1000:], data[1000:])
+    assert DECODED.nbytes == 38 * 1000 * 8              # the chunks read by both
+
+
+def test_a_whole_array_too_large_for_the_cache_is_not_kept(arr):
+    c, data = arr
+    bcolzx.defaults.chunk_cache_bytes = 4 * 40 * 8000 - 8   # a quarter: one row short
+    for _ in range(2):
+        np.testing.assert_array_equal(c[:], data)
+    assert DECODED.nbytes == 0
+
+
+def test_corruption_raises_and_nothing_is_kept(tmp_path):
+    rootdir = str(tmp_path / "c")
+    data = np.arange(40_000, dtype="i8")
+    c = bcolzx.carray(data, chunklen=1000, rootdir=rootdir, mode="w")
+    c.flush()
+    off, nb = c.engine.store._file(0).index.entry(3)      # chunk 3, in its file
+    with open(os.path.join(rootdir, "data", "__0.bin"), "r+b") as f:
+        f.seek(off + nb // 2)
+        b = f.read(1)
+        f.seek(off + nb // 2)
+        f.write(bytes([b[0] ^ 0x10]))
+    c = bcolzx.open(rootdir, mode="r")
+    for _ in range(3):
+        with pytest.raises(ChecksumError) as info:
+            c[:]
+        assert info.value.chunk == 3
+        with pytest.raises(ChecksumError):
+            c.sum()
+        np.testing.assert_array_equal(c[:3000], data[:3000])  # the chunks before it
+    assert DECODED.get(c.engine._owner, 3) is None
