@@ -128,11 +128,14 @@ class DecodedCache:
     def get(self, owner: int, chunk: int) -> np.ndarray | None:
         """The cached rows of `chunk` of `owner` (now the most recently used), or None."""
         key = (owner, chunk)
-        with self._lock:
-            rows = self._entries.get(key)
-            if rows is not None:
-                self._entries.move_to_end(key)
-            return rows
+        self._lock.acquire()  # a hit (the common case) looked up once, without a `with`
+        try:
+            self._entries.move_to_end(key)
+            return self._entries[key]
+        except KeyError:
+            return None
+        finally:
+            self._lock.release()
 
     def hot(self, owner: int, chunk: int) -> bool:
         """Note a read of `chunk` that missed the cache; True if it was read before

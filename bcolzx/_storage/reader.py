@@ -200,18 +200,22 @@ class ChunkReader:
         CorruptDataError, ChecksumError
             If a chunk is damaged.
         """
-        if not 0 <= start <= stop <= len(self):
-            raise IndexError(f"rows {start}..{stop} outside 0..{len(self)}")
-        if out is None:
-            out = np.empty((stop - start, *self.rowshape), dtype=self.dtype)
         cl, stored_end = self.chunklen, self.nfull * self.chunklen
+        if not 0 <= start <= stop <= stored_end + self.nleft:
+            raise IndexError(f"rows {start}..{stop} outside 0..{len(self)}")
         if start < stored_end:
             c0 = start // cl
             if stop <= (c0 + 1) * cl:  # inside one stored chunk: a hot one is copied at once
                 rows = DECODED.get(self._owner, c0)
                 if rows is not None:
+                    if out is None:
+                        return rows[start - c0 * cl:stop - c0 * cl].copy()
                     out[...] = rows[start - c0 * cl:stop - c0 * cl]
                     return out
+        if out is None:
+            out = np.empty((stop - start, *self.rowshape), dtype=self.dtype)
+        if start < stored_end:
+            c0 = start // cl
             c1 = (min(stop, stored_end) + cl - 1) // cl
             epoch = DECODED.epoch(self._owner)
             hot = self._hot(c0, c1)
@@ -456,7 +460,7 @@ class ChunkReader:
         c, r = divmod(i, self.chunklen)
         if c >= self.nfull:
             return self._leftover[r].copy()
-        epoch = DECODED.epoch(self._owner)
+        epoch = DECODED.epoch(self._owner)  # before the look-up (see DecodedCache.put)
         rows = DECODED.get(self._owner, c)
         if rows is not None:
             return rows[r].copy()
@@ -472,6 +476,17 @@ class ChunkReader:
         else:
             self._getitem(entry, c, r, out)
         return out[0]
+
+    def read_item(self, i: int):
+        """Row `i` of a one-dimensional array as NumPy's Python scalar (``.item()``
+        of :meth:`read_row`, which says what it raises); from a chunk held
+        decompressed, without an array in between."""
+        c, r = divmod(i, self.chunklen)
+        if i >= 0 and c < self.nfull:
+            rows = DECODED.get(self._owner, c)
+            if rows is not None:
+                return rows.item(r)
+        return self.read_row(i).item()
 
     def verify(self, progress=None) -> list[CorruptDataError]:
         """Check every stored chunk without trusting any cache.

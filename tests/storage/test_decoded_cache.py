@@ -325,3 +325,26 @@ def test_corruption_raises_and_nothing_is_kept(tmp_path):
             c.sum()
         np.testing.assert_array_equal(c[:3000], data[:3000])  # the chunks before it
     assert DECODED.get(c.engine._owner, 3) is None
+
+
+@pytest.mark.parametrize("dtype", ["f8", "i2", "u1", "?", "M8[s]", "M8[ns]", "m8[D]", "S3",
+                                   "U2", "c16", [("a", "i4"), ("b", "f8")]])
+def test_items_and_slices_are_numpys_cold_and_hot(dtype, tmp_path):
+    data = np.zeros(5_500, dtype=dtype)
+    raw = data.view(np.uint8).reshape(len(data), -1)
+    raw[:] = np.random.default_rng(3).integers(0, 2, raw.shape, dtype=np.uint8)
+    c = bcolzx.carray(data, chunklen=1000, rootdir=str(tmp_path / "c"))
+    c.flush()
+    c = bcolzx.open(str(tmp_path / "c"), mode="r")
+    keys = [0, 999, 1000, 4999, 5000, 5499, -1, -5_500, np.int64(1234), np.uint16(7)]
+    for _ in range(3):                       # cold, then hot (the chunks kept)
+        for k in keys:
+            got, want = c[k], data[k].item()  # NumPy's Python scalar (a tuple: a record)
+            assert type(got) is type(want), (k, got, want)
+            assert np.array(got, dtype=data.dtype).tobytes() == data[[k]].tobytes(), (k, got)
+        for a, b in [(0, 1000), (10, 2500), (4990, 5500), (-700, -1), (5400, 5400)]:
+            np.testing.assert_array_equal(c[a:b], data[a:b])
+        np.testing.assert_array_equal(c[:], data)
+    for k in (5_500, -5_501):
+        with pytest.raises(IndexError):
+            c[k]
