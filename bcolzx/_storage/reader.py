@@ -230,7 +230,10 @@ class ChunkReader:
             # file, of the chunks the decompressed-chunk cache does not hold.
             entries = [self._entry(c0)] if c1 - c0 == 1 and not hot else \
                 self._cold_entries(c0, c1, hot)
-            run, run_at, offered = [], 0, set()
+            kept = self._to_keep(range(c0, c1), entries, hot, admit, whole)
+            # The full ones get their place in the cache now (copied in as decoded).
+            offered = self._places(c for c in kept if start <= c * cl and (c + 1) * cl <= stop)
+            run, run_at = [], 0
             for c, entry in zip(range(c0, c1), entries):
                 a, b = max(start, c * cl), min(stop, (c + 1) * cl)
                 dest = out[a - start:b - start]
@@ -239,15 +242,11 @@ class ChunkReader:
                     run = []
                     dest[...] = hot[c][a - c * cl:b - c * cl]
                     continue
-                if admit and not isinstance(entry, Special) and (
-                        whole or DECODED.hot(self._owner, c)):
-                    if b - a == cl:
-                        offered.add(c)  # cached by the thread that decodes it
-                    else:
-                        self._flush_run(run, out, run_at, c, offered, epoch)
-                        run = []
-                        dest[...] = self._decode_hot(entry, c, epoch)[a - c * cl:b - c * cl]
-                        continue
+                if c in kept and c not in offered:  # a part of a chunk to keep
+                    self._flush_run(run, out, run_at, c, offered, epoch)
+                    run = []
+                    dest[...] = self._decode_hot(entry, c, epoch)[a - c * cl:b - c * cl]
+                    continue
                 if b - a == cl and not isinstance(entry, Special):
                     if not run:  # its size is checked by the decoder, from its header
                         run_at = a - start
@@ -264,6 +263,23 @@ class ChunkReader:
             lo = max(start, stored_end)
             out[lo - start:] = self._leftover[lo - stored_end:stop - stored_end]
         return out
+
+    def _to_keep(self, chunks, entries: list, hot: dict, admit: bool,
+                 whole: bool = False) -> set:
+        """Those of `chunks` (their `entries`) that a read admitted by the cache
+        (`admit`) keeps decompressed: stored, not special, not in `hot`, read
+        before (or read by a read of the whole array, `whole`)."""
+        if not admit:
+            return set()
+        return {c for c, entry in zip(chunks, entries)
+                if c not in hot and not isinstance(entry, Special)
+                and (whole or DECODED.hot(self._owner, c))}
+
+    def _places(self, chunks) -> dict[int, np.ndarray]:
+        """New rows for each of `chunks`, to be kept decompressed, by chunk number
+        (one array each: the cache counts and frees them one by one)."""
+        shape = (self.chunklen, *self.rowshape)
+        return {c: np.empty(shape, dtype=self.dtype) for c in chunks}
 
     def _hot(self, c0: int, c1: int) -> dict[int, np.ndarray]:
         """The rows of the chunks of ``c0 .. c1-1`` held by the decompressed-chunk
@@ -290,7 +306,7 @@ class ChunkReader:
         return entries
 
     def _flush_run(self, run: list, out: np.ndarray, at: int, next_chunk: int,
-                   offered: set, epoch: int) -> None:
+                   offered: dict, epoch: int) -> None:
         """Decode `run`, consecutive full chunks ending before `next_chunk`, into
         `out` from row `at`: contiguous parts of it on the pool's threads (each
         with a single-threaded context of its own), straight into place.  The
@@ -317,9 +333,10 @@ class ChunkReader:
                 chunk = first + a + exc.chunk if exc.chunk is not None else None
                 raise CorruptDataError(str(exc), **self._where(chunk)) from None
             for k in range(a, b):
-                if first + k in offered:
-                    DECODED.put(self._owner, first + k, region[(k - a) * cl:(k - a + 1) * cl],
-                                epoch)
+                place = offered.get(first + k)
+                if place is not None:
+                    place[...] = region[(k - a) * cl:(k - a + 1) * cl]
+                    DECODED.put(self._owner, first + k, place, epoch, own=True)
 
         for _ in _threads.map_ordered(part, range(nparts), nparts):
             pass
@@ -383,21 +400,25 @@ class ChunkReader:
         epoch = DECODED.epoch(self._owner)
 
         def one(job):  # (fn's result, whether the chunk was decompressed)
-            c, entry, cached = job
+            c, entry, cached, place = job
             if cached is not None:
                 return fn(cached), False
+            if place is not None:  # a chunk read before: decoded into its place in the cache
+                self.decode_chunk(entry, c, place)
+                DECODED.put(self._owner, c, place, epoch, own=True)
+                return fn(place), True
             rows = _threads.buffer(self.chunk_bytes).view(self.dtype).reshape(shape)
             self.decode_chunk(entry, c, rows)
-            if admit and not isinstance(entry, Special) and DECODED.hot(self._owner, c):
-                DECODED.put(self._owner, c, rows, epoch)
             return fn(rows), True
 
         results = []
         for c0 in range(0, self.nfull, batch):
             c1 = min(self.nfull, c0 + batch)
             hot = self._hot(c0, c1)  # only the other chunks are read from the store
-            jobs = zip(range(c0, c1), self._cold_entries(c0, c1, hot),
-                       [hot.get(c) for c in range(c0, c1)])
+            cold = self._cold_entries(c0, c1, hot)
+            places = self._places(self._to_keep(range(c0, c1), cold, hot, admit))
+            jobs = zip(range(c0, c1), cold, [hot.get(c) for c in range(c0, c1)],
+                       [places.get(c) for c in range(c0, c1)])
             # Chunks all in the cache: memory-speed work that a hand-off to
             # another thread would cost more than it saves.
             nthreads = 1 if len(hot) == c1 - c0 else self.nthreads
