@@ -379,11 +379,13 @@ class ChunkReader:
 
         Full chunks are decoded on ``nthreads`` threads, each into a scratch
         buffer of its own that `fn` reduces while it is still in cache: the
-        whole array is never materialised.  A batch of chunks all held by the
-        decompressed-chunk cache is reduced on the calling thread (memory-speed
-        work, which a hand-off to the pool would slow).  `rows` is valid only during the
-        call (`fn` must not keep it) and may be read-only (a chunk of the
-        decompressed-chunk cache, for arrays read more than once).
+        whole array is never materialised (a chunk read before, to be kept
+        decompressed, is decoded into its place in that cache instead).  A
+        batch of chunks all held by the decompressed-chunk cache is reduced on
+        the calling thread (memory-speed work, which a hand-off to the pool
+        would slow).  `rows` is valid only during the call (`fn` must not keep
+        it) and may be read-only (a chunk of the decompressed-chunk cache, for
+        arrays read more than once).
 
         Returns
         -------
