@@ -310,9 +310,10 @@ class ChunkReader:
         """Decode `run`, consecutive full chunks ending before `next_chunk`, into
         `out` from row `at`: contiguous parts of it on the pool's threads (each
         with a single-threaded context of its own), straight into place.  The
-        chunks in `offered` are then copied into the decompressed-chunk cache
-        by the thread that decoded them (while their rows are in its cache),
-        unless the array changed since `epoch`."""
+        chunks of `offered` (chunk number: its new rows) are then copied to
+        their rows and kept in the decompressed-chunk cache by the thread that
+        decoded them (while they are in its cache), unless the array changed
+        since `epoch`."""
         if not run:
             return
         first, cl = next_chunk - len(run), self.chunklen

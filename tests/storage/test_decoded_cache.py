@@ -348,3 +348,18 @@ def test_items_and_slices_are_numpys_cold_and_hot(dtype, tmp_path):
     for k in (5_500, -5_501):
         with pytest.raises(IndexError):
             c[k]
+
+
+def test_a_sum_keeps_chunks_on_its_second_pass_decoded_in_place(arr):
+    c, data = arr
+    assert c.sum() == data.sum()
+    assert DECODED.nbytes == 0                           # a scan: read once, not kept
+    assert c.sum() == data.sum()
+    assert DECODED.nbytes == 40 * 1000 * 8
+    for k in (0, 17, 39):
+        rows = DECODED.get(c.engine._owner, k)
+        assert not rows.flags.writeable
+        np.testing.assert_array_equal(rows, data[k * 1000:(k + 1) * 1000])
+    dec = _counted(c)
+    assert c.sum() == data.sum() and c.max() == data.max() and c.mean() == data.mean()
+    assert dec.calls == 0
