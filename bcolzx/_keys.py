@@ -88,10 +88,11 @@ class Keys(ArrayHost):
     def _get_rows(self, key):
         """``self[key]`` as engine rows (pickles for object dtype)."""
         if isinstance(key, (int, np.integer)):
-            row = self.engine.read_row(self._index(key))
             if self._texts:  # a str, bytes or the missing value
-                return row
-            return row.item() if self.ndim == 1 else row
+                return self.engine.read_row(self._index(key))
+            if self.ndim == 1:  # NumPy's Python scalar
+                return self.engine.read_item(self._index(key))
+            return self.engine.read_row(self._index(key))
         if isinstance(key, slice):
             self._sync_threads()
             start, stop, step = key.indices(len(self))

@@ -187,7 +187,8 @@ class Defaults:
         decompressing (as HDF5's chunk cache does); 64 MiB initially, 0
         turns the cache off.  A chunk is kept on its second read, and only
         by reads of at most a quarter of this (a scan of a large array does
-        not flush it).  ``carray.free_cachemem()`` drops an array's chunks.
+        not flush it); a read of a whole array of at most a quarter of this
+        keeps its chunks at once.  ``carray.free_cachemem()`` drops an array's chunks.
     allow_pickle : bool
         Whether object-dtype data (stored with :mod:`pickle`) may be pickled
         and unpickled when a call does not say (``allow_pickle=None``).

@@ -150,7 +150,8 @@ def test_reports_say_what_each_system_caches(doc):
     for report in (text_report(doc), markdown_report(doc)):
         assert "Kept decompressed between calls" in report or \
             "kept decompressed between calls" in report
-        assert "bcolzx: chunks read twice, 64 MiB for the process" in report
+        assert "bcolzx: chunks read twice, and every chunk of an array read whole, 64 MiB " \
+               "for the process" in report
         assert "numpy: everything" in report and "npy: nothing of its own" in report
 
 

@@ -95,7 +95,9 @@ class DecodedCache:
     is admitted on its second read within :data:`_SEEN_KEYS` recent chunks,
     and only by reads of at most a quarter of the budget: a scan of a large
     array neither fills the cache nor evicts what small reads made hot, and
-    a single cold item still decompresses one block, not its chunk.
+    a single cold item still decompresses one block, not its chunk.  A read
+    of a whole array that small (``c[:]``) admits its full chunks at once:
+    it is no part of a scan, and it decodes them whole anyway.
 
     Keys are ``(owner, chunk)``; an owner (an array's state, see
     :meth:`ChunkedArray.free_cache`) drops its entries when its chunks
@@ -126,11 +128,14 @@ class DecodedCache:
     def get(self, owner: int, chunk: int) -> np.ndarray | None:
         """The cached rows of `chunk` of `owner` (now the most recently used), or None."""
         key = (owner, chunk)
-        with self._lock:
-            rows = self._entries.get(key)
-            if rows is not None:
-                self._entries.move_to_end(key)
-            return rows
+        self._lock.acquire()  # a hit (the common case) looked up once, without a `with`
+        try:
+            self._entries.move_to_end(key)
+            return self._entries[key]
+        except KeyError:
+            return None
+        finally:
+            self._lock.release()
 
     def hot(self, owner: int, chunk: int) -> bool:
         """Note a read of `chunk` that missed the cache; True if it was read before

@@ -200,18 +200,22 @@ class ChunkReader:
         CorruptDataError, ChecksumError
             If a chunk is damaged.
         """
-        if not 0 <= start <= stop <= len(self):
-            raise IndexError(f"rows {start}..{stop} outside 0..{len(self)}")
-        if out is None:
-            out = np.empty((stop - start, *self.rowshape), dtype=self.dtype)
         cl, stored_end = self.chunklen, self.nfull * self.chunklen
+        if not 0 <= start <= stop <= stored_end + self.nleft:
+            raise IndexError(f"rows {start}..{stop} outside 0..{len(self)}")
         if start < stored_end:
             c0 = start // cl
             if stop <= (c0 + 1) * cl:  # inside one stored chunk: a hot one is copied at once
                 rows = DECODED.get(self._owner, c0)
                 if rows is not None:
+                    if out is None:
+                        return rows[start - c0 * cl:stop - c0 * cl].copy()
                     out[...] = rows[start - c0 * cl:stop - c0 * cl]
                     return out
+        if out is None:
+            out = np.empty((stop - start, *self.rowshape), dtype=self.dtype)
+        if start < stored_end:
+            c0 = start // cl
             c1 = (min(stop, stored_end) + cl - 1) // cl
             epoch = DECODED.epoch(self._owner)
             hot = self._hot(c0, c1)
@@ -219,45 +223,63 @@ class ChunkReader:
                 min(stop, (c + 1) * cl) - max(start, c * cl) for c in range(c0, c1)
                 if c not in hot)
             admit = DECODED.admits((stop - start) * self.rowbytes)
+            # The whole array, small enough: kept on its first read (a scan of a
+            # larger one reads it in parts, which wait for their second read).
+            whole = admit and start == 0 and stop == len(self)
             # One chunk (small reads): through the chunk cache; more: one read per
             # file, of the chunks the decompressed-chunk cache does not hold.
             entries = [self._entry(c0)] if c1 - c0 == 1 and not hot else \
                 self._cold_entries(c0, c1, hot)
-            run, run_at, offered = [], 0, []
+            kept = self._to_keep(range(c0, c1), entries, hot, admit, whole)
+            # The full ones get their place in the cache now (copied in as decoded).
+            offered = self._places(c for c in kept if start <= c * cl and (c + 1) * cl <= stop)
+            run, run_at = [], 0
             for c, entry in zip(range(c0, c1), entries):
                 a, b = max(start, c * cl), min(stop, (c + 1) * cl)
                 dest = out[a - start:b - start]
                 if c in hot:  # read before: copied from the decompressed-chunk cache
-                    self._flush_run(run, out, run_at, c)
+                    self._flush_run(run, out, run_at, c, offered, epoch)
                     run = []
                     dest[...] = hot[c][a - c * cl:b - c * cl]
                     continue
-                if admit and not isinstance(entry, Special) and DECODED.hot(self._owner, c):
-                    if b - a == cl:
-                        offered.append((c, dest))  # cached once the run is decoded
-                    else:
-                        self._flush_run(run, out, run_at, c)
-                        run = []
-                        dest[...] = self._decode_hot(entry, c, epoch)[a - c * cl:b - c * cl]
-                        continue
+                if c in kept and c not in offered:  # a part of a chunk to keep
+                    self._flush_run(run, out, run_at, c, offered, epoch)
+                    run = []
+                    dest[...] = self._decode_hot(entry, c, epoch)[a - c * cl:b - c * cl]
+                    continue
                 if b - a == cl and not isinstance(entry, Special):
                     if not run:  # its size is checked by the decoder, from its header
                         run_at = a - start
                     run.append(entry)
                     continue
-                self._flush_run(run, out, run_at, c)
+                self._flush_run(run, out, run_at, c, offered, epoch)
                 run = []
                 if b - a == cl:
                     self._decode_into(entry, dest, c, cl)
                 else:
                     self._decode_part(entry, dest, c, a - c * cl)
-            self._flush_run(run, out, run_at, c1)
-            for c, rows in offered:
-                DECODED.put(self._owner, c, rows, epoch)
+            self._flush_run(run, out, run_at, c1, offered, epoch)
         if stop > stored_end:
             lo = max(start, stored_end)
             out[lo - start:] = self._leftover[lo - stored_end:stop - stored_end]
         return out
+
+    def _to_keep(self, chunks, entries: list, hot: dict, admit: bool,
+                 whole: bool = False) -> set:
+        """Those of `chunks` (their `entries`) that a read admitted by the cache
+        (`admit`) keeps decompressed: stored, not special, not in `hot`, read
+        before (or read by a read of the whole array, `whole`)."""
+        if not admit:
+            return set()
+        return {c for c, entry in zip(chunks, entries)
+                if c not in hot and not isinstance(entry, Special)
+                and (whole or DECODED.hot(self._owner, c))}
+
+    def _places(self, chunks) -> dict[int, np.ndarray]:
+        """New rows for each of `chunks`, to be kept decompressed, by chunk number
+        (one array each: the cache counts and frees them one by one)."""
+        shape = (self.chunklen, *self.rowshape)
+        return {c: np.empty(shape, dtype=self.dtype) for c in chunks}
 
     def _hot(self, c0: int, c1: int) -> dict[int, np.ndarray]:
         """The rows of the chunks of ``c0 .. c1-1`` held by the decompressed-chunk
@@ -283,10 +305,15 @@ class ChunkReader:
             c = end
         return entries
 
-    def _flush_run(self, run: list, out: np.ndarray, at: int, next_chunk: int) -> None:
+    def _flush_run(self, run: list, out: np.ndarray, at: int, next_chunk: int,
+                   offered: dict, epoch: int) -> None:
         """Decode `run`, consecutive full chunks ending before `next_chunk`, into
         `out` from row `at`: contiguous parts of it on the pool's threads (each
-        with a single-threaded context of its own), straight into place."""
+        with a single-threaded context of its own), straight into place.  The
+        chunks of `offered` (chunk number: its new rows) are then copied to
+        their rows and kept in the decompressed-chunk cache by the thread that
+        decoded them (while they are in its cache), unless the array changed
+        since `epoch`."""
         if not run:
             return
         first, cl = next_chunk - len(run), self.chunklen
@@ -306,6 +333,11 @@ class ChunkReader:
             except CorruptDataError as exc:
                 chunk = first + a + exc.chunk if exc.chunk is not None else None
                 raise CorruptDataError(str(exc), **self._where(chunk)) from None
+            for k in range(a, b):
+                place = offered.get(first + k)
+                if place is not None:
+                    place[...] = region[(k - a) * cl:(k - a + 1) * cl]
+                    DECODED.put(self._owner, first + k, place, epoch, own=True)
 
         for _ in _threads.map_ordered(part, range(nparts), nparts):
             pass
@@ -348,9 +380,13 @@ class ChunkReader:
 
         Full chunks are decoded on ``nthreads`` threads, each into a scratch
         buffer of its own that `fn` reduces while it is still in cache: the
-        whole array is never materialised.  `rows` is valid only during the
-        call (`fn` must not keep it) and may be read-only (a chunk of the
-        decompressed-chunk cache, for arrays read more than once).
+        whole array is never materialised (a chunk read before, to be kept
+        decompressed, is decoded into its place in that cache instead).  A
+        batch of chunks all held by the decompressed-chunk cache is reduced on
+        the calling thread (memory-speed work, which a hand-off to the pool
+        would slow).  `rows` is valid only during the call (`fn` must not keep
+        it) and may be read-only (a chunk of the decompressed-chunk cache, for
+        arrays read more than once).
 
         Returns
         -------
@@ -367,22 +403,29 @@ class ChunkReader:
         epoch = DECODED.epoch(self._owner)
 
         def one(job):  # (fn's result, whether the chunk was decompressed)
-            c, entry, cached = job
+            c, entry, cached, place = job
             if cached is not None:
                 return fn(cached), False
+            if place is not None:  # a chunk read before: decoded into its place in the cache
+                self.decode_chunk(entry, c, place)
+                DECODED.put(self._owner, c, place, epoch, own=True)
+                return fn(place), True
             rows = _threads.buffer(self.chunk_bytes).view(self.dtype).reshape(shape)
             self.decode_chunk(entry, c, rows)
-            if admit and not isinstance(entry, Special) and DECODED.hot(self._owner, c):
-                DECODED.put(self._owner, c, rows, epoch)
             return fn(rows), True
 
         results = []
         for c0 in range(0, self.nfull, batch):
             c1 = min(self.nfull, c0 + batch)
             hot = self._hot(c0, c1)  # only the other chunks are read from the store
-            jobs = zip(range(c0, c1), self._cold_entries(c0, c1, hot),
-                       [hot.get(c) for c in range(c0, c1)])
-            for result, decoded in _threads.map_ordered(one, jobs, self.nthreads):
+            cold = self._cold_entries(c0, c1, hot)
+            places = self._places(self._to_keep(range(c0, c1), cold, hot, admit))
+            jobs = zip(range(c0, c1), cold, [hot.get(c) for c in range(c0, c1)],
+                       [places.get(c) for c in range(c0, c1)])
+            # Chunks all in the cache: memory-speed work that a hand-off to
+            # another thread would cost more than it saves.
+            nthreads = 1 if len(hot) == c1 - c0 else self.nthreads
+            for result, decoded in _threads.map_ordered(one, jobs, nthreads):
                 results.append(result)
                 self.decoded_bytes += self.chunk_bytes if decoded else 0
         if self.nleft:
@@ -441,7 +484,7 @@ class ChunkReader:
         c, r = divmod(i, self.chunklen)
         if c >= self.nfull:
             return self._leftover[r].copy()
-        epoch = DECODED.epoch(self._owner)
+        epoch = DECODED.epoch(self._owner)  # before the look-up (see DecodedCache.put)
         rows = DECODED.get(self._owner, c)
         if rows is not None:
             return rows[r].copy()
@@ -457,6 +500,17 @@ class ChunkReader:
         else:
             self._getitem(entry, c, r, out)
         return out[0]
+
+    def read_item(self, i: int):
+        """Row `i` of a one-dimensional array as NumPy's Python scalar (``.item()``
+        of :meth:`read_row`, which says what it raises); from a chunk held
+        decompressed, without an array in between."""
+        c, r = divmod(i, self.chunklen)
+        if i >= 0 and c < self.nfull:
+            rows = DECODED.get(self._owner, c)
+            if rows is not None:
+                return rows.item(r)
+        return self.read_row(i).item()
 
     def verify(self, progress=None) -> list[CorruptDataError]:
         """Check every stored chunk without trusting any cache.

@@ -347,8 +347,9 @@ def size_notes(doc: dict, n: int) -> list[str]:
 #: What each system keeps decompressed between calls, with its default
 #: settings (as measured: each system runs as a user gets it).
 CACHES = {
-    "bcolzx": "chunks read twice, {bcolzx} for the process (bcolzx.defaults."
-              "chunk_cache_bytes), by reads of at most a quarter of it",
+    "bcolzx": "chunks read twice, and every chunk of an array read whole, {bcolzx} for "
+              "the process (bcolzx.defaults.chunk_cache_bytes), by reads of at most a "
+              "quarter of it",
     "bcolz": "the last decompressed block of each carray (single items, iteration)",
     "h5py": "HDF5's chunk cache: 8 MiB of chunks per open dataset (HDF5 2.0's default)",
     "tables": "HDF5's chunk cache: 16 MiB per open dataset (PyTables' CHUNK_CACHE_SIZE)",

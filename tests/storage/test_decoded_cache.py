@@ -10,6 +10,7 @@ counting calls of the array's decompressor.
 from __future__ import annotations
 
 import gc
+import os
 import threading
 
 import numpy as np
@@ -18,6 +19,7 @@ import pytest
 import bcolzx
 from bcolzx._storage import chunkcache
 from bcolzx._storage.chunkcache import DECODED
+from bcolzx.errors import ChecksumError
 
 
 @pytest.fixture(autouse=True)
@@ -272,3 +274,92 @@ def test_an_array_collected_inside_the_caches_lock_does_not_deadlock(tmp_path):
     worker.join(10)
     assert done.is_set(), "the finalizer waited for the cache's lock"
     assert DECODED.nbytes == 0      # its chunks went at the next use
+
+
+def test_a_whole_array_read_is_kept_at_once(arr):
+    """An array read whole, small enough to be admitted, is kept on its first
+    read (as HDF5's chunk cache would): the second read copies memory."""
+    c, data = arr
+    np.testing.assert_array_equal(c[:], data)
+    assert DECODED.nbytes == 40 * 1000 * 8
+    dec = _counted(c)
+    reads = c.engine._store = _Reads(c.engine.store)
+    np.testing.assert_array_equal(c[:], data)
+    np.testing.assert_array_equal(np.asarray(c), data)
+    assert c.sum() == data.sum()
+    assert reads.chunks == [] and dec.calls == 0
+
+
+def test_a_partial_read_still_waits_for_its_second_read(arr):
+    c, data = arr
+    np.testing.assert_array_equal(c[:39_000], data[:39_000])
+    np.testing.assert_array_equal(c[1000:], data[1000:])
+    assert DECODED.nbytes == 38 * 1000 * 8              # the chunks read by both
+
+
+def test_a_whole_array_too_large_for_the_cache_is_not_kept(arr):
+    c, data = arr
+    bcolzx.defaults.chunk_cache_bytes = 4 * 40 * 8000 - 8   # a quarter: one row short
+    for _ in range(2):
+        np.testing.assert_array_equal(c[:], data)
+    assert DECODED.nbytes == 0
+
+
+def test_corruption_raises_and_nothing_is_kept(tmp_path):
+    rootdir = str(tmp_path / "c")
+    data = np.arange(40_000, dtype="i8")
+    c = bcolzx.carray(data, chunklen=1000, rootdir=rootdir, mode="w")
+    c.flush()
+    off, nb = c.engine.store._file(0).index.entry(3)      # chunk 3, in its file
+    with open(os.path.join(rootdir, "data", "__0.bin"), "r+b") as f:
+        f.seek(off + nb // 2)
+        b = f.read(1)
+        f.seek(off + nb // 2)
+        f.write(bytes([b[0] ^ 0x10]))
+    c = bcolzx.open(rootdir, mode="r")
+    for _ in range(3):
+        with pytest.raises(ChecksumError) as info:
+            c[:]
+        assert info.value.chunk == 3
+        with pytest.raises(ChecksumError):
+            c.sum()
+        np.testing.assert_array_equal(c[:3000], data[:3000])  # the chunks before it
+    assert DECODED.get(c.engine._owner, 3) is None
+
+
+@pytest.mark.parametrize("dtype", ["f8", "i2", "u1", "?", "M8[s]", "M8[ns]", "m8[D]", "S3",
+                                   "U2", "c16", [("a", "i4"), ("b", "f8")]])
+def test_items_and_slices_are_numpys_cold_and_hot(dtype, tmp_path):
+    data = np.zeros(5_500, dtype=dtype)
+    raw = data.view(np.uint8).reshape(len(data), -1)
+    raw[:] = np.random.default_rng(3).integers(0, 2, raw.shape, dtype=np.uint8)
+    c = bcolzx.carray(data, chunklen=1000, rootdir=str(tmp_path / "c"))
+    c.flush()
+    c = bcolzx.open(str(tmp_path / "c"), mode="r")
+    keys = [0, 999, 1000, 4999, 5000, 5499, -1, -5_500, np.int64(1234), np.uint16(7)]
+    for _ in range(3):                       # cold, then hot (the chunks kept)
+        for k in keys:
+            got, want = c[k], data[k].item()  # NumPy's Python scalar (a tuple: a record)
+            assert type(got) is type(want), (k, got, want)
+            assert np.array(got, dtype=data.dtype).tobytes() == data[[k]].tobytes(), (k, got)
+        for a, b in [(0, 1000), (10, 2500), (4990, 5500), (-700, -1), (5400, 5400)]:
+            np.testing.assert_array_equal(c[a:b], data[a:b])
+        np.testing.assert_array_equal(c[:], data)
+    for k in (5_500, -5_501):
+        with pytest.raises(IndexError):
+            c[k]
+
+
+def test_a_sum_keeps_chunks_on_its_second_pass_decoded_in_place(arr):
+    c, data = arr
+    assert c.sum() == data.sum()
+    assert DECODED.nbytes == 0                           # a scan: read once, not kept
+    assert c.sum() == data.sum()
+    assert DECODED.nbytes == 40 * 1000 * 8
+    for k in (0, 17, 39):
+        rows = DECODED.get(c.engine._owner, k)
+        assert not rows.flags.writeable
+        np.testing.assert_array_equal(rows, data[k * 1000:(k + 1) * 1000])
+    dec = _counted(c)
+    assert c.sum() == data.sum() and c.max() == data.max() and c.mean() == data.mean()
+    assert dec.calls == 0
