@@ -419,6 +419,19 @@ def _(op, leg, bz):
     return "aliased" in op.tags and ok(leg["result"]) and ok(bz["result"])
 
 
+@_k("ctable-shares-carrays-blocks", "migration.md §2 ctable(): carrays given with a chunklen "
+    "are copied with it (legacy shared them with their own chunk length), so iterblocks' "
+    "default blocks follow it; the rows are the same")
+def _(op, leg, bz):
+    lr, br = leg["result"], bz["result"]
+    if op.kind != "iterblocks" or "shared_columns" not in op.tags or "blen=" in op.code \
+            or lr[0] != "list" or br[0] != "list" or not lr[1] or not br[1] \
+            or any(b[0] != "ndarray" for b in (*lr[1], *br[1])):
+        return False
+    return _same_values(np.concatenate([b[3] for b in lr[1]]),
+                        np.concatenate([b[3] for b in br[1]]))
+
+
 @_k("purge-closes", "migration.md §2 carray.purge: the carray is closed, later use raises "
     "ValueError (legacy went on in memory); the test drops a purged carray")
 def _(op, leg, bz):
@@ -771,6 +784,9 @@ WITNESSES: dict[str, list] = {
     "ctable-shares-carrays": ["c0 = bcolz.arange(4)",
                               "t0 = bcolz.ctable([c0], names=['a'], chunklen=2)",
                               "t0.append((5,))", W("len(c0)", "carray.len", "aliased")],
+    "ctable-shares-carrays-blocks": [
+        "c0 = bcolz.carray(np.arange(12))", "t0 = bcolz.ctable([c0], names=['a'], chunklen=5)",
+        W("list(bcolz.iterblocks(t0))", "iterblocks", "shared_columns", "chunklen=5")],
     "purge-closes": ["c0 = bcolz.carray(np.arange(10), rootdir='d0')", "c0.purge()",
                      W("c0.append(5)", "carray.append", "purged")],
     "legacy-iterblocks-blen-1": ["c0 = bcolz.zeros(5, dtype='float64', chunklen=2)",

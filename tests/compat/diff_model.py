@@ -131,6 +131,9 @@ class Model:
             obj.chunklen = _explicit_chunklen(op)
             if {"copy", "carrays"} & op.tags or op.rootdir in self.copied_dirs:
                 obj.flags = frozenset({"copied"})
+            if "shares_carrays" in op.tags and obj.chunklen is not None:
+                # bcolzx copied the carrays to apply the chunklen, legacy kept theirs
+                obj.flags |= {"shared_columns"}
                 if op.rootdir is not None:
                     self.copied_dirs.add(op.rootdir)
             self.objs[op.target] = obj
