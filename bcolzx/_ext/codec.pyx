@@ -15,7 +15,7 @@ from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from libc.stdint cimport int32_t, uint8_t
 from libc.stdlib cimport calloc, free, malloc
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 
 cimport cblosc2 as c
 
@@ -357,9 +357,11 @@ cdef class Compressor(_Locked):
                 f"bytedelta={bool(self.bytedelta)}, split={bool(self.split)})")
 
     cdef int _compress(self, const void* src, Py_ssize_t srcsize, void* dest,
-                       Py_ssize_t destsize, Py_ssize_t limit=0) except -1:
+                       Py_ssize_t destsize, Py_ssize_t limit=0, Py_ssize_t period=0) except -1:
         # With `limit` > 0, a chunk larger than `limit` bytes returns 0; with
         # lz4, lz4hc and zlib, C-Blosc2 stops as soon as its output passes it.
+        # With `period` > 0, a buffer of one item of `period` bytes repeated
+        # is not compressed: 0 is returned (checked in the same GIL release).
         cdef int rc
         _check_src_size(srcsize, "src")
         if limit >= c.BLOSC_EXTENDED_HEADER_LENGTH and self._stops_exactly and limit < destsize:
@@ -370,6 +372,9 @@ cdef class Compressor(_Locked):
         cdef c.blosc2_context* old
         cdef bint fresh
         with nogil:
+            if period > 0 and (srcsize <= period or memcmp(src, <const char*>src + period,
+                                                           srcsize - period) == 0):
+                return 0
             self.acquire()
             # C-Blosc2 (3.3.5 at least) keeps in a context the block size it
             # chose for a buffer, and uses it for every later buffer: after a
@@ -519,9 +524,11 @@ cdef class ChunkBatch:
     def __len__(self):
         return len(self._srcs)
 
-    def compress(self, Py_ssize_t k, Compressor comp, Py_ssize_t limit=0):
-        """Compress chunk `k` with `comp` (GIL released); its size in bytes, or
-        0 when `limit` > 0 and the chunk would be larger (as :meth:`Compressor.compress`).
+    def compress(self, Py_ssize_t k, Compressor comp, Py_ssize_t limit=0, Py_ssize_t period=0):
+        """Compress chunk `k` with `comp` (GIL released once); its size in bytes,
+        or 0 when `limit` > 0 and the chunk would be larger (as
+        :meth:`Compressor.compress`), or when `period` > 0 and the chunk is one
+        item of `period` bytes repeated (a special chunk's candidate, not compressed).
 
         Raises
         ------
@@ -537,7 +544,8 @@ cdef class ChunkBatch:
             raise IndexError(f"chunk {k} of the batch was taken")
         get_buffer(self._srcs[k], &view, False, "src")
         try:
-            n = comp._compress(view.buf, view.len, PyBytes_AS_STRING(out), len(out), limit)
+            n = comp._compress(view.buf, view.len, PyBytes_AS_STRING(out), len(out), limit,
+                               period)
         finally:
             PyBuffer_Release(&view)
         self._sizes[k] = n

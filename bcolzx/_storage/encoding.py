@@ -32,8 +32,7 @@ from bcolzx._format.superchunk import SPECIAL_CBYTES
 from bcolzx._storage.base import Special
 from bcolzx._storage.zones import bounds
 
-__all__ = ["Encoder", "special", "quantize", "encode_chunk", "encode_in_pool", "encode_into",
-           "encode_runs"]
+__all__ = ["Encoder", "special", "quantize", "encode_in_pool", "encode_into", "encode_runs"]
 
 _SPECIAL_IN_INDEX = (SPECIAL_ZERO, SPECIAL_NAN)
 
@@ -209,18 +208,11 @@ class Encoder:
         return encoded
 
 
-def encode_chunk(comp: codec.Compressor, itemsize: int, rows: np.ndarray,
-                 want_bounds: bool) -> tuple:
-    """``(entry, bounds or None)`` of one chunk of `rows`, compressed by `comp`."""
-    entry = special(rows, itemsize)
-    return (comp.compress(rows) if entry is None else entry,
-            bounds(rows) if want_bounds else None)
-
-
-def encode_in_pool(like: codec.Compressor, itemsize: int, rows: np.ndarray,
-                   want_bounds: bool) -> tuple:
-    """:func:`encode_chunk` with this pool thread's single-threaded copy of `like`."""
-    return encode_chunk(_threads.compressor(like), itemsize, rows, want_bounds)
+def encode_in_pool(batch: codec.ChunkBatch, like: codec.Compressor, itemsize: int,
+                   rows: np.ndarray, want_bounds: bool) -> tuple:
+    """:func:`encode_into` of `rows`, the only chunk of `batch`, with this pool
+    thread's single-threaded copy of `like`."""
+    return encode_into(batch, 0, _threads.compressor(like), itemsize, rows, want_bounds)
 
 
 #: Uncompressed bytes of the chunks one :class:`~bcolzx._ext.codec.ChunkBatch`
@@ -232,9 +224,11 @@ def encode_into(batch: codec.ChunkBatch, k: int, comp: codec.Compressor, itemsiz
                 rows: np.ndarray, want_bounds: bool) -> tuple:
     """``(Special or None, bounds or None)`` of chunk `k` of `batch` (`rows`),
     compressed by `comp` into the batch unless it is a special."""
-    entry = special(rows, itemsize)
-    if entry is None:
-        batch.compress(k, comp)
+    entry = None
+    if not batch.compress(k, comp, 0, itemsize):  # one item repeated: maybe a special
+        entry = special(rows, itemsize)
+        if entry is None:
+            batch.compress(k, comp)
     return entry, bounds(rows) if want_bounds else None
 
 
