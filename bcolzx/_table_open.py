@@ -117,11 +117,10 @@ class Opening(TableHost):
     def _new_columns(self, todo: list, kwargs: dict) -> dict:
         """New unflushed columns ``{name: carray}`` from ``(name, data)`` pairs.
 
-        With several threads, the columns are filled at once, this thread
-        and pool threads (at most 8 in all) each taking the next column
-        (:func:`bcolzx._threads.share`): one column's files are written while
-        another is compressed, and columns that compress slowly (noise) do
-        not wait behind others.  They are created here, in order, so that
+        With several threads, the columns are filled at once, one
+        pool task each (at most 8 at a time): one column's files are written
+        while another is compressed, and columns that compress slowly (noise)
+        do not wait behind others.  They are created here, in order, so that
         their write locks belong to this thread.  Every column is filled (or
         has failed) before this returns or raises the first failure.
         """
@@ -129,7 +128,7 @@ class Opening(TableHost):
             return {name: self._new_column(name, data, kwargs, flush=False)
                     for name, data in todo}
         made = [(name, *self._empty_column(name, data, kwargs)) for name, data in todo]
-        _threads.share(lambda job: job[1]._append_first(job[2]), made, min(len(made), 8))
+        _threads.run_all(lambda job: job[1]._append_first(job[2]), made, min(len(made), 8))
         return {name: col for name, col, _ in made}
 
     def _new_column(self, name: str, data, kwargs: dict, flush: bool = True,
