@@ -115,8 +115,10 @@ def share(fn, items, nthreads: int) -> list:
     pool thread that starts late (busy elsewhere) takes fewer, or none.  Items
     are taken in order, so ``fn`` may wait for an earlier item's outcome
     (never for a later one's).  Every call finishes (or fails) before the
-    first exception, in the order of `items`, is raised.  Inline as
-    :func:`map_ordered` says.
+    first exception, in the order of `items`, is raised.  Called from a pool
+    thread too: the items are offered to the pool's other threads (idle ones
+    help), and this thread waits only for items a pool thread has started
+    (it never waits for work that cannot start).
 
     Returns
     -------
@@ -125,7 +127,7 @@ def share(fn, items, nthreads: int) -> list:
     """
     items = list(items)
     n = len(items)
-    if nthreads < 2 or n < 2 or in_worker():
+    if nthreads < 2 or n < 2:
         outcomes = [_attempt(fn, item) for item in items]
     else:
         outcomes = [(True, None)] * n

@@ -179,7 +179,7 @@ class Encoder:
         be one chunk at a time (the first that is not a special), so 1 and 8
         threads store the same pipelines.
         """
-        if nthreads < 2 or len(parts) < 2 or not self.native or _threads.in_worker():
+        if nthreads < 2 or len(parts) < 2 or not self.native:
             return [(self.encode(part), None) for part in parts]
         done, encoded = 0, []
         while done < len(parts):
