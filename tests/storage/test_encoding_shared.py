@@ -135,31 +135,6 @@ def test_the_plain_limit_keeps_the_ten_percent_rule():
             assert (plain <= encoding.Encoder.plain_limit(delta)) == (not delta * 10 <= plain * 9)
 
 
-def test_share_from_a_pool_thread_never_waits_for_a_busy_pool():
-    """From a pool thread while every other pool thread is busy, share() runs
-    every item itself (the helpers it offered are not waited for)."""
-    pool = _threads.pool(2)
-    release = threading.Event()
-    ran_on = []
-
-    def item(k):
-        ran_on.append(threading.get_ident())
-        return k * k
-
-    def caller():
-        try:
-            return _threads.share(item, range(5), 2), threading.get_ident()
-        finally:
-            release.set()
-
-    blockers = [pool.submit(release.wait, 30) for _ in range(_threads._size - 1)]
-    squares, me = pool.submit(caller).result(30)
-    for b in blockers:
-        b.result(30)
-    assert squares == [0, 1, 4, 9, 16]
-    assert set(ran_on) == {me}
-
-
 def test_share_from_a_pool_thread_is_helped_by_an_idle_one():
     """A pool thread's share() is helped by the pool's idle threads."""
     first_taken, ran_on = threading.Event(), set()
