@@ -19,6 +19,7 @@ buffer, a decompression context, compressors, and recycled chunk buffers.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -101,6 +102,51 @@ def run_all(fn, items, nthreads: int) -> list:
         groups = _groups(items, min(nthreads, len(items)))
         futures = [pool(nthreads).submit(_attempt_group, fn, g) for g in groups]
         outcomes = [o for f in futures for o in f.result()]
+    for ok, value in outcomes:
+        if not ok:
+            raise value
+    return [value for _, value in outcomes]
+
+
+def share(fn, items, nthreads: int) -> list:
+    """``fn(item)`` for every one of `items`, shared by this thread and at most
+    ``nthreads - 1`` pool threads, each taking the next item nobody has taken
+    yet, one at a time: this thread never sleeps while items are left, and a
+    pool thread that starts late (busy elsewhere) takes fewer, or none.  Items
+    are taken in order, so ``fn`` may wait for an earlier item's outcome
+    (never for a later one's).  Every call finishes (or fails) before the
+    first exception, in the order of `items`, is raised.  Called from a pool
+    thread too: the items are offered to the pool's other threads (idle ones
+    help), and this thread waits only for items a pool thread has started
+    (it never waits for work that cannot start).
+
+    Returns
+    -------
+    list
+        The results, in the order of `items`.
+    """
+    items = list(items)
+    n = len(items)
+    if nthreads < 2 or n < 2:
+        outcomes = [_attempt(fn, item) for item in items]
+    else:
+        outcomes = [(True, None)] * n
+        claim = itertools.count().__next__  # atomic: each number goes to one thread
+
+        def work() -> None:
+            k = claim()
+            while k < n:
+                outcomes[k] = _attempt(fn, items[k])
+                k = claim()
+
+        try:
+            helpers = [pool(nthreads).submit(work) for _ in range(min(nthreads, n) - 1)]
+        except RuntimeError:  # interpreter shutdown: no new threads
+            helpers = []
+        work()
+        for helper in helpers:  # one not started yet has nothing left to take
+            if not helper.cancel():
+                helper.result()
     for ok, value in outcomes:
         if not ok:
             raise value

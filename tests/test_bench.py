@@ -155,6 +155,18 @@ def test_reports_say_what_each_system_caches(doc):
         assert "numpy: everything" in report and "npy: nothing of its own" in report
 
 
+def test_reports_say_what_each_system_pays_for_durable_writes(doc):
+    for report in (text_report(doc), markdown_report(doc)):
+        flat = " ".join(report.split())
+        assert "bcolzx commits durably (fsyncs) on its own; every anchor's files and " \
+            "directories are fsynced after it writes, inside its timing" in flat
+    lax = dict(doc, config=dict(doc["config"], durable=False))
+    for report in (text_report(lax), markdown_report(lax)):
+        flat = " ".join(report.split())
+        assert "the anchors' files are not fsynced (--no-durable)" in flat
+        assert "every anchor's files" not in flat
+
+
 def test_peak_memory_in_a_child(tmp_path):
     path = str(tmp_path / "x.bcolzx")
     import numpy as np

@@ -15,8 +15,9 @@ cdef class Compressor(_Locked):
     cdef readonly str cname
     cdef readonly int clevel, shuffle, typesize, blocksize, nthreads
     cdef readonly bint bytedelta, split
+    cdef bint _stops_exactly            # compression with too little room fails exactly
     cdef int _compress(self, const void* src, Py_ssize_t srcsize, void* dest,
-                       Py_ssize_t destsize) except -1
+                       Py_ssize_t destsize, Py_ssize_t limit=*, Py_ssize_t period=*) except -1
 
 
 cdef class Decompressor(_Locked):

@@ -15,7 +15,7 @@ from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from libc.stdint cimport int32_t, uint8_t
 from libc.stdlib cimport calloc, free, malloc
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 
 cimport cblosc2 as c
 
@@ -107,6 +107,20 @@ cdef bytes _shrink(PyObject* owned, Py_ssize_t size):
     result = <bytes>owned   # a second reference, for Python ...
     Py_DECREF(result)       # ... so release the one we were given
     return result
+
+
+cdef bytes _taken(list holder, Py_ssize_t k, Py_ssize_t size):
+    """``holder[k]``, a new bytes object that only `holder` references, shrunk
+    to `size` bytes in place; ``holder[k]`` becomes None."""
+    cdef bytes out = holder[k]
+    cdef PyObject* owned
+    holder[k] = None
+    if size == len(out):
+        return out
+    owned = <PyObject*>out
+    Py_INCREF(out)
+    out = None          # `owned` now holds the only reference
+    return _shrink(owned, size)
 
 
 cdef int _check_src_size(Py_ssize_t size, str what) except -1:
@@ -304,6 +318,9 @@ cdef class Compressor(_Locked):
         self.cname, self.clevel, self.shuffle = cname, clevel, shuffle
         self.bytedelta, self.split = bytedelta, split
         self.typesize, self.blocksize, self.nthreads = typesize, blocksize, nthreads
+        # Codecs that, given room for `limit` bytes only, fail exactly when the
+        # chunk is larger (zstd and blosclz fail sooner: they want room to spare).
+        self._stops_exactly = cname in ("lz4", "lz4hc", "zlib")
         cp.compcode = CODECS[cname]
         cp.clevel = clevel
         cp.typesize = typesize
@@ -340,15 +357,24 @@ cdef class Compressor(_Locked):
                 f"bytedelta={bool(self.bytedelta)}, split={bool(self.split)})")
 
     cdef int _compress(self, const void* src, Py_ssize_t srcsize, void* dest,
-                       Py_ssize_t destsize) except -1:
+                       Py_ssize_t destsize, Py_ssize_t limit=0, Py_ssize_t period=0) except -1:
+        # With `limit` > 0, a chunk larger than `limit` bytes returns 0; with
+        # lz4, lz4hc and zlib, C-Blosc2 stops as soon as its output passes it.
+        # With `period` > 0, a buffer of one item of `period` bytes repeated
+        # is not compressed: 0 is returned (checked in the same GIL release).
         cdef int rc
         _check_src_size(srcsize, "src")
+        if limit >= c.BLOSC_EXTENDED_HEADER_LENGTH and self._stops_exactly and limit < destsize:
+            destsize = limit  # (less room than a header: C-Blosc2 would refuse it)
         if destsize > c.BLOSC2_MAX_BUFFERSIZE + c.BLOSC2_MAX_OVERHEAD:
             destsize = c.BLOSC2_MAX_BUFFERSIZE + c.BLOSC2_MAX_OVERHEAD
         cdef c.blosc2_context* ctx
         cdef c.blosc2_context* old
         cdef bint fresh
         with nogil:
+            if period > 0 and (srcsize <= period or memcmp(src, <const char*>src + period,
+                                                           srcsize - period) == 0):
+                return 0
             self.acquire()
             # C-Blosc2 (3.3.5 at least) keeps in a context the block size it
             # chose for a buffer, and uses it for every later buffer: after a
@@ -377,12 +403,14 @@ cdef class Compressor(_Locked):
             self.release()
         if rc < 0:
             raise _error(rc, "compress", False)
+        if limit > 0 and (rc == 0 or rc > limit):
+            return 0
         if rc == 0:
             # C-Blosc2 returns 0 when the output would not fit in destsize.
             raise _error(-6, "compress", False)
         return rc
 
-    def compress(self, src):
+    def compress(self, src, Py_ssize_t limit=0):
         """Compress a buffer into a new chunk.
 
         Parameters
@@ -390,11 +418,16 @@ cdef class Compressor(_Locked):
         src : buffer
             Any C-contiguous buffer (bytes, NumPy array, memoryview...) of at
             most ``MAX_BUFFERSIZE`` bytes.
+        limit : int, optional
+            If > 0, the largest chunk wanted: compression stops as soon as
+            the chunk would be larger, and None is returned.  (A chunk that
+            fits is the one made without a limit.)
 
         Returns
         -------
-        bytes
-            The chunk: a C-Blosc2 header followed by the compressed blocks.
+        bytes or None
+            The chunk: a C-Blosc2 header followed by the compressed blocks
+            (None when larger than `limit`).
 
         Raises
         ------
@@ -405,21 +438,19 @@ cdef class Compressor(_Locked):
         """
         cdef Py_buffer view
         cdef bytes out
-        cdef PyObject* owned
         cdef int n
         get_buffer(src, &view, False, "src")
         try:
             _check_src_size(view.len, "src")
             out = PyBytes_FromStringAndSize(NULL, view.len + c.BLOSC2_MAX_OVERHEAD)
-            n = self._compress(view.buf, view.len, PyBytes_AS_STRING(out), len(out))
+            n = self._compress(view.buf, view.len, PyBytes_AS_STRING(out), len(out), limit)
         finally:
             PyBuffer_Release(&view)
-        if n == len(out):
-            return out
-        owned = <PyObject*>out
-        Py_INCREF(out)
-        out = None          # `owned` now holds the only reference
-        return _shrink(owned, n)
+        if n == 0:
+            return None
+        holder = [out]
+        out = None          # `holder` now holds the only reference
+        return _taken(holder, 0, n)
 
     def compress_into(self, src, dest):
         """Compress a buffer into a caller-supplied output buffer.
@@ -453,6 +484,84 @@ cdef class Compressor(_Locked):
                 PyBuffer_Release(&dview)
         finally:
             PyBuffer_Release(&sview)
+
+
+cdef class ChunkBatch:
+    """Chunks to compress on any threads, into outputs made by the thread that
+    makes the batch.
+
+    Made on the thread that will keep the chunks (their outputs come from its
+    allocator arena, where the memory of the chunks it frees is reused;
+    buffers made and filled on pool threads come from theirs, whose freed
+    memory the system takes back, so that every chunk is written into fresh
+    pages).  :meth:`compress` may run on any thread (one thread per chunk,
+    the GIL released while compressing); :meth:`take` hands a compressed
+    chunk over, shrunk to its size, once.
+
+    Parameters
+    ----------
+    srcs : list of buffers
+        The chunks' data, C-contiguous, at most ``MAX_BUFFERSIZE`` bytes each.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If a source is not a C-contiguous buffer or is too large.
+    """
+    cdef list _srcs, _outs, _sizes
+
+    def __cinit__(self, list srcs):
+        cdef Py_buffer view
+        self._srcs, self._outs, self._sizes = srcs, [], [0] * len(srcs)
+        for src in srcs:
+            get_buffer(src, &view, False, "src")
+            try:
+                _check_src_size(view.len, "src")
+                self._outs.append(PyBytes_FromStringAndSize(NULL, view.len + c.BLOSC2_MAX_OVERHEAD))
+            finally:
+                PyBuffer_Release(&view)
+
+    def __len__(self):
+        return len(self._srcs)
+
+    def compress(self, Py_ssize_t k, Compressor comp, Py_ssize_t limit=0, Py_ssize_t period=0):
+        """Compress chunk `k` with `comp` (GIL released once); its size in bytes,
+        or 0 when `limit` > 0 and the chunk would be larger (as
+        :meth:`Compressor.compress`), or when `period` > 0 and the chunk is one
+        item of `period` bytes repeated (a special chunk's candidate, not compressed).
+
+        Raises
+        ------
+        IndexError
+            If chunk `k` does not exist or was taken.
+        CodecError
+            If C-Blosc2 fails.
+        """
+        cdef Py_buffer view
+        cdef object out = self._outs[k]
+        cdef int n
+        if out is None:
+            raise IndexError(f"chunk {k} of the batch was taken")
+        get_buffer(self._srcs[k], &view, False, "src")
+        try:
+            n = comp._compress(view.buf, view.len, PyBytes_AS_STRING(out), len(out), limit,
+                               period)
+        finally:
+            PyBuffer_Release(&view)
+        self._sizes[k] = n
+        return n
+
+    def take(self, Py_ssize_t k):
+        """Compressed chunk `k`, shrunk to its size (the batch forgets it).
+
+        Raises
+        ------
+        IndexError
+            If chunk `k` was not compressed, or was taken.
+        """
+        if self._outs[k] is None or not self._sizes[k]:
+            raise IndexError(f"chunk {k} of the batch is not compressed, or was taken")
+        return _taken(self._outs, k, self._sizes[k])
 
 
 # Where a chunk's header says which context decodes it (blosc2.h, "chunk

@@ -68,6 +68,10 @@ def _discard(path: str) -> None:
         pass
 
 
+#: Buffers one ``pwritev`` of :meth:`SuperchunkFile.write` takes at most (IOV_MAX is 1024).
+_IOV_PARTS = 512
+
+
 def _pwrite_all(fd: int, parts: list, offset: int, total: int) -> None:
     """Write `parts` (buffers, `total` bytes) at `offset`, resuming after short writes.
 
@@ -592,6 +596,8 @@ class SuperchunkFile:
         csize = g.checksum_size
         fd = None
         lo, hi = self._wb  # the bytes written and not yet handed to the device
+        run: list = []  # chunks (and checksums) that follow each other: one pwritev
+        at = length = 0
         try:
             for slot, entry, size in items:
                 if not 0 <= slot <= idx.nchunks or slot >= g.nslots:
@@ -604,13 +610,19 @@ class SuperchunkFile:
                     if fd is None:
                         fd = _files.open_own(self.path, os.O_WRONLY)
                     offset = max(self._floor, idx.data_extent(csize))
-                    parts = [entry]
+                    if run and (offset != at + length or len(run) >= _IOV_PARTS):
+                        parts, run = run, []
+                        _pwrite_all(fd, parts, at, length)
+                    if not run:
+                        length = 0
+                        at = offset
+                    run.append(entry)
                     if csize:
                         crc = _index.chunk_checksum(g.checksum_type, self.global_number(slot),
                                                     entry)
-                        parts.append(crc.to_bytes(4, "little"))
+                        run.append(crc.to_bytes(4, "little"))
                     total = len(entry) + csize
-                    _pwrite_all(fd, parts, offset, total)
+                    length += total
                     lo, hi = (offset, offset + total) if lo == hi else \
                         (min(lo, offset), max(hi, offset + total))
                     idx.set_data(slot, offset, len(entry))
@@ -623,13 +635,18 @@ class SuperchunkFile:
                 elif size != g.chunk_size:
                     raise ValueError(f"only the last chunk may be short (slot {slot})")
                 self._dirty = True
-            if hi - lo >= WRITEBACK_BYTES:  # the device starts on them while more are made
-                writeback.start(fd, lo, hi - lo)
-                lo = hi = 0
         finally:
-            self._wb = (lo, hi)
-            if fd is not None:
-                os.close(fd)
+            try:
+                if run:  # what the index already references, even when an item was refused
+                    parts, run = run, []
+                    _pwrite_all(fd, parts, at, length)
+                if fd is not None and hi - lo >= WRITEBACK_BYTES:
+                    writeback.start(fd, lo, hi - lo)  # the device starts while more are made
+                    lo = hi = 0
+            finally:
+                self._wb = (lo, hi)
+                if fd is not None:
+                    os.close(fd)
 
     def truncate(self, nchunks: int, last_size: int) -> None:
         """Keep only the first `nchunks` slots (in memory until :meth:`commit`)."""

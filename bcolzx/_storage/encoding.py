@@ -4,18 +4,23 @@ An array's chunks are compressed by one of two C-Blosc2 pipelines after the
 byte shuffle: plain, or followed by the byte-delta filter.  With the dataset's
 ``bytedelta`` set to ``"auto"``, a sample of chunks (the first, then one every
 :data:`~bcolzx._format.layout.BYTEDELTA_RETRIAL`) is compressed both ways,
-and byte-delta stays in use while it saves at least 10%: the trials run in
-order, one chunk at a time, so 1 and 8 threads store the same pipelines.  A
-chunk of one repeated value (zeros, NaN, a constant) is not compressed at
-all: it becomes a :class:`~bcolzx._storage.base.Special`, coded in the index
-(bcolzx format only).  Several chunks are encoded chunk-parallel, each pool
-thread compressing a contiguous run with a single-threaded compressor of its
-own and computing the zone-map bounds while the chunk is in its cache.
+and byte-delta stays in use while it saves at least 10%: byte-delta first,
+then plain, stopped as soon as it is too large to be kept
+(:meth:`Encoder.plain_limit`).  The trials run in order, one chunk at a
+time, so 1 and 8 threads store the same pipelines.  A chunk of one repeated
+value (zeros, NaN, a constant) is not compressed at all: it becomes a
+:class:`~bcolzx._storage.base.Special`, coded in the index (bcolzx format
+only).  Several chunks are encoded chunk-parallel (:func:`encode_runs`):
+the calling thread and pool threads take them one at a time
+(:func:`bcolzx._threads.share`), each with a single-threaded compressor of
+its own, computing the zone-map bounds while the chunk is in its cache, into
+outputs the calling thread made (:class:`~bcolzx._ext.codec.ChunkBatch`).
 """
 
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -27,7 +32,7 @@ from bcolzx._format.superchunk import SPECIAL_CBYTES
 from bcolzx._storage.base import Special
 from bcolzx._storage.zones import bounds
 
-__all__ = ["Encoder", "special", "quantize", "encode_chunk", "encode_in_pool"]
+__all__ = ["Encoder", "special", "quantize", "encode_in_pool", "encode_into", "encode_runs"]
 
 _SPECIAL_IN_INDEX = (SPECIAL_ZERO, SPECIAL_NAN)
 
@@ -122,12 +127,8 @@ class Encoder:
         if self.delta is not None:
             self.until_trial = max(0, self.until_trial - n)
 
-    def encode(self, rows: np.ndarray, nthreads: int = 1):
-        """Compressed bytes of `rows`, or a Special when they are one constant.
-
-        With `nthreads` > 1, a byte-delta trial compresses both ways at once,
-        on two pool threads.
-        """
+    def encode(self, rows: np.ndarray):
+        """Compressed bytes of `rows`, or a Special when they are one constant."""
         if not self.native:
             return self.comp.compress(rows)
         entry = special(rows, self.itemsize)
@@ -140,18 +141,23 @@ class Encoder:
         if self.until_trial:
             self.until_trial -= 1
             return self.comp.compress(rows)
-        # A trial: both pipelines; byte-delta stays while it saves >= 10%.
-        if nthreads > 1:
-            plain, delta = _threads.run_all(lambda like: _threads.compressor(like).compress(rows),
-                                            [self.plain, self.delta], 2)
-        else:
-            plain, delta = self.plain.compress(rows), self.delta.compress(rows)
+        delta = self.delta.compress(rows)
+        plain = self.plain.compress(rows, self.plain_limit(len(delta)))
+        return delta if self._decide(plain is not None) else plain
+
+    @staticmethod
+    def plain_limit(delta: int) -> int:
+        """The largest plain chunk a trial keeps when byte-delta makes it `delta`
+        bytes: byte-delta stays while it saves >= 10% (``delta * 10 <= plain * 9``),
+        so a plain compression stops as soon as it is larger."""
+        return (10 * delta - 1) // 9
+
+    def _decide(self, plain_fits: bool) -> int:
+        """The outcome of a trial: the plain chunk fits :meth:`plain_limit` or
+        byte-delta stays.  1 if it does, else 0."""
         self.until_trial = layout.BYTEDELTA_RETRIAL
-        if len(delta) * 10 <= len(plain) * 9:
-            self.comp = self.delta
-            return delta
-        self.comp = self.plain
-        return plain
+        self.comp = self.plain if plain_fits else self.delta
+        return int(not plain_fits)
 
     def encoded_size(self, rows: np.ndarray) -> int:
         """Bytes :meth:`encode` would store for `rows`, changing nothing."""
@@ -159,62 +165,132 @@ class Encoder:
             return SPECIAL_CBYTES
         if self.delta is None or self.until_trial:
             return len(self.comp.compress(rows))
-        plain, delta = len(self.plain.compress(rows)), len(self.delta.compress(rows))
-        return delta if delta * 10 <= plain * 9 else plain
+        delta = len(self.delta.compress(rows))
+        plain = self.plain.compress(rows, self.plain_limit(delta))
+        return delta if plain is None else len(plain)
 
     def encode_parts(self, parts: list, want_bounds: bool, nthreads: int) -> list:
         """``(entry, bounds or None)`` of each chunk of `parts`, in order.
 
-        With several threads and several chunks of the bcolzx format, they are
-        cut in contiguous runs encoded at once (:func:`encode_runs`); byte-delta
-        trials still run one chunk at a time, in order.
+        With several threads and several chunks of the bcolzx format, this
+        thread and pool threads share them (:func:`encode_runs`), a byte-delta
+        trial included: its two compressions are the first two items, and the
+        chunks after it wait for its outcome.  The trial is the chunk it would
+        be one chunk at a time (the first that is not a special), so 1 and 8
+        threads store the same pipelines.
         """
         if nthreads < 2 or len(parts) < 2 or not self.native:
             return [(self.encode(part), None) for part in parts]
         done, encoded = 0, []
         while done < len(parts):
-            if self.trial_due:  # picks the pipeline
-                encoded.append((self.encode(parts[done], nthreads), None))
-                done += 1
-                continue
+            trial = None
+            if self.trial_due:  # the first chunk that is not a special is the trial
+                while done < len(parts):
+                    entry = special(parts[done], self.itemsize)
+                    if entry is None:
+                        trial = parts[done]
+                        done += 1
+                        break
+                    encoded.append((entry, None))
+                    done += 1
+                if trial is None:
+                    break
             take = len(parts) - done
             if self.delta is not None:
-                take = min(take, self.until_trial)
+                take = min(take, self.until_trial if trial is None else layout.BYTEDELTA_RETRIAL)
+            encoded.extend(encode_runs(self, want_bounds, parts[done:done + take], nthreads,
+                                       trial))
+            if trial is None:
+                self.counted(take)
+            else:
                 self.until_trial -= take
-            encoded.extend(encode_runs(self.comp, self.itemsize, want_bounds,
-                                       parts[done:done + take], nthreads))
             done += take
         return encoded
 
 
-def encode_chunk(comp: codec.Compressor, itemsize: int, rows: np.ndarray,
-                 want_bounds: bool) -> tuple:
-    """``(entry, bounds or None)`` of one chunk of `rows`, compressed by `comp`."""
-    entry = special(rows, itemsize)
-    return (comp.compress(rows) if entry is None else entry,
-            bounds(rows) if want_bounds else None)
+def encode_in_pool(batch: codec.ChunkBatch, like: codec.Compressor, itemsize: int,
+                   rows: np.ndarray, want_bounds: bool) -> tuple:
+    """:func:`encode_into` of `rows`, the only chunk of `batch`, with this pool
+    thread's single-threaded copy of `like`."""
+    return encode_into(batch, 0, _threads.compressor(like), itemsize, rows, want_bounds)
 
 
-def encode_in_pool(like: codec.Compressor, itemsize: int, rows: np.ndarray,
-                   want_bounds: bool) -> tuple:
-    """:func:`encode_chunk` with this pool thread's single-threaded copy of `like`."""
-    return encode_chunk(_threads.compressor(like), itemsize, rows, want_bounds)
+#: Uncompressed bytes of the chunks one :class:`~bcolzx._ext.codec.ChunkBatch`
+#: holds (its outputs are made at once, at their largest size).
+BATCH_BYTES = 16 << 20
 
 
-def encode_runs(like: codec.Compressor, itemsize: int, want_bounds: bool, parts: list,
-                nthreads: int) -> list:
-    """``(entry, bounds or None)`` of each chunk of `parts`, in order, the
-    chunks cut in `nthreads` contiguous runs encoded at once (this thread
-    takes the first), each thread with a single-threaded copy of `like`."""
+def encode_into(batch: codec.ChunkBatch, k: int, comp: codec.Compressor, itemsize: int,
+                rows: np.ndarray, want_bounds: bool) -> tuple:
+    """``(Special or None, bounds or None)`` of chunk `k` of `batch` (`rows`),
+    compressed by `comp` into the batch unless it is a special."""
+    entry = None
+    if not batch.compress(k, comp, 0, itemsize):  # one item repeated: maybe a special
+        entry = special(rows, itemsize)
+        if entry is None:
+            batch.compress(k, comp)
+    return entry, bounds(rows) if want_bounds else None
 
-    def run(chunks):
-        comp = _threads.compressor(like)
-        return [encode_chunk(comp, itemsize, rows, want_bounds) for rows in chunks]
 
-    n = len(parts)
-    runs = [parts[n * w // nthreads:n * (w + 1) // nthreads] for w in range(nthreads)]
-    runs = [r for r in runs if r]
-    out = []
-    for encoded in _threads.map_ordered(run, runs, nthreads):
-        out.extend(encoded)
+def encode_runs(enc: Encoder, want_bounds: bool, parts: list, nthreads: int,
+                trial: np.ndarray | None = None) -> list:
+    """``(entry, bounds or None)`` of `trial` (if given: a byte-delta trial,
+    which picks `enc`'s pipeline) and of each chunk of `parts`, in order,
+    shared by this thread and ``nthreads - 1`` pool threads
+    (:func:`_threads.share`), each with single-threaded copies of `enc`'s
+    compressors, into the outputs of a :class:`~bcolzx._ext.codec.ChunkBatch`
+    made here (:data:`BATCH_BYTES` at a time)."""
+    out: list = []
+    if trial is not None:
+        out = _trial(enc, want_bounds, parts, nthreads, trial)
+        parts = parts[len(out) - 1:]
+    nbytes = max(parts[0].nbytes, 1) if parts else 1
+    step = max(1, BATCH_BYTES // nbytes)
+    for at in range(0, len(parts), step):
+        out.extend(_batch(enc.comp, enc.itemsize, want_bounds, parts[at:at + step], nthreads))
+    return out
+
+
+def _batch(like: codec.Compressor, itemsize: int, want_bounds: bool, run: list,
+           nthreads: int) -> list:
+    """:func:`encode_runs` of the chunks of `run` (one batch), compressed as `like`."""
+    batch = codec.ChunkBatch(run)
+    done = _threads.share(lambda k: encode_into(batch, k, _threads.compressor(like), itemsize,
+                                                run[k], want_bounds),
+                          range(len(run)), nthreads)
+    return [(batch.take(k) if entry is None else entry, computed)
+            for k, (entry, computed) in enumerate(done)]
+
+
+def _trial(enc: Encoder, want_bounds: bool, parts: list, nthreads: int,
+           trial: np.ndarray) -> list:
+    """:func:`encode_runs` of a byte-delta `trial` and the first chunks of
+    `parts` after it (a batch's worth): the trial is the first item (this
+    thread takes it), the chunks wait for its outcome."""
+    parts = parts[:max(0, BATCH_BYTES // max(trial.nbytes, 1) - 2)]
+    batch = codec.ChunkBatch([trial, trial, *parts])  # the trial plain, byte-delta, the parts
+    decided = threading.Event()
+    picked: list = []  # the batch item the trial keeps
+    itemsize = enc.itemsize
+
+    def one(k: int):
+        if k == 0:
+            try:
+                delta = batch.compress(1, _threads.compressor(enc.delta))
+                limit = enc.plain_limit(delta)
+                picked.append(enc._decide(batch.compress(0, _threads.compressor(enc.plain),
+                                                         limit) > 0))
+                return bounds(trial) if want_bounds else None
+            finally:
+                decided.set()
+        decided.wait()
+        if not picked:  # the trial failed: its exception is raised first
+            return None, None
+        return encode_into(batch, k + 1, _threads.compressor(enc.comp), itemsize, parts[k - 1],
+                           want_bounds)
+
+    done = _threads.share(one, range(len(parts) + 1), nthreads)
+    out = [(batch.take(picked[0]), done[0])]
+    out.extend((batch.take(k) if entry is None else entry, computed)
+               for k, (entry, computed) in enumerate(done[1:], 2))
     return out

@@ -187,9 +187,11 @@ class ChunkedArray(ChunkReader):
         it that are done (all of them when `everything`), in one put."""
         pending, done = self._pending, []
         while pending and (everything or not done or pending[0][0].done()):
-            future, chunk, rows = pending[0]
+            future, chunk, rows, batch = pending[0]
             try:
                 entry, bounds = future.result()
+                if entry is None:  # compressed into the batch made here
+                    entry = batch.take(0)
             except BaseException as exc:
                 if not future.done():  # the wait was interrupted: still in flight
                     raise
@@ -245,14 +247,15 @@ class ChunkedArray(ChunkReader):
                 if not flight.fly(nbytes):
                     return False
             rows, chunk = self._leftover, self.nfull
+            batch = codec.ChunkBatch([rows])  # its output made by this thread, which keeps it
             try:
                 future = _threads.pool(self.nthreads).submit(
-                    encode_in_pool, self._encoder.comp, self.itemsize, rows,
+                    encode_in_pool, batch, self._encoder.comp, self.itemsize, rows,
                     self._zones.active(self._stored_chunks()))
             except RuntimeError:  # interpreter shutdown: no new threads
                 flight.land(nbytes)
                 return False
-            self._pending.append((future, chunk, rows))
+            self._pending.append((future, chunk, rows, batch))
             flight.busy.add(self)
             self._encoder.counted()  # one chunk between trials, special or not
             self._leftover = _threads.chunk_buffer(nbytes).view(self.dtype).reshape(rows.shape)

@@ -363,6 +363,21 @@ CACHES = {
 }
 
 
+def durability_note(doc: dict) -> list[str]:
+    """What each system's writes to disk pay for durability (timed), as a line of text."""
+    if "durable" not in doc.get("config", {}):
+        return []
+    if doc["config"]["durable"]:
+        text = ("writes to disk (build-disk, append, ct-build): bcolzx commits durably (fsyncs) "
+                "on its own; every anchor's files and directories are fsynced after it writes, "
+                "inside its timing")
+    else:
+        text = ("writes to disk (build-disk, append, ct-build): bcolzx commits durably (fsyncs) "
+                "on its own; the anchors' files are not fsynced (--no-durable): their figures "
+                "leave out a cost that bcolzx's include")
+    return [textwrap.fill(text, 100)]
+
+
 def cache_notes(doc: dict) -> list[str]:
     """``'system: what it caches'`` for each system of the run."""
     budget = doc["machine"].get("bcolzx_chunk_cache_bytes")
@@ -403,6 +418,7 @@ def text_report(doc: dict, absolute: bool = False) -> str:
     out.append("kept decompressed between calls (repeated reads, slices and items copy from "
                "these):")
     out.extend("  " + line for line in cache_notes(doc))
+    out.extend(durability_note(doc))
     for n in sizes:
         for v in variants:
             out.append("")
@@ -486,6 +502,7 @@ def markdown_report(doc: dict) -> str:
     out.append("\nKept decompressed between calls (repeated reads, slices and items copy "
                "from these):\n")
     out.extend(f"- {line}" for line in cache_notes(doc))
+    out.extend(f"\n{line.replace(chr(10), ' ')}" for line in durability_note(doc))
     for n in sizes:
         for v in variants:
             out.append(f"\n### {n:,} items, {VARIANT_DOC[v]}\n")

@@ -455,3 +455,39 @@ def test_a_damaged_chunk_never_changes_how_later_chunks_decode(nthreads):
                     f"after byte {offset} ^ {mask:#04x} of chunk {goods.index(chunk)}"
     assert tried > 1000
 
+
+
+@pytest.mark.parametrize("cname", ["lz4", "lz4hc", "zlib", "zstd", "blosclz"])
+@pytest.mark.parametrize("bytedelta", [False, True])
+def test_compress_within_a_limit_gives_the_chunk_or_none(cname, bytedelta):
+    """A chunk that fits the limit is the one made without it; a larger one is None
+    (never a chunk cut short, never None for one that fits)."""
+    rng = np.random.default_rng(5)
+    for data in (rng.random(20000), np.linspace(0, 1, 20000), np.cumsum(rng.normal(size=20000)),
+                 rng.integers(0, 3, 20000).astype("u1"), np.zeros(3)):
+        comp = codec.Compressor(cname, 5, codec.SHUFFLE, data.dtype.itemsize, 4096,
+                                bytedelta=bytedelta, split=False)
+        full = comp.compress(data)
+        for limit in (len(full), len(full) + 1, 10 ** 7):
+            assert comp.compress(data, limit) == full
+        for limit in (len(full) - 1, len(full) // 2, 31, 1):
+            assert comp.compress(data, limit) is None
+
+
+def test_a_chunk_batch_compresses_each_chunk_as_compress_does_and_hands_it_over_once():
+    comp = codec.Compressor("lz4", 5, codec.SHUFFLE, 8, 4096, split=False)
+    parts = [np.linspace(0, 1, 3000), np.arange(1000.0), np.random.default_rng(2).random(10)]
+    batch = codec.ChunkBatch(parts)
+    assert len(batch) == 3
+    with pytest.raises(IndexError):
+        batch.take(0)  # not compressed yet
+    sizes = [batch.compress(k, comp) for k in range(3)]
+    assert batch.compress(0, comp, 40) == 0  # larger than the limit
+    assert batch.compress(0, comp, sizes[0]) == sizes[0]
+    for k, part in enumerate(parts):
+        chunk = batch.take(k)
+        assert type(chunk) is bytes and chunk == comp.compress(part) and len(chunk) == sizes[k]
+        with pytest.raises(IndexError):
+            batch.take(k)
+    with pytest.raises(ValueError):
+        codec.ChunkBatch([np.arange(10.0)[::2]])  # not contiguous

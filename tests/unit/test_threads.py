@@ -38,10 +38,11 @@ def test_a_forked_child_gets_a_working_pool():
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
-def test_run_waiting_from_a_busy_pool_runs_every_item_itself():
+@pytest.mark.parametrize("run", ["run_waiting", "share"])
+def test_run_waiting_from_a_busy_pool_runs_every_item_itself(run):
     """Called from a pool thread while every other pool thread is busy, run_waiting
-    runs on the calling thread the items no pool thread has started (it never waits
-    for work that cannot start), and returns the results in order."""
+    (and share) runs on the calling thread the items no pool thread has started (it
+    never waits for work that cannot start), and returns the results in order."""
     import threading
 
     pool = parallel.pool(2)
@@ -57,7 +58,7 @@ def test_run_waiting_from_a_busy_pool_runs_every_item_itself():
 
     def caller():
         try:
-            return parallel.run_waiting(item, range(5), 2), threading.get_ident()
+            return getattr(parallel, run)(item, range(5), 2), threading.get_ident()
         finally:
             release.set()
 
