@@ -30,7 +30,7 @@ import numpy as np
 from bcolzx import _threads
 from bcolzx._query.expr import Expression, compile_expression
 from bcolzx._query.pyvm import python_vm
-from bcolzx._query.tree import Node, conjuncts, is_filter, names_of
+from bcolzx._query.tree import Const, Node, conjuncts, is_filter, names_of
 from bcolzx.errors import UndefinedNameError
 
 __all__ = ["BLOCK_BYTES", "Operands", "evaluate", "evaluate_blocks", "operands"]
@@ -153,6 +153,7 @@ def evaluate_blocks(
     nthreads: int | None = None,
     skip_block: Callable[[int, int], bool] | None = None,
     with_columns: bool = False,
+    tree_for: Callable[[int, int], Node | None] | None = None,
 ) -> Iterator[tuple]:
     """Evaluate `expr` on rows ``[start, stop)`` of `columns`, one block at a time.
 
@@ -184,6 +185,13 @@ def evaluate_blocks(
         Also yield the block's rows of the columns the expression read, as
         a dict by name (a third item), so that a caller needing them again
         (a query's output columns) does not read them twice.
+    tree_for : callable, optional
+        ``tree_for(block_start, block_stop)``: for a filter (comparisons
+        joined by logic), what is left of it to evaluate on that block, a
+        tree that holds on the same rows of the block (``Const(True)``: on
+        all of them), or None for the whole filter; what the planner's zone
+        maps decide of its parts (:func:`bcolzx._query.zonemap.remaining`).
+        Only the columns it names are read.
 
     Yields
     ------
@@ -227,9 +235,10 @@ def evaluate_blocks(
     if skip_block is not None:
         ranges = [(a, b) for a, b in ranges if not skip_block(a, b)]
     read = _Reader(expr, dict(zip(names, used)), values, vm, with_columns)
-    if nthreads == 1 or len(ranges) <= _INLINE_BLOCKS:
-        return (read.evaluate(a, b) for a, b in ranges)
-    return _pooled(read, ranges, nthreads)
+    blocks = [(a, b, None if tree_for is None else tree_for(a, b)) for a, b in ranges]
+    if nthreads == 1 or len(blocks) <= _INLINE_BLOCKS:
+        return (read.evaluate(a, b, tree) for a, b, tree in blocks)
+    return _pooled(read, blocks, nthreads)
 
 
 def _once(expr: Expression, values: dict[str, np.ndarray], start: int, vm: str
@@ -238,7 +247,8 @@ def _once(expr: Expression, values: dict[str, np.ndarray], start: int, vm: str
 
 
 class _Reader:
-    """Read one block of the named columns and evaluate the expression on it."""
+    """Read one block of the named columns and evaluate the expression on it
+    (or, where zone maps decided some of a filter, what is left of it)."""
 
     def __init__(self, expr: Expression, columns: dict[str, Any],
                  scalars: dict[str, np.ndarray], vm: str, with_columns: bool = False):
@@ -249,18 +259,38 @@ class _Reader:
         self.scalars = scalars
         self.vm = vm
         self.with_columns = with_columns
+        self.one_per_row = all(len(c.shape) == 1 for c in columns.values())
         # A filter joined by & at its top, on columns of one value a row: its
         # parts one after another, each with the names it reads.
-        parts = conjuncts(expr.tree) if is_filter(expr.tree) and all(
-            len(c.shape) == 1 for c in columns.values()) else []
-        self.parts = [(p, names_of(p)) for p in parts] if len(parts) > 1 else None
+        self.parts = self._parts(expr.tree) if is_filter(expr.tree) else None
+        #: What is left of the filter on some blocks: its parts (None: not a
+        #: conjunction) and names, by the tree's id (the trees kept alive).
+        self._left: dict[int, tuple[Node, list | None, set[str]]] = {}
 
-    def read(self, start: int, stop: int) -> dict[str, np.ndarray]:
-        namespace = {name: np.asarray(col[start:stop]) for name, col in self.columns.items()}
+    def _parts(self, tree: Node) -> list[tuple[Node, set[str]]] | None:
+        parts = conjuncts(tree) if self.one_per_row else []
+        return [(p, names_of(p)) for p in parts] if len(parts) > 1 else None
+
+    def _plan(self, tree: Node) -> tuple[list | None, set[str]]:
+        """A remaining filter's conjunction parts (or None) and names."""
+        found = self._left.get(id(tree))
+        if found is None:
+            found = self._left[id(tree)] = (tree, self._parts(tree), names_of(tree))
+        return found[1], found[2]
+
+    def read(self, start: int, stop: int, names: Any = None) -> dict[str, np.ndarray]:
+        namespace = {name: np.asarray(col[start:stop]) for name, col in self.columns.items()
+                     if names is None or name in names}
         namespace.update(self.scalars)
         return namespace
 
-    def compute(self, namespace: dict[str, np.ndarray]) -> np.ndarray:
+    def compute(self, namespace: dict[str, np.ndarray], tree: Node | None = None
+                ) -> np.ndarray:
+        if tree is not None:
+            parts, _ = self._plan(tree)
+            if parts is None:
+                return python_vm(tree, namespace)
+            return _conjunction(parts, _Block(self, 0, 0, namespace))
         if self.parts is None:
             return self.expr.evaluate(namespace, self.vm)
         return _conjunction(self.parts, _Block(self, 0, 0, namespace))
@@ -272,12 +302,15 @@ class _Reader:
         return start, value, {name: namespace[name] for name in self.columns
                               if name in namespace}
 
-    def evaluate(self, start: int, stop: int) -> tuple:
-        if self.parts is not None:  # on the calling thread: columns read as needed
+    def evaluate(self, start: int, stop: int, tree: Node | None = None) -> tuple:
+        if isinstance(tree, Const):  # zone maps decided every row
+            return self.result(start, {}, np.full(stop - start, bool(tree.value)))
+        parts, names = (self.parts, None) if tree is None else self._plan(tree)
+        if parts is not None:  # on the calling thread: columns read as needed
             block = _Block(self, start, stop)
-            return self.result(start, block.whole, _conjunction(self.parts, block))
-        namespace = self.read(start, stop)
-        return self.result(start, namespace, self.compute(namespace))
+            return self.result(start, block.whole, _conjunction(parts, block))
+        namespace = self.read(start, stop, names)
+        return self.result(start, namespace, self.compute(namespace, tree))
 
 
 class _Block:
@@ -344,18 +377,23 @@ def _conjunction(parts: list[tuple[Node, set[str]]], block: _Block) -> np.ndarra
     return mask
 
 
-def _pooled(read: _Reader, ranges: list[tuple[int, int]], nthreads: int
+def _pooled(read: _Reader, blocks: list[tuple[int, int, Node | None]], nthreads: int
             ) -> Iterator[tuple[int, np.ndarray]]:
     """Blocks read here, evaluated on the shared pool, yielded in order."""
     if _threads.in_worker():  # decided where the blocks are consumed
-        yield from (read.evaluate(a, b) for a, b in ranges)
+        yield from (read.evaluate(a, b, tree) for a, b, tree in blocks)
         return
     pool = _threads.pool(nthreads)
     pending: deque[tuple[int, dict, Future]] = deque()
     try:
-        for a, b in ranges:
-            namespace = read.read(a, b)
-            pending.append((a, namespace, pool.submit(read.compute, namespace)))
+        for a, b, tree in blocks:
+            if isinstance(tree, Const):  # nothing to read or evaluate
+                done: Future = Future()
+                done.set_result(np.full(b - a, bool(tree.value)))
+                pending.append((a, {}, done))
+            else:
+                namespace = read.read(a, b, None if tree is None else read._plan(tree)[1])
+                pending.append((a, namespace, pool.submit(read.compute, namespace, tree)))
             if len(pending) >= _IN_FLIGHT * nthreads:
                 first, namespace, future = pending.popleft()
                 yield read.result(first, namespace, future.result())
