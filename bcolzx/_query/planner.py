@@ -357,7 +357,7 @@ def _tails(expr: Expression, columns: Mapping[str, Any], stats: dict[str, np.nda
     if not found.maybe[first:].any():
         return found
     ncells = len(found.maybe)
-    bounds = {n: tuple(a[first:] for a in _padded(st, ncells)) for n, st in stats.items()}
+    bounds = {n: _padded(st[first:], ncells - first) for n, st in stats.items()}
     part = found
     for name in sorted((n for n, st in stats.items() if len(st) < ncells),
                        key=lambda n: length - len(stats[n]) * cl):
@@ -400,7 +400,15 @@ def _padded(stats: np.ndarray, ncells: int) -> tuple:
     mins, maxs, nans = stats["min"], stats["max"], stats["nan"]
     if not extra:
         return mins, maxs, nans
-    dtype = mins.dtype
+    low, high = _anything(mins.dtype)
+    return (np.concatenate([mins, np.full(extra, low)]),
+            np.concatenate([maxs, np.full(extra, high)]),
+            np.concatenate([nans, np.ones(extra, dtype=bool)]))
+
+
+@functools.lru_cache(maxsize=64)
+def _anything(dtype: np.dtype) -> tuple:
+    """Bounds that hold any value of `dtype` (NumPy scalars of it)."""
     if dtype.kind == "b":
         low, high = np.array([False, True])
     elif dtype.kind in "iu":
@@ -409,9 +417,7 @@ def _padded(stats: np.ndarray, ncells: int) -> tuple:
         low, high = np.array([-np.inf, np.inf], dtype)
     else:  # datetime64, timedelta64: the int64 range but NaT (its minimum)
         low, high = np.array([np.iinfo(np.int64).min + 1, np.iinfo(np.int64).max]).view(dtype)
-    return (np.concatenate([mins, np.full(extra, low, dtype)]),
-            np.concatenate([maxs, np.full(extra, high, dtype)]),
-            np.concatenate([nans, np.ones(extra, dtype=bool)]))
+    return low, high
 
 
 class _Analysed:
