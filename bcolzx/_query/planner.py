@@ -352,10 +352,12 @@ def _tails(expr: Expression, columns: Mapping[str, Any], stats: dict[str, np.nda
     """`found` (cells past some column's full chunks analysed as holding
     anything there) with those cells analysed again by the bounds of the
     columns' rows past their full chunks (their leftovers), read one column
-    after another, the shortest first, until none of those cells may match."""
+    after another, the shortest first, until none of those cells may match;
+    not read for a condition that rules out none of the cells before them
+    (a broad query would read them for nothing)."""
     first = min(len(st) for st in stats.values())
-    if not found.maybe[first:].any():
-        return found
+    if not found.maybe[first:].any() or (first and found.maybe[:first].all()):
+        return found  # nothing to rule out, or a condition no chunk rules out
     ncells = len(found.maybe)
     bounds = {n: _padded(st[first:], ncells - first) for n, st in stats.items()}
     part = found
