@@ -215,9 +215,14 @@ class Queries(TableHost):
         self._gather(selected, columns)
         from bcolzx.ctable import ctable  # the class is built on this module
 
-        return ctable([carray(columns[n], expectedlen=total, allow_pickle=self._allow_pickle)
-                       for n in names], names=names, allow_pickle=self._allow_pickle,
-                      _flush=False)
+        made = []
+        for name in names:  # as a new table makes its columns in memory
+            rows = columns[name]
+            col = carray(np.empty((0, *rows.shape[1:]), rows.dtype), expectedlen=total,
+                         allow_pickle=self._allow_pickle)
+            col._append_first(rows)
+            made.append(col)
+        return ctable(made, names=names, allow_pickle=self._allow_pickle, _flush=False)
 
     def _gather(self, selected: list, outs: dict[str, np.ndarray]) -> None:
         """Fill `outs` (an array of every selected row by column name) with the

@@ -288,3 +288,32 @@ def test_an_isin_like_disjunction_gives_the_python_vms_booleans(dtype):
     for expr in ("(a == 3) | (b == 4)", "(a == 3) | (a > 4)", "(a == 3.5) | (a == 4)",
                  "(a == True) | (a == 4)", "a == 3"):
         assert _Part.of(compile_expression(expr).tree).members is None, expr
+
+
+def test_fetchwheres_table_is_the_table_of_its_rows():
+    """fetchwhere's result in memory is the table its rows make (same chunk
+    lengths, sizes, values), built without compressing its rows first."""
+    n = 5000
+    rng = np.random.default_rng(5)
+    cols = [np.arange(n), rng.random(n),
+            np.array([f"s{i % 13}" for i in range(n)], dtype=np.dtypes.StringDType()),
+            np.array([{"k": i} for i in range(n)], dtype=object),
+            np.arange(n * 3).reshape(n, 3).astype("i2"),
+            np.array([b"ab%d" % (i % 7) for i in range(n)])]
+    names = ["i", "x", "s", "o", "m", "b"]
+    t = bcolzx.ctable(cols, names=names, allow_pickle=True)
+    for expr, kw in (("(i > 100) & (i < 4000)", {}), ("i < 0", {}),
+                     ("(i % 7 == 0) | (i > 4990)", {"limit": 50, "skip": 3}),
+                     ("i >= 4000", {"outcols": ["s", "m", "b"]})):
+        got = t.fetchwhere(expr, out_flavor="bcolz", **kw)
+        rows = t.fetchwhere(expr, out_flavor="numpy", **kw)
+        want = bcolzx.ctable([rows[n].astype(t.cols[n].dtype) for n in rows.dtype.names],
+                             names=list(rows.dtype.names), allow_pickle=True)
+        assert got.names == want.names and len(got) == len(want) == len(rows)
+        assert got.cbytes == want.cbytes and got.nbytes == want.nbytes
+        for name in got.names:
+            a, b = got.cols[name], want.cols[name]
+            assert (a.dtype, a.shape, a.chunklen) == (b.dtype, b.shape, b.chunklen), name
+            assert a[:].tolist() == b[:].tolist(), name
+        got.append(got[:1] if len(got) else want[:0])   # a table like any other
+        got.flush()
