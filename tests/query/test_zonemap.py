@@ -282,3 +282,48 @@ def test_remaining_folds_the_decided_parts(text, bounds, left):
     np.testing.assert_array_equal(np.broadcast_to(python_vm(got, {"a": rows}), rows.shape),
                                   python_vm(e.tree, {"a": rows}))
     assert len(str(got)) <= len(str(e.tree))
+
+
+def _random_filter(rng, depth=0):
+    """A random filter over columns a (floats with NaN) and b (ints)."""
+    if depth >= 3 or rng.random() < 0.3:
+        name = ["a", "b"][rng.integers(2)]
+        op = ["<", "<=", ">", ">=", "==", "!="][rng.integers(6)]
+        value = int(rng.integers(-5, 45))
+        return f"({value} {op} {name})" if rng.random() < 0.3 else f"({name} {op} {value})"
+    kind = rng.integers(5)
+    if kind == 4:
+        return f"~{_random_filter(rng, depth + 1)}"
+    joined = [" & ", " | ", " ^ ", " & "][kind]
+    parts = [_random_filter(rng, depth + 1) for _ in range(int(rng.integers(2, 4)))]
+    return "(" + joined.join(parts) + ")"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_what_remains_of_a_filter_holds_on_the_same_rows_of_each_block(seed):
+    """decide_blocks + remaining on random filters and blocks (NaN, one value,
+    all NaN): the remaining tree gives each block's rows exactly as the filter."""
+    from bcolzx._query.pyvm import python_vm
+    from bcolzx._query.zonemap import decide_blocks, remaining
+
+    rng = np.random.default_rng(seed)
+    nblocks, rows = 12, 16
+    a = rng.integers(0, 40, (nblocks, rows)).astype(float)
+    a[rng.random((nblocks, rows)) < 0.1] = np.nan
+    a[3] = np.nan
+    a[4] = 7.0
+    b = np.sort(rng.integers(0, 40, nblocks * rows)).reshape(nblocks, rows)
+    b[5] = 20
+    bounds = {}
+    for name, values in (("a", a), ("b", b)):
+        found = [bounds_of(block) for block in values]
+        bounds[name] = tuple(np.array([f[i] for f in found]) for i in range(3))
+    for _ in range(25):
+        e = compile_expression(_random_filter(rng))
+        d = decide_blocks(e, bounds)
+        for k in range(nblocks):
+            data = {"a": a[k], "b": b[k]}
+            want = python_vm(e.tree, data)
+            assert d.maybe[k] or not want.any(), (e.text, k)
+            got = np.broadcast_to(python_vm(remaining(e.tree, d.parts[k]), data), want.shape)
+            np.testing.assert_array_equal(got, want, err_msg=f"{e.text} block {k}")
