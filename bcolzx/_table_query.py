@@ -207,8 +207,8 @@ class Queries(TableHost):
             return result
         # Each output column filled in one pass from the blocks' rows (string
         # columns as StringDType, not object fields), then the table made of
-        # them as they are: in memory, nothing of it is compressed before it
-        # is used (as a new carray's rows).
+        # them as a new table makes its columns, but not flushed: its last,
+        # partial chunks stay leftovers, not compressed before they are used.
         columns = {n: np.empty(total, np.int64) if n == NROW else
                    np.empty((total, *self._cols[n].shape[1:]), self._cols[n].dtype)
                    for n in names}
@@ -218,8 +218,8 @@ class Queries(TableHost):
         made = []
         for name in names:  # as a new table makes its columns in memory
             rows = columns[name]
-            col = carray(np.empty((0, *rows.shape[1:]), rows.dtype), expectedlen=total,
-                         allow_pickle=self._allow_pickle)
+            col = carray(np.empty((0, *rows.shape[1:]), rows.dtype), mode="w",
+                         expectedlen=total, allow_pickle=self._allow_pickle)
             col._append_first(rows)
             made.append(col)
         return ctable(made, names=names, allow_pickle=self._allow_pickle, _flush=False)

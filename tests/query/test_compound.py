@@ -313,7 +313,8 @@ def test_fetchwheres_table_is_the_table_of_its_rows():
         assert got.cbytes == want.cbytes and got.nbytes == want.nbytes
         for name in got.names:
             a, b = got.cols[name], want.cols[name]
-            assert (a.dtype, a.shape, a.chunklen) == (b.dtype, b.shape, b.chunklen), name
+            assert (a.dtype, a.shape, a.chunklen, a.mode, a.nchunks, a.cparams, a.dflt) == \
+                (b.dtype, b.shape, b.chunklen, b.mode, b.nchunks, b.cparams, b.dflt), name
             assert a[:].tolist() == b[:].tolist(), name
         got.append(got[:1] if len(got) else want[:0])   # a table like any other
         got.flush()
