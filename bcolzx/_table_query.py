@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bcolzx._format.strings import field_dtype
+from bcolzx._columns import NROW
 from bcolzx._query import planner
 from bcolzx._query.evaluate import evaluate, resolve_flavor
 from bcolzx._query.scope import caller_scope
@@ -199,17 +199,52 @@ class Queries(TableHost):
         flavor = resolve_flavor(out_flavor)
         names = self._outcols(outcols)
         scope = caller_scope(user_dict) if _scope is None else _scope
-        parts = list(self._query(expression, names, limit, skip, scope, vm))
-        result = np.concatenate(parts) if parts else np.empty(0, self._dtype_of(names))
+        selected = list(planner.select(expression, self._cols, scope, vm, limit, skip))
+        total = sum(len(pos) for pos, _ in selected)
         if flavor == "numpy":
+            result = np.empty(total, self._dtype_of(names))
+            self._gather(selected, {n: result[n] for n in names})
             return result
-        # String columns come back as StringDType columns, not object fields.
-        columns = [result[n].astype(self._cols[n].dtype) if n in self._cols and
-                   field_dtype(self._cols[n].dtype) != self._cols[n].dtype else result[n]
-                   for n in names]
+        # Each output column filled in one pass from the blocks' rows (string
+        # columns as StringDType, not object fields), then the table made of
+        # them as a new table makes its columns, but not flushed: its last,
+        # partial chunks stay leftovers, not compressed before they are used.
+        columns = {n: np.empty(total, np.int64) if n == NROW else
+                   np.empty((total, *self._cols[n].shape[1:]), self._cols[n].dtype)
+                   for n in names}
+        self._gather(selected, columns)
         from bcolzx.ctable import ctable  # the class is built on this module
 
-        return ctable(columns, names=names, allow_pickle=self._allow_pickle)
+        made = []
+        for name in names:  # as a new table makes its columns in memory
+            rows = columns[name]
+            col = carray(np.empty((0, *rows.shape[1:]), rows.dtype), mode="w",
+                         expectedlen=total, allow_pickle=self._allow_pickle)
+            col._append_first(rows)
+            made.append(col)
+        return ctable(made, names=names, allow_pickle=self._allow_pickle, _flush=False)
+
+    def _gather(self, selected: list, outs: dict[str, np.ndarray]) -> None:
+        """Fill `outs` (an array of every selected row by column name) with the
+        rows `selected` by :func:`~bcolzx._query.planner.select`, block after
+        block, from the columns the condition read where it did."""
+        done = 0
+        for pos, block in selected:
+            first, have = block if block is not None else (0, {})
+            start, stop = int(pos[0]), int(pos[-1]) + 1
+            dense = stop - start == len(pos)
+            for name, out in outs.items():
+                dest = out[done:done + len(pos)]
+                if name == NROW:
+                    dest[...] = pos
+                elif name in have:
+                    rows = have[name]
+                    dest[...] = rows[start - first:stop - first] if dense else rows[pos - first]
+                elif dense:
+                    dest[...] = self._cols[name][start:stop]
+                else:
+                    dest[...] = self._cols[name][start:stop][pos - start]
+            done += len(pos)
 
     def eval(self, expression: str, **kwargs):
         """Evaluate `expression` over the columns (see :func:`bcolzx.eval`).

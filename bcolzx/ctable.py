@@ -115,6 +115,8 @@ class ctable(Opening, Queries, Analytics, TableExchange):  # noqa: N801 - legacy
                         kwargs.pop("filesystem", None)) if rootdir is not None else None
         fetched = kwargs.pop("_fetched", None)
         publish = kwargs.pop("_publish", True)
+        # A query's result in memory (fetchwhere): its columns are kept as given.
+        flush = kwargs.pop("_flush", True)
         self._unpublished = False
         self._remote = where if isinstance(where, Objects) else None
         rootdir = where.url if isinstance(where, Objects) else where
@@ -179,7 +181,8 @@ class ctable(Opening, Queries, Analytics, TableExchange):  # noqa: N801 - legacy
                                       if not (reuse and isinstance(col, carray))], kwargs)
             for name, col in zip(names, data):
                 self._cols.insert(name, len(self._cols), made.get(name, col))
-            self.flush()
+            if flush or self._rootdir is not None:
+                self.flush()
             if publish or self._remote is None:
                 self._write_rootdirs()
             else:  # on object storage, by the caller's flush once it is filled (fromiter)

@@ -18,14 +18,19 @@ Cases (memory and disk for bcolzx and legacy bcolz):
   the middle of the table (< 1% of the chunks can match);
 - ``todataframe()`` (when pandas is installed);
 - compound selective queries of several shapes (bcolzx only, memory and
-  disk): each next to its most selective single term, the range
-  ``(f0 > a) & (f0 < a + 20000)`` (or one ``f0 == v``), with the ratio
-  compound / term (target: at most 1.5): the range with an equality on the
+  disk), the rows as a NumPy array (the query, not the building of a result
+  table): the range ``(f0 > a) & (f0 < a + 20000)`` with an equality on the
   unsorted ``f2``, the same written as a chained comparison, with its
   comparisons turned round, with ``~``, with the bounds in user variables,
-  ``|`` of two ranges, and an isin-like ``|`` of equalities (the rows as a
-  NumPy array: the query, not the building of a result table; ``|`` of two
-  ranges reads and returns twice its term's rows);
+  and an isin-like ``|`` of equalities ``& (f2 < 500)``: each next to its
+  most selective single term, the range (or one ``f0 == v``), with the
+  ratio compound / term (target: at most 1.5); and ``|`` of two ranges,
+  next to the *sum* of its two terms' single queries (target: at most
+  1.1).  A disjunction's answer holds the rows of both its terms and must
+  read the chunks of both: no plan can do less than running each term on
+  its own chunks, so the honest baseline is the cost of its terms together,
+  not of one of them (against one term alone it would look 2x slow however
+  well it is planned); the table also shows it against its first term;
 - ``--onerow`` appends (default 20,000) of one row each to a persistent table
   with the default ``auto_flush`` (legacy bcolz's tutorial does exactly this),
   timed per row; bcolzx saves them in the append journal (safe when the process
@@ -53,21 +58,29 @@ BROAD = "(f2 < 100) & (f1 > 0.5)"
 
 
 def shapes(n):
-    """``{label: (compound, its most selective single term)}`` on `n` rows."""
+    """``{label: (compound, [terms])}`` on `n` rows: a conjunction's one term
+    is its most selective; a disjunction's terms are all of its parts, whose
+    single queries' times add up to its baseline."""
     a, b = n // 2, n // 2 + 20000
     c, d = n // 4, n // 4 + 20000
     term = f"(f0 > {a}) & (f0 < {b})"
     eq = f"f0 == {a + 3}"
     return {
-        "range & equality": (f"{term} & (f2 == 7)", term),
-        "chained range & equality": (f"({a} < f0 < {b}) & (f2 == 7)", term),
-        "turned round & equality": (f"({b} > f0) & (f2 == 7) & ({a} < f0)", term),
-        "~ of a disjunction": (f"~((f0 <= {a}) | (f0 >= {b}) | (f2 != 7))", term),
-        "user variables": ("(f0 > lo) & (f0 < hi) & (f2 == k)", term),
-        "| of two ranges": (f"{term} | ((f0 > {c}) & (f0 < {d}))", term),
+        "range & equality": (f"{term} & (f2 == 7)", [term]),
+        "chained range & equality": (f"({a} < f0 < {b}) & (f2 == 7)", [term]),
+        "turned round & equality": (f"({b} > f0) & (f2 == 7) & ({a} < f0)", [term]),
+        "~ of a disjunction": (f"~((f0 <= {a}) | (f0 >= {b}) | (f2 != 7))", [term]),
+        "user variables": ("(f0 > lo) & (f0 < hi) & (f2 == k)", [term]),
+        "| of two ranges": (f"{term} | ((f0 > {c}) & (f0 < {d}))",
+                            [term, f"(f0 > {c}) & (f0 < {d})"]),
         "isin-like & comparison": (f"((f0 == {a + 3}) | (f0 == {a + 500}) | (f0 == {a + 9000}))"
-                                   " & (f2 < 500)", eq),
+                                   " & (f2 < 500)", [eq]),
     }
+
+
+#: A compound query's target: at most this many times its baseline (its one
+#: term; for a disjunction, the sum of its terms).
+TARGET = {1: 1.5, 2: 1.1}
 
 
 def user_variables(n):
@@ -165,9 +178,10 @@ def main(argv=None):
     compound = shapes(n)
     for where in ("memory", "disk"):
         ct = tables["bcolzx", where]
-        for label, (expr, term) in compound.items():
+        for label, (expr, terms) in compound.items():
             for case, text in ((f"compound {label} ({where})", expr),
-                               (f"term of {label} ({where})", term)):
+                               *((f"term {i} of {label} ({where})", term)
+                                 for i, term in enumerate(terms))):
                 record(case, "bcolzx", best_of(lambda: ct.fetchwhere(
                     text, out_flavor="numpy", user_dict=user_variables(n)), args.repeat))
     if args.onerow:
@@ -186,7 +200,8 @@ def main(argv=None):
                    best_of(one_at_a_time, max(1, args.repeat // 2), setup=clear))
             assert len(mod.open(path, mode="r")) == args.onerow
     # sanity: same answers
-    for expr in (QUERY, BROAD, selective, *(e for pair in compound.values() for e in pair)):
+    for expr in (QUERY, BROAD, selective, *(e for compound_query, terms in compound.values()
+                                            for e in (compound_query, *terms))):
         got = tables["bcolzx", "disk"].fetchwhere(expr, out_flavor="numpy",
                                                   user_dict=user_variables(n))
         mask = bcolzx.eval(expr, user_dict={**dict(zip(names, cols)), **user_variables(n)},
@@ -201,18 +216,26 @@ def main(argv=None):
                                                                args.repeat))
             record(f"whereblocks broad ({where})", "pandas",
                    best_of(lambda: df.query(BROAD), args.repeat))
-    report(res, list(compound))
+    report(res, {label: len(terms) for label, (_, terms) in compound.items()})
     if args.dir is None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def report(res, compound=()):
+def baseline(res, label, nterms, where):
+    """A compound query's baseline in seconds: the sum of its terms' times
+    (one term: that term's), and its first term's."""
+    times = [res[f"term {i} of {label} ({where})"]["bcolzx"] for i in range(nterms)]
+    return sum(times), times[0]
+
+
+def report(res, compound=None):
+    compound = compound or {}
     anchors = [s for s in ("bcolz", "pandas") if any(s in v for v in res.values())]
     print()
     print(f"{'case':<36}{'bcolzx ms':>12}" + "".join(f"{a + ' ms':>12}{'ratio':>8}"
                                                       for a in anchors))
     for case, row in res.items():
-        if "bcolzx" not in row or case.startswith(("compound ", "term of ")):
+        if "bcolzx" not in row or case.startswith(("compound ", "term ")):
             continue
         line = f"{case:<36}{row['bcolzx'] * 1e3:>12.1f}"
         for a in anchors:
@@ -223,16 +246,20 @@ def report(res, compound=()):
         print(line)
     if compound:
         print()
-        print(f"{'compound selective query (bcolzx)':<44}{'ms':>8}{'term ms':>10}"
-              f"{'compound/term':>15}")
+        print("baseline: a conjunction's most selective term; a disjunction's terms "
+              "together (the sum of their single queries)")
+        print(f"{'compound selective query (bcolzx)':<44}{'ms':>8}{'baseline ms':>13}"
+              f"{'/baseline':>11}{'/first term':>13}")
         for where in ("memory", "disk"):
-            for label in compound:
-                row, term = res[f"compound {label} ({where})"], res[f"term of {label} ({where})"]
-                print(f"{label + ' (' + where + ')':<44}{row['bcolzx'] * 1e3:>8.2f}"
-                      f"{term['bcolzx'] * 1e3:>10.2f}{row['bcolzx'] / term['bcolzx']:>14.2f}x")
+            for label, nterms in compound.items():
+                spent = res[f"compound {label} ({where})"]["bcolzx"]
+                base, first = baseline(res, label, nterms, where)
+                what = "" if nterms == 1 else f" ({nterms} terms)"
+                print(f"{label + ' (' + where + ')' + what:<44}{spent * 1e3:>8.2f}"
+                      f"{base * 1e3:>13.2f}{spent / base:>10.2f}x{spent / first:>12.2f}x")
     print()
     print("Targets (ratio = anchor time / bcolzx time; a compound query's anchor is its "
-          "term: >= 0.67x is within 1.5x):")
+          "baseline: >= 0.67x is within 1.5x, >= 0.91x within 1.1x):")
 
     def ratio(case, anchor):
         row = res.get(case, {})
@@ -258,10 +285,12 @@ def report(res, compound=()):
              ratio(f"todataframe ({where})", "bcolz"), 1.5),
         ]
     for where in ("memory", "disk"):
-        for label in compound:
-            row, term = res[f"compound {label} ({where})"], res[f"term of {label} ({where})"]
-            checks.append((f"{label} ({where}) within 1.5x its term",
-                           term["bcolzx"] / row["bcolzx"], 1 / 1.5))
+        for label, nterms in compound.items():
+            spent = res[f"compound {label} ({where})"]["bcolzx"]
+            base, _ = baseline(res, label, nterms, where)
+            goal = TARGET[min(nterms, 2)]
+            what = "its term" if nterms == 1 else "its terms' sum"
+            checks.append((f"{label} ({where}) within {goal}x {what}", base / spent, 1 / goal))
     onerow = [c for c in res if c.startswith("append 1 row")]
     checks += [(f"{c} >= legacy", ratio(c, "bcolz"), 1.0) for c in onerow]
     met = known = 0

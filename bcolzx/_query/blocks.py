@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 import operator
-from collections import deque
+import threading
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from typing import Any, NamedTuple
@@ -29,8 +30,19 @@ import numpy as np
 
 from bcolzx import _threads
 from bcolzx._query.expr import Expression, compile_expression
+from bcolzx._query.kinds import kind_of
 from bcolzx._query.pyvm import python_vm
-from bcolzx._query.tree import Node, conjuncts, is_filter, names_of
+from bcolzx._query.tree import (
+    Binary,
+    Compare,
+    Const,
+    Logical,
+    Name,
+    Node,
+    conjuncts,
+    is_filter,
+    names_of,
+)
 from bcolzx.errors import UndefinedNameError
 
 __all__ = ["BLOCK_BYTES", "Operands", "evaluate", "evaluate_blocks", "operands"]
@@ -43,6 +55,9 @@ _IN_FLIGHT = 2
 #: A conjunction whose first parts hold on at most one row in this many of a
 #: block evaluates its other parts on those rows only.
 _SPARSE = 16
+#: Values of an isin-like part from which a sorted block is searched instead
+#: of compared value by value (the check that it is sorted costs two passes).
+_SORTED_SEARCH = 3
 #: Blocks evaluated on the calling thread, however many threads: a few
 #: blocks take ~0.1 ms each, about what waking a worker costs on a busy machine.
 _INLINE_BLOCKS = 3
@@ -153,6 +168,7 @@ def evaluate_blocks(
     nthreads: int | None = None,
     skip_block: Callable[[int, int], bool] | None = None,
     with_columns: bool = False,
+    tree_for: Callable[[int, int], Node | None] | None = None,
 ) -> Iterator[tuple]:
     """Evaluate `expr` on rows ``[start, stop)`` of `columns`, one block at a time.
 
@@ -184,6 +200,13 @@ def evaluate_blocks(
         Also yield the block's rows of the columns the expression read, as
         a dict by name (a third item), so that a caller needing them again
         (a query's output columns) does not read them twice.
+    tree_for : callable, optional
+        ``tree_for(block_start, block_stop)``: for a filter (comparisons
+        joined by logic), what is left of it to evaluate on that block, a
+        tree that holds on the same rows of the block (``Const(True)``: on
+        all of them), or None for the whole filter; what the planner's zone
+        maps decide of its parts (:func:`bcolzx._query.zonemap.remaining`).
+        Only the columns it names are read.
 
     Yields
     ------
@@ -227,9 +250,10 @@ def evaluate_blocks(
     if skip_block is not None:
         ranges = [(a, b) for a, b in ranges if not skip_block(a, b)]
     read = _Reader(expr, dict(zip(names, used)), values, vm, with_columns)
-    if nthreads == 1 or len(ranges) <= _INLINE_BLOCKS:
-        return (read.evaluate(a, b) for a, b in ranges)
-    return _pooled(read, ranges, nthreads)
+    blocks = [(a, b, None if tree_for is None else tree_for(a, b)) for a, b in ranges]
+    if nthreads == 1 or len(blocks) <= _INLINE_BLOCKS:
+        return (read.evaluate(a, b, tree) for a, b, tree in blocks)
+    return _pooled(read, blocks, nthreads)
 
 
 def _once(expr: Expression, values: dict[str, np.ndarray], start: int, vm: str
@@ -238,7 +262,8 @@ def _once(expr: Expression, values: dict[str, np.ndarray], start: int, vm: str
 
 
 class _Reader:
-    """Read one block of the named columns and evaluate the expression on it."""
+    """Read one block of the named columns and evaluate the expression on it
+    (or, where zone maps decided some of a filter, what is left of it)."""
 
     def __init__(self, expr: Expression, columns: dict[str, Any],
                  scalars: dict[str, np.ndarray], vm: str, with_columns: bool = False):
@@ -249,19 +274,37 @@ class _Reader:
         self.scalars = scalars
         self.vm = vm
         self.with_columns = with_columns
+        self.one_per_row = all(len(c.shape) == 1 for c in columns.values())
         # A filter joined by & at its top, on columns of one value a row: its
         # parts one after another, each with the names it reads.
-        parts = conjuncts(expr.tree) if is_filter(expr.tree) and all(
-            len(c.shape) == 1 for c in columns.values()) else []
-        self.parts = [(p, names_of(p)) for p in parts] if len(parts) > 1 else None
+        filtering = is_filter(expr.tree)
+        #: A filter as one part (evaluated so, as numexpr's VM would too).
+        self.whole = self._plan(expr.tree)[2] if filtering else None
+        self.parts = self._plan(expr.tree)[0] if filtering else None
 
-    def read(self, start: int, stop: int) -> dict[str, np.ndarray]:
-        namespace = {name: np.asarray(col[start:stop]) for name, col in self.columns.items()}
+    def _plan(self, tree: Node) -> tuple[list[_Part] | None, set[str], _Part]:
+        """A filter's conjunction parts (None: not a conjunction of several, or
+        not on columns of one value a row), names, and itself as one part."""
+        plan = _PLANS.get(tree)
+        parts = plan.parts if self.one_per_row else None
+        return parts, plan.whole.names, plan.whole
+
+    def read(self, start: int, stop: int, names: Any = None) -> dict[str, np.ndarray]:
+        namespace = {name: np.asarray(col[start:stop]) for name, col in self.columns.items()
+                     if names is None or name in names}
         namespace.update(self.scalars)
         return namespace
 
-    def compute(self, namespace: dict[str, np.ndarray]) -> np.ndarray:
+    def compute(self, namespace: dict[str, np.ndarray], tree: Node | None = None
+                ) -> np.ndarray:
+        if tree is not None:
+            parts, _, whole = self._plan(tree)
+            if parts is None:
+                return whole.evaluate(namespace)
+            return _conjunction(parts, _Block(self, 0, 0, namespace))
         if self.parts is None:
+            if self.whole is not None:
+                return self.whole.evaluate(namespace)
             return self.expr.evaluate(namespace, self.vm)
         return _conjunction(self.parts, _Block(self, 0, 0, namespace))
 
@@ -272,12 +315,15 @@ class _Reader:
         return start, value, {name: namespace[name] for name in self.columns
                               if name in namespace}
 
-    def evaluate(self, start: int, stop: int) -> tuple:
-        if self.parts is not None:  # on the calling thread: columns read as needed
+    def evaluate(self, start: int, stop: int, tree: Node | None = None) -> tuple:
+        if isinstance(tree, Const):  # zone maps decided every row
+            return self.result(start, {}, np.full(stop - start, bool(tree.value)))
+        parts, names = (self.parts, None) if tree is None else self._plan(tree)[:2]
+        if parts is not None:  # on the calling thread: columns read as needed
             block = _Block(self, start, stop)
-            return self.result(start, block.whole, _conjunction(self.parts, block))
-        namespace = self.read(start, stop)
-        return self.result(start, namespace, self.compute(namespace))
+            return self.result(start, block.whole, _conjunction(parts, block))
+        namespace = self.read(start, stop, names)
+        return self.result(start, namespace, self.compute(namespace, tree))
 
 
 class _Block:
@@ -320,42 +366,176 @@ class _Block:
         return out
 
 
-def _conjunction(parts: list[tuple[Node, set[str]]], block: _Block) -> np.ndarray:
+class _Plan(NamedTuple):
+    """How a filter is evaluated: its conjunction's parts (None: not a
+    conjunction of several) and itself as one part."""
+
+    parts: list[_Part] | None
+    whole: _Part
+
+
+class _Plans:
+    """The last :data:`_PLANS_KEPT` plans, by the tree's identity (each tree kept
+    alive while its plan is: a compiled expression's, or what zone maps
+    leave of it on some blocks, both remembered elsewhere too)."""
+
+    def __init__(self) -> None:
+        self._plans: OrderedDict[int, tuple[Node, _Plan]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, tree: Node) -> _Plan:
+        with self._lock:
+            found = self._plans.get(id(tree))
+            if found is not None:
+                self._plans.move_to_end(id(tree))
+                return found[1]
+        parts = conjuncts(tree)
+        plan = _Plan([_Part.of(p) for p in parts] if len(parts) > 1 else None, _Part.of(tree))
+        with self._lock:
+            self._plans[id(tree)] = (tree, plan)
+            while len(self._plans) > _PLANS_KEPT:
+                self._plans.popitem(last=False)
+        return plan
+
+
+#: Filter plans remembered (a repeated query plans nothing again).
+_PLANS_KEPT = 256
+_PLANS = _Plans()
+
+
+class _Part(NamedTuple):
+    """A part of a filter, the names it reads, and, for a disjunction of
+    equalities of one column with integer constants (``(a == 1) | (a == 5)``),
+    that column and those constants (None otherwise): an isin-like part,
+    evaluated by :func:`_in_set` on an integer column."""
+
+    node: Node
+    names: set[str]
+    members: tuple[str, tuple[int, ...]] | None
+
+    @classmethod
+    def of(cls, node: Node) -> _Part:
+        return cls(node, names_of(node), _members(node))
+
+    def evaluate(self, namespace: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The part's booleans on `namespace`, as the python VM gives them."""
+        if self.members is not None:
+            name, values = self.members
+            found = _in_set(np.asarray(namespace[name]), values)
+            if found is not None:
+                return found
+        return python_vm(self.node, namespace)
+
+
+def _members(node: Node) -> tuple[str, tuple[int, ...]] | None:
+    """``(column, constants)`` of a disjunction of at least two equalities of
+    one column with integer constants (in the int64 range), else None."""
+    found: list[Node] = []
+
+    def ors(n: Node) -> None:
+        if isinstance(n, Logical) and n.op == "or":
+            for o in n.operands:
+                ors(o)
+        elif isinstance(n, Binary) and n.op == "or":
+            ors(n.left)
+            ors(n.right)
+        else:
+            found.append(n)
+    ors(node)
+    name, values = None, []
+    for n in found:
+        if not isinstance(n, Compare) or n.op != "eq":
+            return None
+        side, const = (n.left, n.right) if isinstance(n.left, Name) else (n.right, n.left)
+        if not isinstance(side, Name) or not isinstance(const, Const) or \
+                name not in (None, side.id):
+            return None
+        value = const.value
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+                or not -2 ** 63 <= int(value) < 2 ** 63:
+            return None
+        name = side.id
+        values.append(int(value))
+    return (name, tuple(values)) if name is not None and len(values) > 1 else None
+
+
+def _in_set(column: np.ndarray, values: tuple[int, ...]) -> np.ndarray | None:
+    """Which items of `column` equal one of `values`: one pass per value into
+    one buffer, or, for a sorted block and :data:`_SORTED_SEARCH` values or
+    more, a binary search of each; None when the python VM must compare (not
+    a 1-D column of integers it computes in exactly: int8..int64,
+    uint8..uint32).  Integers compare exactly there, so the result is the
+    python VM's ``|`` of ``==``."""
+    if column.ndim != 1 or column.dtype.kind not in "iu" or kind_of(column.dtype) is None:
+        return None
+    info = np.iinfo(column.dtype)
+    kept = [column.dtype.type(v) for v in values if info.min <= v <= info.max]
+    out = np.zeros(len(column), dtype=bool)
+    if len(kept) >= _SORTED_SEARCH and _ascending(column):
+        # a sorted block (what zone maps prune best): each value's run found
+        # by binary search, one pass (the check) instead of one per value
+        found = np.array(kept, dtype=column.dtype)
+        starts = np.searchsorted(column, found, "left").tolist()
+        for start, stop in zip(starts, np.searchsorted(column, found, "right").tolist()):
+            out[start:stop] = True
+    elif kept:
+        np.equal(column, kept[0], out=out)
+        each = np.empty(len(column), dtype=bool)
+        for value in kept[1:]:
+            np.equal(column, value, out=each)
+            np.logical_or(out, each, out=out)
+    return out
+
+
+def _ascending(column: np.ndarray) -> bool:
+    """Whether the 1-D `column` is sorted (ascending): a sample first, so an
+    unsorted column costs next to nothing."""
+    step = max(1, len(column) // 256)
+    sample = column[::step]
+    return bool((sample[1:] >= sample[:-1]).all()) and bool((column[1:] >= column[:-1]).all())
+
+
+def _conjunction(parts: list[_Part], block: _Block) -> np.ndarray:
     """A filter's conjunction of `parts` (each with its names) on `block`, by
     the python VM (numexpr's VM evaluates filters so too): once the parts so
     far hold on few rows (one in :data:`_SPARSE`), the others are evaluated
     on those rows only, reading no more of their columns than the rows from
     the first to the last.  Every part is evaluated (on no rows, if none is
     left), so an error is raised as evaluating the whole would."""
-    mask = python_vm(parts[0][0], block.all(parts[0][1]))
-    for k, (part, names) in enumerate(parts[1:], 1):
+    mask = parts[0].evaluate(block.all(parts[0].names))
+    for k, part in enumerate(parts[1:], 1):
         if mask.ndim != 1 or np.count_nonzero(mask) * _SPARSE > len(mask):
-            mask = mask & python_vm(part, block.all(names))
+            mask = mask & part.evaluate(block.all(part.names))
             continue
         hits = np.flatnonzero(mask)
         rest = parts[k:]
-        few = block.rows(set().union(*(n for _, n in rest)), hits)
+        few = block.rows(set().union(*(p.names for p in rest)), hits)
         kept = np.ones(len(hits), dtype=bool)
-        for other, _ in rest:
-            kept &= python_vm(other, few)
+        for other in rest:
+            kept &= other.evaluate(few)
         mask = np.zeros(len(mask), dtype=bool)
         mask[hits[kept]] = True
         return mask
     return mask
 
 
-def _pooled(read: _Reader, ranges: list[tuple[int, int]], nthreads: int
+def _pooled(read: _Reader, blocks: list[tuple[int, int, Node | None]], nthreads: int
             ) -> Iterator[tuple[int, np.ndarray]]:
     """Blocks read here, evaluated on the shared pool, yielded in order."""
     if _threads.in_worker():  # decided where the blocks are consumed
-        yield from (read.evaluate(a, b) for a, b in ranges)
+        yield from (read.evaluate(a, b, tree) for a, b, tree in blocks)
         return
     pool = _threads.pool(nthreads)
     pending: deque[tuple[int, dict, Future]] = deque()
     try:
-        for a, b in ranges:
-            namespace = read.read(a, b)
-            pending.append((a, namespace, pool.submit(read.compute, namespace)))
+        for a, b, tree in blocks:
+            if isinstance(tree, Const):  # nothing to read or evaluate
+                done: Future = Future()
+                done.set_result(np.full(b - a, bool(tree.value)))
+                pending.append((a, {}, done))
+            else:
+                namespace = read.read(a, b, None if tree is None else read._plan(tree)[1])
+                pending.append((a, namespace, pool.submit(read.compute, namespace, tree)))
             if len(pending) >= _IN_FLIGHT * nthreads:
                 first, namespace, future = pending.popleft()
                 yield read.result(first, namespace, future.result())

@@ -22,6 +22,7 @@ asked for.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections import OrderedDict
@@ -30,11 +31,20 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from bcolzx._format.zonemap import bounds_of
 from bcolzx._query import blocks
 from bcolzx._query.evaluate import engine_for, resolve_vm
 from bcolzx._query.expr import Expression, check_operands, compile_expression
 from bcolzx._query.scope import resolve_names, split_operands
-from bcolzx._query.zonemap import may_match, may_match_blocks
+from bcolzx._query.tree import Node, is_filter
+from bcolzx._query.zonemap import (
+    MAYBE,
+    Decisions,
+    decide_blocks,
+    may_match,
+    may_match_blocks,
+    remaining,
+)
 from bcolzx.errors import RowConditionError
 
 __all__ = ["matches", "operands", "select", "zone_skipper"]
@@ -167,7 +177,9 @@ def matches(expression: Any, table: Table, scope: Mapping[str, Any],
     narrow = isinstance(skip, _Skipper) and skip.prunes
     results = engine.evaluate_blocks(expr, columns, scalars, vm=vm, skip_block=skip,
                                      **({"with_columns": True,
-                                         "blen": _block_length(columns) if narrow else None}
+                                         "blen": _block_length(columns) if narrow else None,
+                                         "tree_for": skip.tree_for
+                                         if isinstance(skip, _Skipper) else None}
                                         if local else {}))
     for lo, mask, *read in results:
         if mask.dtype != np.bool_:
@@ -291,11 +303,17 @@ def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[
     stats = {n: np.repeat(st, chunklens[n] // cl) if chunklens[n] != cl else st
              for n, st in stats.items()}
     if not any(st.dtype["min"] == np.dtype(object) for st in stats.values()):
-        # numbers: every cell analysed at once, as far as any column has bounds
-        # (a column's cells past its full chunks may hold anything)
-        ncells = max(len(st) for st in stats.values())
-        return _Skipper(_ANALYSED.get(expr, {n: _padded(st, ncells)
-                                             for n, st in stats.items()}, scalars), cl)
+        # numbers: every cell analysed at once, the rows past a column's full
+        # chunks by their own bounds (read now), and what the bounds decide of
+        # each part of a filter kept for the blocks evaluated
+        length = _rows_of(columns)
+        ncells = max(len(st) for st in stats.values()) if length is None else -(-length // cl)
+        found = _ANALYSED.get(expr, {n: _padded(st, ncells) for n, st in stats.items()},
+                              scalars)
+        if length is not None:
+            found = _tails(expr, columns, stats, found, cl, length, scalars)
+        return _Skipper(found.maybe, cl, expr if found.parts is not None else None,
+                        found.parts)
     nchunks = min(len(st) for st in stats.values())
     maybe = np.ones(nchunks, dtype=bool)
 
@@ -321,6 +339,62 @@ def zone_skipper(expr: Expression, columns: Mapping[str, Any], scalars: Mapping[
     return _Skipper(maybe, cl)
 
 
+def _rows_of(columns: Mapping[str, Any]) -> int | None:
+    """The columns' length (None for columns without one)."""
+    try:
+        return len(next(iter(columns.values())))
+    except TypeError:
+        return None
+
+
+def _tails(expr: Expression, columns: Mapping[str, Any], stats: dict[str, np.ndarray],
+           found: Decisions, cl: int, length: int, scalars: Mapping[str, Any]) -> Decisions:
+    """`found` (cells past some column's full chunks analysed as holding
+    anything there) with those cells analysed again by the bounds of the
+    columns' rows past their full chunks (their leftovers), read one column
+    after another, the shortest first, until none of those cells may match;
+    not read for a condition that rules out none of the cells before them
+    (a broad query would read them for nothing)."""
+    first = min(len(st) for st in stats.values())
+    if not found.maybe[first:].any() or (first and found.maybe[:first].all()):
+        return found  # nothing to rule out, or a condition no chunk rules out
+    ncells = len(found.maybe)
+    bounds = {n: _padded(st[first:], ncells - first) for n, st in stats.items()}
+    part = found
+    for name in sorted((n for n, st in stats.items() if len(st) < ncells),
+                       key=lambda n: length - len(stats[n]) * cl):
+        st = stats[name]
+        tail = _tail_bounds(columns[name], len(st) * cl, length, stats[name].dtype["min"])
+        if tail is None:
+            continue
+        own = len(st) - first
+        bounds[name] = tuple(np.concatenate([b[:own], np.full(ncells - len(st), v, b.dtype)])
+                             for b, v in zip(bounds[name], tail))
+        part = _ANALYSED.get(expr, bounds, scalars)
+        if not part.maybe.any():
+            break
+    if part is found:
+        return found
+    maybe = np.concatenate([found.maybe[:first], part.maybe])
+    parts = None if found.parts is None else np.concatenate([found.parts[:first], part.parts])
+    return Decisions(maybe, parts)
+
+
+def _tail_bounds(column: Any, start: int, length: int, dtype: np.dtype) -> tuple | None:
+    """``(min, max, has_nan)`` of rows ``start .. length-1`` of `column` (its
+    rows past its full chunks: read now), or None when they are more than a
+    chunk."""
+    if length - start > getattr(column, "chunklen", 0):
+        return None
+    rows = np.asarray(column[start:length])
+    if rows.ndim != 1 or rows.dtype != dtype:
+        return None
+    lo, hi = rows.min(), rows.max()
+    if lo != lo or hi != hi:  # NaN or NaT somewhere (min and max propagate them)
+        return bounds_of(rows)
+    return lo, hi, False
+
+
 def _padded(stats: np.ndarray, ncells: int) -> tuple:
     """``(mins, maxs, has_nans)`` of `stats` (numbers), extended to `ncells`
     with bounds that hold any value of the dtype (NaN included)."""
@@ -328,7 +402,15 @@ def _padded(stats: np.ndarray, ncells: int) -> tuple:
     mins, maxs, nans = stats["min"], stats["max"], stats["nan"]
     if not extra:
         return mins, maxs, nans
-    dtype = mins.dtype
+    low, high = _anything(mins.dtype)
+    return (np.concatenate([mins, np.full(extra, low)]),
+            np.concatenate([maxs, np.full(extra, high)]),
+            np.concatenate([nans, np.ones(extra, dtype=bool)]))
+
+
+@functools.lru_cache(maxsize=64)
+def _anything(dtype: np.dtype) -> tuple:
+    """Bounds that hold any value of `dtype` (NumPy scalars of it)."""
     if dtype.kind == "b":
         low, high = np.array([False, True])
     elif dtype.kind in "iu":
@@ -337,9 +419,7 @@ def _padded(stats: np.ndarray, ncells: int) -> tuple:
         low, high = np.array([-np.inf, np.inf], dtype)
     else:  # datetime64, timedelta64: the int64 range but NaT (its minimum)
         low, high = np.array([np.iinfo(np.int64).min + 1, np.iinfo(np.int64).max]).view(dtype)
-    return (np.concatenate([mins, np.full(extra, low, dtype)]),
-            np.concatenate([maxs, np.full(extra, high, dtype)]),
-            np.concatenate([nans, np.ones(extra, dtype=bool)]))
+    return low, high
 
 
 class _Analysed:
@@ -352,8 +432,10 @@ class _Analysed:
         self._lock = threading.Lock()
 
     def get(self, expr: Expression, bounds: dict[str, tuple],
-            scalars: Mapping[str, Any]) -> np.ndarray:
-        """``may_match_blocks(expr, bounds, scalars)``, remembered (read-only)."""
+            scalars: Mapping[str, Any]) -> Decisions:
+        """:func:`~bcolzx._query.zonemap.decide_blocks` for a filter, else
+        :func:`~bcolzx._query.zonemap.may_match_blocks` (``parts`` None),
+        remembered (read-only)."""
         key = self._key(expr, bounds, scalars)
         if key is not None:
             with self._lock:
@@ -361,14 +443,18 @@ class _Analysed:
                 if found is not None:
                     self._results.move_to_end(key)
                     return found
-        maybe = may_match_blocks(expr, bounds, scalars)
-        maybe.flags.writeable = False
+        if is_filter(expr.tree):
+            found = decide_blocks(expr, bounds, scalars)
+            found.parts.flags.writeable = False
+        else:
+            found = Decisions(may_match_blocks(expr, bounds, scalars), None)
+        found.maybe.flags.writeable = False
         if key is not None:
             with self._lock:
-                self._results[key] = maybe
+                self._results[key] = found
                 while len(self._results) > _ANALYSES:
                     self._results.popitem(last=False)
-        return maybe
+        return found
 
     @staticmethod
     def _key(expr: Expression, bounds: dict[str, tuple],
@@ -392,16 +478,44 @@ class _Analysed:
 _ANALYSED = _Analysed()
 
 
+@functools.lru_cache(maxsize=_ANALYSES * 4)
+def _remaining(expr: Expression, decided: bytes) -> Node | None:
+    """:func:`~bcolzx._query.zonemap.remaining` of the filter `expr` where its
+    parts are `decided` (a row of :attr:`~bcolzx._query.zonemap.Decisions.parts`
+    as bytes), remembered by the expression's text; None when nothing is left out."""
+    left = remaining(expr.tree, np.frombuffer(decided, dtype=np.uint8))
+    return None if left is expr.tree else left
+
+
 class _Skipper:
     """The ``skip_block`` of cells of `cl` rows, of which only those `maybe`
-    holds can match (rows past the last cell may)."""
+    holds can match (rows past the last cell may); with the filter `expr` and
+    what zone maps decide of its parts in each cell (`parts`, see
+    :class:`~bcolzx._query.zonemap.Decisions`), also the ``tree_for`` of the
+    blocks: the filter left to evaluate on each."""
 
-    def __init__(self, maybe: np.ndarray, cl: int):
+    def __init__(self, maybe: np.ndarray, cl: int, expr: Expression | None = None,
+                 parts: np.ndarray | None = None):
         self.maybe, self.cl = maybe, cl
+        self.expr, self.parts = expr, parts
 
     def __call__(self, lo: int, hi: int) -> bool:
         first, last = lo // self.cl, (hi - 1) // self.cl
         return last < len(self.maybe) and not self.maybe[first:last + 1].any()
+
+    def tree_for(self, lo: int, hi: int) -> Node | None:
+        """What is left of the filter on rows ``lo .. hi-1`` (a block not
+        skipped) once zone maps decided what they can of it
+        (:func:`~bcolzx._query.zonemap.remaining`); None: the filter whole."""
+        first, last = lo // self.cl, (hi - 1) // self.cl
+        if self.parts is None or self.expr is None or last >= len(self.maybe):
+            return None
+        rows = self.parts[first:last + 1]
+        row = rows[0] if len(rows) == 1 else \
+            np.where((rows == rows[0]).all(axis=0), rows[0], MAYBE).astype(np.uint8)
+        if not row.any():
+            return None
+        return _remaining(self.expr, row.tobytes())
 
     @property
     def prunes(self) -> bool:

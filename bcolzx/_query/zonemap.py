@@ -48,10 +48,10 @@ from bcolzx._format.strings import BOUND_BYTES as _BOUND_BYTES
 from bcolzx._format.zonemap import KINDS as _ORDERED
 from bcolzx._query import kinds
 from bcolzx._query.expr import Expression
-from bcolzx._query.tree import Binary, Call, Compare, Const, Logical, Name, Node, Unary
+from bcolzx._query.tree import Binary, Call, Compare, Const, Logical, Name, Node, Unary, is_filter
 from bcolzx.errors import ExpressionError
 
-__all__ = ["may_match", "may_match_blocks"]
+__all__ = ["Decisions", "decide_blocks", "may_match", "may_match_blocks", "remaining"]
 
 # _ORDERED: the dtype kinds whose min/max mean something (those with a zone map).
 _ARITHMETIC = "iuf"
@@ -170,8 +170,10 @@ def may_match_blocks(expr: Expression, bounds: Mapping[str, tuple],
 
 
 def _may_be_true(expr: Expression, bounds: Mapping[str, tuple],
-                 scalars: Mapping[str, Any] | None) -> Any:
-    """Whether `expr` can be true: a boolean, or one per block."""
+                 scalars: Mapping[str, Any] | None,
+                 record: dict[int, _Truth] | None = None) -> Any:
+    """Whether `expr` can be true: a boolean, or one per block (`record`:
+    filled with ``id(node) -> _Truth`` of the filter's boolean nodes)."""
     leaves: dict[str, Any] = {}
     for name in expr.names:
         if name in bounds:
@@ -181,8 +183,152 @@ def _may_be_true(expr: Expression, bounds: Mapping[str, tuple],
         else:
             return True  # an unknown name: nothing to say
     with np.errstate(all="ignore"):
-        result = _Analyser(leaves).analyse(expr.tree)
+        result = _Analyser(leaves, record).analyse(expr.tree)
     return np.asarray(_truth(result).true, dtype=bool)
+
+
+#: A part of a filter (:func:`remaining`) that may be true or false in a block,
+#: that holds on every row of it, that holds on none.
+MAYBE, TRUE, FALSE = 0, 1, 2
+
+
+class Decisions(NamedTuple):
+    """What zone maps decide about a filter, block by block (:func:`decide_blocks`)."""
+
+    #: One boolean per block: whether the filter may hold on a row of it.
+    maybe: np.ndarray
+    #: One row per block, one column per boolean part of the filter (its
+    #: comparisons and logical operators, in :func:`filter_parts` order):
+    #: :data:`MAYBE`, :data:`TRUE` or :data:`FALSE` (uint8).
+    parts: np.ndarray
+
+
+def filter_parts(tree: Node) -> list[Node]:
+    """The boolean parts of a filter in prefix order: its comparisons, ``&``,
+    ``|``, ``^``, ``~`` and ``and``/``or``/``not`` (the columns of
+    :attr:`Decisions.parts`)."""
+    found: list[Node] = []
+
+    def visit(node: Node) -> None:
+        if isinstance(node, Compare):
+            found.append(node)
+        elif isinstance(node, Logical):
+            found.append(node)
+            for operand in node.operands:
+                visit(operand)
+        elif isinstance(node, Unary):
+            found.append(node)
+            visit(node.operand)
+        elif isinstance(node, Binary):
+            found.append(node)
+            visit(node.left)
+            visit(node.right)
+    visit(tree)
+    return found
+
+
+def decide_blocks(expr: Expression, bounds: Mapping[str, tuple],
+                  scalars: Mapping[str, Any] | None = None) -> Decisions:
+    """:func:`may_match_blocks`, and for each block which parts of the filter
+    `expr` (:func:`~bcolzx._query.tree.is_filter`) its bounds decide.
+
+    Parameters
+    ----------
+    expr, bounds, scalars
+        As :func:`may_match_blocks`; `expr` must be a filter.
+
+    Returns
+    -------
+    Decisions
+
+    Raises
+    ------
+    ValueError
+        As :func:`may_match_blocks`, or if `expr` is not a filter.
+    """
+    if not is_filter(expr.tree):
+        raise ValueError(f"{expr.text!r} is not a filter (comparisons joined by logic)")
+    lengths = {len(np.asarray(entry[0])) for entry in bounds.values()}
+    if len(lengths) != 1:
+        raise ValueError(f"the bounds must have one item per block for every column, "
+                         f"not {sorted(lengths)} items")
+    nblocks = lengths.pop()
+    record: dict[int, _Truth] = {}
+    maybe = np.broadcast_to(_may_be_true(expr, bounds, scalars, record), (nblocks,)).copy()
+    parts = filter_parts(expr.tree)
+    decided = np.zeros((nblocks, len(parts)), dtype=np.uint8)
+    for k, node in enumerate(parts):
+        truth = record.get(id(node), _MAYBE)
+        true = np.broadcast_to(np.asarray(truth.true, dtype=bool), (nblocks,))
+        false = np.broadcast_to(np.asarray(truth.false, dtype=bool), (nblocks,))
+        decided[:, k] = np.where(~false, TRUE, np.where(~true, FALSE, MAYBE))
+    return Decisions(maybe, decided)
+
+
+def remaining(tree: Node, decided: np.ndarray) -> Node:
+    """What is left of the filter `tree` to evaluate on a block where its parts
+    are `decided` (a row of :attr:`Decisions.parts`): each decided part a
+    constant, and ``&``, ``|``, ``^``, ``~`` of constants folded.  The result
+    holds on the same rows of that block as `tree`; it is ``Const(True)``
+    when every row matches and ``Const(False)`` when none does.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bcolzx._query.expr import compile_expression
+    >>> e = compile_expression("(a > 10) | (a < 0)")
+    >>> d = decide_blocks(e, {"a": (np.array([0, 20]), np.array([5, 30]))})
+    >>> [remaining(e.tree, row) for row in d.parts]
+    [Const(value=False), Const(value=True)]
+    """
+    position = iter(range(len(decided)))
+
+    def fold(node: Node) -> Node:
+        k = next(position)
+        if decided[k] != MAYBE:
+            _skip(node)
+            return Const(bool(decided[k] == TRUE))
+        if isinstance(node, Compare):
+            return node
+        if isinstance(node, Unary):
+            inner = fold(node.operand)
+            return Const(not inner.value) if isinstance(inner, Const) else \
+                Unary(node.op, inner)
+        if isinstance(node, Binary):
+            left, right = fold(node.left), fold(node.right)
+            return _joined(node.op, [left, right], lambda ops: Binary(node.op, *ops))
+        assert isinstance(node, Logical)
+        operands = [fold(o) for o in node.operands]
+        return _joined(node.op, operands, lambda ops: Logical(node.op, tuple(ops)))
+
+    def _skip(node: Node) -> None:
+        """Step over the parts below a decided `node`."""
+        for _ in filter_parts(node)[1:]:
+            next(position)
+
+    return fold(tree)
+
+
+def _joined(op: str, operands: list[Node], build: Any) -> Node:
+    """``&``, ``|`` or ``^`` of `operands`, the constants among them folded."""
+    consts = [o.value for o in operands if isinstance(o, Const)]
+    rest = [o for o in operands if not isinstance(o, Const)]
+    if op == "and":
+        if not all(consts):
+            return Const(False)
+    elif op == "or":
+        if any(consts):
+            return Const(True)
+    else:  # xor: an odd number of true constants turns the rest round
+        flip = sum(map(bool, consts)) % 2 == 1
+        if not rest:
+            return Const(flip)
+        if len(rest) == 1:
+            return Unary("invert", rest[0]) if flip else rest[0]
+        return Unary("invert", build(rest)) if flip else build(rest)
+    if not rest:
+        return Const(op == "and")
+    return rest[0] if len(rest) == 1 else build(rest)
 
 
 def _text_bounds(entry: Any) -> _Text | None:
@@ -245,10 +391,18 @@ def _truth(value: _Abstract) -> _Truth:
 class _Analyser:
     """Abstract evaluation of a tree on intervals."""
 
-    def __init__(self, leaves: Mapping[str, _Range | None]):
+    def __init__(self, leaves: Mapping[str, _Range | None],
+                 record: dict[int, _Truth] | None = None):
         self.leaves = leaves
+        self.record = record
 
     def analyse(self, node: Node) -> _Abstract:
+        result = self._analyse(node)
+        if self.record is not None and isinstance(node, (Compare, Logical, Unary, Binary)):
+            self.record[id(node)] = _truth(result)
+        return result
+
+    def _analyse(self, node: Node) -> _Abstract:
         if isinstance(node, Name):
             return self.leaves[node.id]
         if isinstance(node, Const):

@@ -119,28 +119,49 @@ def test_columns_of_different_chunk_lengths_share_a_grid():
     assert [lo for lo in range(0, 120, 10) if not skip(lo, lo + 10)] == [20, 30, 60, 70, 100, 110]
 
 
-def test_bounds_of_one_column_prune_past_the_full_chunks_of_another():
-    """Past the full chunks of b (its leftover has no bounds) the bounds of a
-    still rule blocks out: b's values there may be anything."""
-    a = bcolzx.carray(np.arange(115), chunklen=10)              # 11 full chunks
+def test_rows_past_the_full_chunks_are_pruned_by_their_own_bounds():
+    """Past the full chunks of a column (its leftover, outside the zone map)
+    the planner reads its rows' bounds, so a leftover that cannot match is
+    skipped too; the bounds of another column still rule blocks out."""
+    a = bcolzx.carray(np.arange(115), chunklen=10)              # 11 full chunks, 5 rows
     b = bcolzx.carray(np.arange(115) % 7, chunklen=20)          # 5, then 15 rows
     skip = planner.zone_skipper(compile_expression("(a >= 40) & (a < 50) & (b < 3)"),
                                 {"a": a, "b": b}, {})
-    assert [lo for lo in range(0, 120, 10) if not skip(lo, lo + 10)] == [40, 110]
-    # Where b decides, its rows past its bounds may match (anything).
+    assert [lo for lo in range(0, 120, 10) if not skip(lo, lo + 10)] == [40]
+    # b's leftover (rows 100..114, values 0..6) rules out the blocks a cannot.
     skip = planner.zone_skipper(compile_expression("(b > 1000) & (a >= 0)"),
                                 {"a": a, "b": b}, {})
-    assert [lo for lo in range(0, 120, 10) if not skip(lo, lo + 10)] == [100, 110]
+    assert [lo for lo in range(0, 120, 10) if not skip(lo, lo + 10)] == []
+    # A leftover that may match is kept.
+    skip = planner.zone_skipper(compile_expression("(b > 1000) | (a >= 112)"),
+                                {"a": a, "b": b}, {})
+    assert [lo for lo in range(0, 120, 10) if not skip(lo, lo + 10)] == [110]
     for dtype in ("f4", "u2", "?", "M8[s]", "m8[ms]"):
         values = np.arange(115).astype(dtype)
         c = bcolzx.carray(values, chunklen=20)
         skip = planner.zone_skipper(compile_expression("(a >= 40) & (a < 50) & (c == c)"),
                                     {"a": a, "c": c}, {})
-        assert [lo for lo in range(0, 120, 10) if not skip(lo, lo + 10)] == [40, 110], dtype
+        assert [lo for lo in range(0, 120, 10) if not skip(lo, lo + 10)] == [40], dtype
         table = {"a": a, "c": c}
         got = [p for _, pos, _ in planner.matches("(a >= 100) & (c == c)", table, {}, None)
                for p in pos.tolist()]
         assert got == list(range(100, 115)), dtype
+
+
+def test_a_leftover_with_nan_is_never_ruled_out_by_its_nan():
+    """A leftover's NaN (NaT) counts as in the zone map: ``!=`` and ``~`` may hold on it."""
+    x = np.arange(25, dtype="f8")
+    x[22] = np.nan
+    c = bcolzx.carray(x, chunklen=10)                             # leftover: 20..24 and NaN
+    for expr, rows in (("c != c", [22]), ("~(c < 1000)", [22]), ("c > 22", [23, 24]),
+                       ("(c > 100) | (c != c)", [22])):
+        got = [p for _, pos, _ in planner.matches(expr, {"c": c}, {}, None)
+               for p in pos.tolist()]
+        assert got == rows, expr
+    t = bcolzx.carray(np.array([0, 1, 2, "NaT"], dtype="M8[D]"), chunklen=3)
+    got = [p for _, pos, _ in planner.matches("t != t", {"t": t}, {}, None)
+           for p in pos.tolist()]
+    assert got == [3]
 
 
 def test_a_grid_finer_than_the_chunks_allow_is_not_used():
@@ -177,12 +198,12 @@ def test_compound_query_on_a_mixed_table_reads_only_the_selective_chunks(tmp_pat
 
 def test_a_repeated_analysis_is_remembered_and_follows_the_data(monkeypatch):
     calls = []
-    real = planner.may_match_blocks
+    real = planner.decide_blocks  # a filter's analysis (may_match_blocks: other conditions)
 
     def counted(*args):
         calls.append(args)
         return real(*args)
-    monkeypatch.setattr(planner, "may_match_blocks", counted)
+    monkeypatch.setattr(planner, "decide_blocks", counted)
     a = bcolzx.carray(np.arange(100), chunklen=10)
     e = compile_expression("(a > k) & (a < 95)")
 

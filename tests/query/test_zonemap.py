@@ -228,3 +228,102 @@ def test_many_blocks_agree_with_one_block_at_a_time(data, text):
     got = may_match_blocks(e, {"a": bounds_a, "b": bounds_b}, {"k": k})
     one_by_one = [may_match(e, {"a": x, "b": y}, {"k": k}) for x, y in zip(each_a, each_b)]
     assert got.tolist() == one_by_one, (text, a, b, cuts, k)
+
+
+def _decide(text, **bounds):
+    from bcolzx._query.zonemap import decide_blocks
+
+    e = compile_expression(text)
+    return e, decide_blocks(e, {k: tuple(np.asarray(x) for x in v) for k, v in bounds.items()})
+
+
+def test_decide_blocks_keeps_what_the_bounds_decide_of_each_part():
+    from bcolzx._query.zonemap import FALSE, MAYBE, TRUE, filter_parts
+
+    # blocks: a in [0, 9], [10, 19], [20, 29]
+    e, d = _decide("(a > 12) | (a < 3)", a=([0, 10, 20], [9, 19, 29]))
+    assert [type(p).__name__ for p in filter_parts(e.tree)] == ["Logical", "Compare", "Compare"] \
+        or [type(p).__name__ for p in filter_parts(e.tree)] == ["Binary", "Compare", "Compare"]
+    assert d.maybe.tolist() == [True, True, True]
+    assert d.parts.tolist() == [[MAYBE, FALSE, MAYBE], [MAYBE, MAYBE, FALSE], [TRUE, TRUE, FALSE]]
+    # NaN possible: < is never decided true there, != is (NaN != 7 holds)
+    e, d = _decide("(x < 5) & (x != 7)", x=([0.0, 10.0, 6.0], [1.0, 11.0, 8.0],
+                                             [True, False, False]))
+    assert d.parts[:, 1].tolist() == [MAYBE, FALSE, FALSE]
+    assert d.parts[:, 2].tolist() == [TRUE, TRUE, MAYBE]
+    with pytest.raises(ValueError, match="not a filter"):
+        _decide("a + 1", a=([0], [1]))
+
+
+@pytest.mark.parametrize("text, bounds, left", [
+    ("(a > 12) | (a < 3)", ([10], [19]), "a > 12"),
+    ("(a > 12) | (a < 3)", ([20], [29]), "True"),
+    ("(a > 12) | (a < 3)", ([5], [9]), "False"),
+    ("((a > 2) & (a < 15)) | ((a > 40) & (a < 45))", ([10], [19]), "a < 15"),
+    ("((a > 2) & (a < 15)) | ((a > 40) & (a < 45))", ([40], [49]), "(a > 40) & (a < 45)"),
+    ("~((a <= 2) | (a >= 15))", ([10], [19]), "~(a >= 15)"),
+    ("(a > 12) ^ (a > 5)", ([10], [19]), "~(a > 12)"),
+    ("(a > 12) ^ (a > 25)", ([10], [19]), "a > 12"),
+    ("not (a > 12)", ([20], [29]), "False"),
+    ("(a == 3) | (a == 15) | (a == 16)", ([10], [19]), "(a == 15) | (a == 16)"),
+    ("0 < a < 15", ([10], [19]), "a < 15"),
+])
+def test_remaining_folds_the_decided_parts(text, bounds, left):
+    from bcolzx._query.pyvm import python_vm
+    from bcolzx._query.zonemap import remaining
+
+    e, d = _decide(text, a=bounds)
+    got = remaining(e.tree, d.parts[0])
+    want = compile_expression(left).tree
+    # the same rows of the block, whatever the tree's shape
+    rows = np.arange(bounds[0][0], bounds[1][0] + 1)
+    np.testing.assert_array_equal(np.broadcast_to(python_vm(got, {"a": rows}), rows.shape),
+                                  np.broadcast_to(python_vm(want, {"a": rows}), rows.shape))
+    np.testing.assert_array_equal(np.broadcast_to(python_vm(got, {"a": rows}), rows.shape),
+                                  python_vm(e.tree, {"a": rows}))
+    assert len(str(got)) <= len(str(e.tree))
+
+
+def _random_filter(rng, depth=0):
+    """A random filter over columns a (floats with NaN) and b (ints)."""
+    if depth >= 3 or rng.random() < 0.3:
+        name = ["a", "b"][rng.integers(2)]
+        op = ["<", "<=", ">", ">=", "==", "!="][rng.integers(6)]
+        value = int(rng.integers(-5, 45))
+        return f"({value} {op} {name})" if rng.random() < 0.3 else f"({name} {op} {value})"
+    kind = rng.integers(5)
+    if kind == 4:
+        return f"~{_random_filter(rng, depth + 1)}"
+    joined = [" & ", " | ", " ^ ", " & "][kind]
+    parts = [_random_filter(rng, depth + 1) for _ in range(int(rng.integers(2, 4)))]
+    return "(" + joined.join(parts) + ")"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_what_remains_of_a_filter_holds_on_the_same_rows_of_each_block(seed):
+    """decide_blocks + remaining on random filters and blocks (NaN, one value,
+    all NaN): the remaining tree gives each block's rows exactly as the filter."""
+    from bcolzx._query.pyvm import python_vm
+    from bcolzx._query.zonemap import decide_blocks, remaining
+
+    rng = np.random.default_rng(seed)
+    nblocks, rows = 12, 16
+    a = rng.integers(0, 40, (nblocks, rows)).astype(float)
+    a[rng.random((nblocks, rows)) < 0.1] = np.nan
+    a[3] = np.nan
+    a[4] = 7.0
+    b = np.sort(rng.integers(0, 40, nblocks * rows)).reshape(nblocks, rows)
+    b[5] = 20
+    bounds = {}
+    for name, values in (("a", a), ("b", b)):
+        found = [bounds_of(block) for block in values]
+        bounds[name] = tuple(np.array([f[i] for f in found]) for i in range(3))
+    for _ in range(25):
+        e = compile_expression(_random_filter(rng))
+        d = decide_blocks(e, bounds)
+        for k in range(nblocks):
+            data = {"a": a[k], "b": b[k]}
+            want = python_vm(e.tree, data)
+            assert d.maybe[k] or not want.any(), (e.text, k)
+            got = np.broadcast_to(python_vm(remaining(e.tree, d.parts[k]), data), want.shape)
+            np.testing.assert_array_equal(got, want, err_msg=f"{e.text} block {k}")
