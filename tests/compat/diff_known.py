@@ -592,7 +592,7 @@ def _(op, leg, bz):
             or lr[3] != br[3]:
         return False
     rows = [i for i in range(lr[3]) if not _same_values(lr[4][i:i + 1], br[4][i:i + 1])]
-    zero = np.zeros(1, lr[4].dtype)
+    zero = np.zeros_like(lr[4][:1])  # one row of zeros (N-D rows included)
     return all(_same_values(lr[4][i:i + 1], zero) for i in rows)  # legacy's rows are zeros
 
 

@@ -585,3 +585,12 @@ def test_iterblocks_blen_1_of_an_ndim_carray_is_the_known_difference(workers):
         "c1 = bcolz.zeros((4, 3, 2), dtype='float32', chunklen=2)",
         W("list(bcolz.iterblocks(c1, blen=1))", "iterblocks")])[-1]
     assert reply_differences(lrep, brep) and known.applies(op, lrep, brep)
+
+
+def test_copy_dflt_of_an_ndim_carray_is_the_known_difference(workers):
+    """legacy-copy-dflt for N-D rows (found by the stress run): the rows legacy fills are zeros."""
+    known = next(k for k in KNOWN if k.id == "legacy-copy-dflt")
+    op, lrep, brep = _replay(workers, [
+        "c1 = bcolz.fill((4, 2), 7, dtype='uint16')", "c0 = c1.copy(expectedlen=1000)",
+        "c0.trim(-3)", W("c0", "observe", "after:carray.trim", "copied")])[-1]
+    assert reply_differences(lrep, brep) and known.applies(op, lrep, brep)
