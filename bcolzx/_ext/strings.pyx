@@ -13,7 +13,7 @@
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memchr, memcmp, memcpy
 
 cimport numpy as cnp
 import numpy as np
@@ -186,6 +186,27 @@ cdef Py_ssize_t _check_rows(const uint8_t* base, Py_ssize_t size, const int64_t*
     return -1
 
 
+cdef const uint8_t* _na_flags(object na, Py_ssize_t n, Py_ssize_t first,
+                              Py_ssize_t count) except? NULL:
+    """The NA flags of rows ``first ..`` of a chunk of `n` rows (NULL when `na`
+    is None), once rows ``first .. first + count - 1`` are checked to be in it."""
+    if first < 0 or n < 0 or first + count > n:
+        raise ValueError(f"rows {first}..{first + count} are not in a chunk of {n} rows")
+    if na is None:
+        return NULL
+    cdef const uint8_t[::1] missing = na
+    if missing.shape[0] != n:
+        raise ValueError(f"{missing.shape[0]} NA flags for {n} rows")
+    return &missing[first] if first < n else NULL
+
+
+cdef int _check_inside(Py_ssize_t outside, Py_ssize_t first) except -1:
+    if outside >= 0:
+        raise ValueError(f"row {first + outside} is not inside the chunk (its offsets were "
+                         "not validated)")
+    return 0
+
+
 def pack(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, cnp.ndarray out,
          Py_ssize_t first):
     """Rows ``first .. first + len(out) - 1`` of a decoded chunk into `out`.
@@ -229,15 +250,8 @@ def pack(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, cnp.ndarray o
     """
     _check_strings(out, "out")
     cdef Py_ssize_t count = out.shape[0]
-    cdef Py_ssize_t n = offsets.shape[0] - 1
-    cdef const uint8_t[::1] missing
     cdef bint has_na = na is not None
-    if first < 0 or n < 0 or first + count > n:
-        raise ValueError(f"rows {first}..{first + count} are not in a chunk of {n} rows")
-    if has_na:
-        missing = na
-        if missing.shape[0] != n:
-            raise ValueError(f"{missing.shape[0]} NA flags for {n} rows")
+    cdef const uint8_t* flags = _na_flags(na, offsets.shape[0] - 1, first, count)
     cdef PyArray_StringDTypeObject* descr = <PyArray_StringDTypeObject*>cnp.PyArray_DESCR(out)
     if has_na and descr.na_object == NULL:
         raise ValueError("the chunk holds missing values and the dtype has no na_object")
@@ -245,7 +259,6 @@ def pack(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, cnp.ndarray o
         return -1
     cdef const uint8_t* base = &chunk[0] if chunk.shape[0] else NULL
     cdef const int64_t* o = &offsets[first]
-    cdef const uint8_t* flags = &missing[first] if has_na else NULL
     cdef Py_ssize_t r, bad, failed = -1, outside = -1
     cdef Py_ssize_t size = chunk.shape[0]
     cdef char* slots = cnp.PyArray_BYTES(out)
@@ -268,11 +281,130 @@ def pack(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, cnp.ndarray o
                     failed = r
                     break
             NpyString_release_allocator(allocator)
-    if outside >= 0:
-        raise ValueError(f"row {first + outside} is not inside the chunk (its offsets were "
-                         "not validated)")
+    _check_inside(outside, first)
     if failed >= 0:
         raise MemoryError(f"NumPy could not store string {failed} of a chunk")
+    return first + bad if bad >= 0 else -1
+
+
+#: The tests of :func:`match`, by name: the comparisons (as the query layer
+#: names them) and the string predicates.
+MATCH_OPS = {"eq": 0, "ne": 1, "lt": 2, "le": 3, "gt": 4, "ge": 5, "startswith": 6,
+             "endswith": 7, "contains": 8}
+cdef enum:
+    _EQ, _NE, _LT, _LE, _GT, _GE, _STARTS, _ENDS, _CONTAINS
+
+
+cdef inline int _order(const uint8_t* a, Py_ssize_t na, const uint8_t* b,
+                       Py_ssize_t nb) noexcept nogil:
+    """-1, 0 or 1 as bytes `a` sort before, with or after bytes `b` (for
+    UTF-8: code point order, NumPy's order of strings)."""
+    cdef Py_ssize_t m = na if na < nb else nb
+    cdef int c = memcmp(a, b, m) if m else 0
+    if c:
+        return -1 if c < 0 else 1
+    return (na > nb) - (na < nb)
+
+
+cdef inline bint _holds(const uint8_t* h, Py_ssize_t nh, const uint8_t* nd,
+                        Py_ssize_t nn) noexcept nogil:
+    """Whether bytes `nd` occur in bytes `h` (always, when `nd` is empty)."""
+    if nn == 0:
+        return True
+    if nn > nh:
+        return False
+    cdef const uint8_t* p = h
+    cdef const uint8_t* last = h + (nh - nn)  # the last place a match may start
+    while p <= last:
+        p = <const uint8_t*>memchr(p, nd[0], <size_t>(last - p + 1))
+        if p == NULL:
+            return False
+        if nn == 1 or memcmp(p + 1, nd + 1, <size_t>(nn - 1)) == 0:
+            return True
+        p += 1
+    return False
+
+
+cdef inline bint _test(int code, const uint8_t* s, Py_ssize_t m, const uint8_t* nd,
+                       Py_ssize_t nn) noexcept nogil:
+    if code == _EQ:
+        return m == nn and (nn == 0 or memcmp(s, nd, <size_t>nn) == 0)
+    if code == _NE:
+        return m != nn or (nn != 0 and memcmp(s, nd, <size_t>nn) != 0)
+    if code == _LT:
+        return _order(s, m, nd, nn) < 0
+    if code == _LE:
+        return _order(s, m, nd, nn) <= 0
+    if code == _GT:
+        return _order(s, m, nd, nn) > 0
+    if code == _GE:
+        return _order(s, m, nd, nn) >= 0
+    if code == _STARTS:
+        return m >= nn and (nn == 0 or memcmp(s, nd, <size_t>nn) == 0)
+    if code == _ENDS:
+        return m >= nn and (nn == 0 or memcmp(s + m - nn, nd, <size_t>nn) == 0)
+    return _holds(s, m, nd, nn)
+
+
+def match(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, str op, needle,
+          bint na_result, uint8_t[::1] out, Py_ssize_t first):
+    """Test rows ``first .. first + len(out) - 1`` of a decoded chunk against
+    the UTF-8 string `needle`, into `out` (1 where the test holds), straight
+    from the chunk's bytes: no string is built.
+
+    Every row is checked first (inside the chunk, well-formed UTF-8), as
+    :func:`pack` checks it; the tests compare UTF-8 bytes, which order as
+    code points do (NumPy's order of strings).
+
+    Parameters
+    ----------
+    chunk, offsets, na, first
+        As for :func:`pack`.
+    op : str
+        A key of :data:`MATCH_OPS`: ``row <op> needle`` for the comparisons,
+        ``op(row, needle)`` for the predicates.
+    needle : bytes-like
+        The UTF-8 of the string tested against.
+    na_result : bool
+        What a missing row gives.
+    out : uint8 array
+        Written in place (a boolean array's ``view(numpy.uint8)``).
+
+    Returns
+    -------
+    int
+        As for :func:`pack`.
+
+    Raises
+    ------
+    ValueError
+        For an unknown `op`, rows that are not in the chunk, NA flags of the
+        wrong length, or a row whose offsets lie outside the chunk.
+    """
+    if op not in MATCH_OPS:
+        raise ValueError(f"unknown test {op!r}; known: {', '.join(MATCH_OPS)}")
+    cdef int code = MATCH_OPS[op]
+    cdef const uint8_t[::1] nd_view = needle
+    cdef Py_ssize_t count = out.shape[0]
+    cdef bint has_na = na is not None
+    cdef const uint8_t* flags = _na_flags(na, offsets.shape[0] - 1, first, count)
+    if count == 0:
+        return -1
+    cdef const uint8_t* base = &chunk[0] if chunk.shape[0] else NULL
+    cdef const uint8_t* nd = &nd_view[0] if nd_view.shape[0] else NULL
+    cdef Py_ssize_t nn = nd_view.shape[0]
+    cdef const int64_t* o = &offsets[first]
+    cdef uint8_t* res = &out[0]
+    cdef Py_ssize_t r, bad, outside = -1, size = chunk.shape[0]
+    with nogil:
+        bad = _check_rows(base, size, o, count, &outside)
+        if bad < 0 and outside < 0:
+            for r in range(count):
+                if has_na and flags[r]:
+                    res[r] = na_result
+                else:
+                    res[r] = _test(code, base + o[r], o[r + 1] - o[r], nd, nn)
+    _check_inside(outside, first)
     return first + bad if bad >= 0 else -1
 
 

@@ -30,7 +30,8 @@ from bcolzx.errors import CorruptDataError
 
 __all__ = ["BOUND_BYTES", "BYTES_DTYPE", "NA_OBJECTS", "STRING_CHAR", "bounds",
            "check_string_dtype", "encode_rows", "exact_bounds", "field_dtype", "is_bytes",
-           "is_string", "item_kind", "lower_bound", "missing_rows", "na_name", "pack_rows",
+           "is_string", "item_kind", "lower_bound", "match_rows", "missing_rows", "na_name",
+           "pack_rows",
            "string_dtype", "upper_bound"]
 
 #: The dtype of a column of variable-length bytes: object, declared as bytes
@@ -165,6 +166,28 @@ def pack_rows(chunk, where: vlen.Located, out: np.ndarray, first: int) -> None:
         If a string is not well-formed UTF-8 (`out` is then partly written).
     """
     bad = _kernel().pack(chunk, where.offsets, where.na, out, first)
+    if bad >= 0:
+        raise CorruptDataError(f"row {bad} of a chunk of strings is not well-formed UTF-8")
+
+
+def match_rows(chunk, where: vlen.Located, op: str, needle: bytes, na_result: bool,
+               out: np.ndarray, first: int) -> None:
+    """Test rows ``first .. first + len(out) - 1`` of a chunk of strings located
+    by :func:`~bcolzx._format.vlen.locate` against the UTF-8 `needle` (``row
+    <op> needle``, or ``op(row, needle)`` for ``startswith``, ``endswith`` and
+    ``contains``), into the boolean array `out`, from the chunk's bytes; a
+    missing row gives `na_result`.  Each row is checked to be well-formed
+    UTF-8 first, as :func:`pack_rows` checks it.
+
+    Raises
+    ------
+    CorruptDataError
+        If a string is not well-formed UTF-8.
+    ValueError
+        For an unknown `op`.
+    """
+    bad = _kernel().match(chunk, where.offsets, where.na, op, needle, na_result,
+                          out.view(np.uint8), first)
     if bad >= 0:
         raise CorruptDataError(f"row {bad} of a chunk of strings is not well-formed UTF-8")
 

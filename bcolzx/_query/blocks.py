@@ -30,6 +30,7 @@ import numpy as np
 from bcolzx import _threads
 from bcolzx._query.expr import Expression, compile_expression
 from bcolzx._query.pyvm import python_vm
+from bcolzx._query.textscan import Pending, Scan, rewrite
 from bcolzx._query.tree import Node, conjuncts, is_filter, names_of
 from bcolzx.errors import UndefinedNameError
 
@@ -226,7 +227,9 @@ def evaluate_blocks(
     ranges = [(a, min(a + blen, end)) for a in range(begin, end, blen)]
     if skip_block is not None:
         ranges = [(a, b) for a, b in ranges if not skip_block(a, b)]
-    read = _Reader(expr, dict(zip(names, used)), values, vm, with_columns)
+    # Tests of string columns against strings: from the chunks' bytes.
+    scanned, reads = rewrite(expr, dict(zip(names, used)), values)
+    read = _Reader(scanned, reads, values, vm, with_columns)
     if nthreads == 1 or len(ranges) <= _INLINE_BLOCKS:
         return (read.evaluate(a, b) for a, b in ranges)
     return _pooled(read, ranges, nthreads)
@@ -255,12 +258,19 @@ class _Reader:
             len(c.shape) == 1 for c in columns.values()) else []
         self.parts = [(p, names_of(p)) for p in parts] if len(parts) > 1 else None
 
-    def read(self, start: int, stop: int) -> dict[str, np.ndarray]:
-        namespace = {name: np.asarray(col[start:stop]) for name, col in self.columns.items()}
+    def read(self, start: int, stop: int) -> dict[str, Any]:
+        """Rows ``start .. stop-1`` of the columns (a scan's only read, tested
+        by :meth:`compute`), and the scalars."""
+        namespace: dict[str, Any] = {
+            name: col.defer(start, stop) if isinstance(col, Scan) else np.asarray(col[start:stop])
+            for name, col in self.columns.items()}
         namespace.update(self.scalars)
         return namespace
 
-    def compute(self, namespace: dict[str, np.ndarray]) -> np.ndarray:
+    def compute(self, namespace: dict[str, Any]) -> np.ndarray:
+        for name, value in namespace.items():
+            if isinstance(value, Pending):
+                namespace[name] = value.run()
         if self.parts is None:
             return self.expr.evaluate(namespace, self.vm)
         return _conjunction(self.parts, _Block(self, 0, 0, namespace))
@@ -269,8 +279,8 @@ class _Reader:
         """What evaluate_blocks yields for a block (with the columns read whole)."""
         if not self.with_columns:
             return start, value
-        return start, value, {name: namespace[name] for name in self.columns
-                              if name in namespace}
+        return start, value, {name: namespace[name] for name, col in self.columns.items()
+                              if name in namespace and not isinstance(col, Scan)}
 
     def evaluate(self, start: int, stop: int) -> tuple:
         if self.parts is not None:  # on the calling thread: columns read as needed

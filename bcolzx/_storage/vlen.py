@@ -27,6 +27,7 @@ written or used.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -333,6 +334,75 @@ class VlenArray(ChunkedArray):
             lo = max(start, stored_end)
             out[lo - start:] = self._leftover[lo - stored_end:stop - stored_end]
         return out
+
+    def string_matcher(self, start: int, stop: int, op: str, needle: bytes,
+                       na_result: bool) -> Callable[[], np.ndarray]:
+        """Whether each of rows ``start .. stop-1`` of strings passes a test
+        against the UTF-8 string `needle` (``row <op> needle`` for the
+        comparisons, ``op(row, needle)`` for ``startswith``, ``endswith`` and
+        ``contains``; a missing row gives `na_result`), computed from the
+        chunks' bytes without building strings
+        (:func:`bcolzx._format.strings.match_rows`).
+
+        The stored chunks are read here, on the calling thread, as
+        :meth:`read` reads them; the function returned decompresses and
+        tests them, with its own thread's decompressor and scratch buffer:
+        safe to call on any thread of the pool, once.
+
+        Returns
+        -------
+        callable
+            Taking nothing, returning ``stop - start`` booleans.
+
+        Raises
+        ------
+        IndexError
+            If the range is not inside the array.
+        ValueError
+            If the array does not hold strings, or for an unknown `op`.
+        CorruptDataError, ChecksumError
+            If a chunk is damaged (when read here, or when the function runs).
+        """
+        if self.kind != "utf8":
+            raise ValueError(f"rows of {self.kind} are not strings")
+        if not 0 <= start <= stop <= len(self):
+            raise IndexError(f"rows {start}..{stop} outside 0..{len(self)}")
+        cl, stored_end = self.chunklen, self.nfull * self.chunklen
+        jobs: list = []
+        if start < stored_end:
+            c0, c1 = start // cl, (min(stop, stored_end) + cl - 1) // cl
+            entries = [self._entry(c0)] if c1 - c0 == 1 else self.store.get(c0, c1)
+            jobs = list(zip(range(c0, c1), entries))
+        lo = max(start, stored_end)
+        tail = None
+        if stop > lo and self._left_buf is None and self._left_to_load:
+            # The last rows, not decoded yet: tested in their stored chunk.
+            jobs.append((self.nfull, self.store.get(self.nfull, self.nfull + 1)[0]))
+        elif stop > lo:  # rows in memory: tested in a chunk made of them
+            blob = strings.encode_rows(self._leftover[lo - stored_end:stop - stored_end],
+                                       self.kind)
+            tail = (blob, vlen.locate(blob, stop - lo, self._layout, self._na_ok))
+
+        def run() -> np.ndarray:
+            out = np.empty(stop - start, dtype=np.bool_)
+            for c, entry in jobs:
+                a, b = max(start, c * cl), min(stop, (c + 1) * cl)
+                buf, located = self._decode(entry, c, cl if c < self.nfull else None,
+                                            _threads.decompressor(), scratch=True)
+                if len(located.offsets) - 1 < b - c * cl:
+                    raise CorruptDataError(f"last chunk holds {len(located.offsets) - 1} "
+                                           f"items, expected at least {self.nleft}",
+                                           **self._where(c))
+                try:
+                    strings.match_rows(buf, located, op, needle, na_result,
+                                       out[a - start:b - start], a - c * cl)
+                except CorruptDataError as exc:
+                    raise self._located(exc, c) from None
+            if tail is not None:
+                strings.match_rows(*tail, op, needle, na_result, out[lo - start:], 0)
+            return out
+
+        return run
 
     def read_row(self, i: int):
         """Item `i`: bytes, or (strings) a str or the missing value.

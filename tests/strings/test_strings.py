@@ -27,18 +27,6 @@ LEGACY = Path(__file__).parent.parent / "data" / "legacy_bcolz"
 EDGE = ["", "AAPL", "é", "日本語", "😀 emoji", "a\x00b", "\U0010ffff", "x" * 40_000, ""]
 
 
-@pytest.fixture(params=["memory", "disk"])
-def make(request, tmp_path):
-    """A carray of the values (on disk: written, then reopened read-only)."""
-    def make(values, **kwargs):
-        if request.param == "memory":
-            return bcolzx.carray(values, **kwargs)
-        root = str(tmp_path / f"c{len(list(tmp_path.iterdir()))}")
-        bcolzx.carray(values, rootdir=root, **kwargs).flush()
-        return bcolzx.open(root, mode="r")
-    return make
-
-
 def _strings(values, dtype=S):
     return np.array(values, dtype=dtype)
 
