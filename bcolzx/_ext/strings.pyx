@@ -207,6 +207,31 @@ cdef int _check_inside(Py_ssize_t outside, Py_ssize_t first) except -1:
     return 0
 
 
+def check_rows(const uint8_t[::1] chunk, const int64_t[::1] offsets):
+    """The first row of a decoded chunk whose bytes are not well-formed UTF-8,
+    or -1: what :func:`pack` checks before it packs anything, for a caller
+    that uses the rows' bytes as they are (groupby's keys).
+
+    Parameters
+    ----------
+    chunk, offsets
+        As for :func:`pack` (a missing row has an empty span and passes).
+
+    Raises
+    ------
+    ValueError
+        If a row's offsets lie outside the chunk.
+    """
+    cdef Py_ssize_t count = offsets.shape[0] - 1, bad, outside = -1
+    if count <= 0:
+        return -1
+    cdef const uint8_t* base = &chunk[0] if chunk.shape[0] else NULL
+    with nogil:
+        bad = _check_rows(base, chunk.shape[0], &offsets[0], count, &outside)
+    _check_inside(outside, 0)
+    return bad
+
+
 def pack(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, cnp.ndarray out,
          Py_ssize_t first):
     """Rows ``first .. first + len(out) - 1`` of a decoded chunk into `out`.

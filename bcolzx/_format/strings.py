@@ -29,9 +29,9 @@ from bcolzx._format import vlen
 from bcolzx.errors import CorruptDataError
 
 __all__ = ["BOUND_BYTES", "BYTES_DTYPE", "NA_OBJECTS", "STRING_CHAR", "bounds",
-           "check_string_dtype", "encode_rows", "exact_bounds", "field_dtype", "is_bytes",
-           "is_string", "item_kind", "lower_bound", "match_rows", "missing_rows", "na_name",
-           "pack_rows",
+           "check_rows", "check_string_dtype", "encode_rows", "exact_bounds", "field_dtype",
+           "is_bytes", "is_string", "item_kind", "lower_bound", "match_rows", "missing_rows",
+           "na_name", "pack_rows",
            "string_dtype", "upper_bound"]
 
 #: The dtype of a column of variable-length bytes: object, declared as bytes
@@ -166,6 +166,21 @@ def pack_rows(chunk, where: vlen.Located, out: np.ndarray, first: int) -> None:
         If a string is not well-formed UTF-8 (`out` is then partly written).
     """
     bad = _kernel().pack(chunk, where.offsets, where.na, out, first)
+    if bad >= 0:
+        raise CorruptDataError(f"row {bad} of a chunk of strings is not well-formed UTF-8")
+
+
+def check_rows(chunk, where: vlen.Located) -> None:
+    """Check that every row of a chunk of strings located by
+    :func:`~bcolzx._format.vlen.locate` is well-formed UTF-8, as
+    :func:`pack_rows` does, for a caller that uses their bytes as they are.
+
+    Raises
+    ------
+    CorruptDataError
+        If a string is not well-formed UTF-8.
+    """
+    bad = _kernel().check_rows(chunk, where.offsets)
     if bad >= 0:
         raise CorruptDataError(f"row {bad} of a chunk of strings is not well-formed UTF-8")
 

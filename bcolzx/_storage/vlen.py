@@ -251,6 +251,27 @@ class VlenArray(ChunkedArray):
                                     scratch=True)
         self._fill(buf, located, out, 0, chunk)
 
+    def decode_items(self, entry, chunk: int) -> tuple[np.ndarray, vlen.Located]:
+        """The decompressed bytes of full chunk `chunk` (`entry`, from
+        :meth:`entries`) and where its items lie, in a new buffer, with the
+        calling thread's decompressor: safe on any thread of the pool.  Each
+        string is checked to be well-formed UTF-8, as :meth:`decode_chunk`
+        checks it, but none is built.
+
+        Raises
+        ------
+        CorruptDataError
+            If the chunk is damaged, does not hold ``chunklen`` items, or a
+            string is not well-formed UTF-8.
+        """
+        buf, located = self._decode(entry, chunk, self.chunklen, _threads.decompressor())
+        if self.kind == "utf8":
+            try:
+                strings.check_rows(buf, located)
+            except CorruptDataError as exc:
+                raise self._located(exc, chunk) from None
+        return np.frombuffer(buf, dtype=np.uint8), located
+
     def _items(self, chunk: int) -> tuple[memoryview, vlen.Located]:
         """``(bytes, located)`` of full stored chunk `chunk`, through a one-chunk cache."""
         cached = self._decoded
