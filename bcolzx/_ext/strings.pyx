@@ -320,12 +320,23 @@ cdef enum:
     _EQ, _NE, _LT, _LE, _GT, _GE, _STARTS, _ENDS, _CONTAINS
 
 
+cdef inline int _compare(const uint8_t* a, const uint8_t* b, Py_ssize_t m) noexcept nogil:
+    """memcmp's sign of ``a[:m]`` against ``b[:m]``: short runs compared here,
+    without a call."""
+    cdef Py_ssize_t j
+    if m > 16:
+        return memcmp(a, b, <size_t>m)
+    for j in range(m):
+        if a[j] != b[j]:
+            return -1 if a[j] < b[j] else 1
+    return 0
+
+
 cdef inline int _order(const uint8_t* a, Py_ssize_t na, const uint8_t* b,
                        Py_ssize_t nb) noexcept nogil:
     """-1, 0 or 1 as bytes `a` sort before, with or after bytes `b` (for
     UTF-8: code point order, NumPy's order of strings)."""
-    cdef Py_ssize_t m = na if na < nb else nb
-    cdef int c = memcmp(a, b, m) if m else 0
+    cdef int c = _compare(a, b, na if na < nb else nb)
     if c:
         return -1 if c < 0 else 1
     return (na > nb) - (na < nb)
@@ -344,7 +355,7 @@ cdef inline bint _holds(const uint8_t* h, Py_ssize_t nh, const uint8_t* nd,
         p = <const uint8_t*>memchr(p, nd[0], <size_t>(last - p + 1))
         if p == NULL:
             return False
-        if nn == 1 or memcmp(p + 1, nd + 1, <size_t>(nn - 1)) == 0:
+        if _compare(p + 1, nd + 1, nn - 1) == 0:
             return True
         p += 1
     return False
@@ -353,9 +364,9 @@ cdef inline bint _holds(const uint8_t* h, Py_ssize_t nh, const uint8_t* nd,
 cdef inline bint _test(int code, const uint8_t* s, Py_ssize_t m, const uint8_t* nd,
                        Py_ssize_t nn) noexcept nogil:
     if code == _EQ:
-        return m == nn and (nn == 0 or memcmp(s, nd, <size_t>nn) == 0)
+        return m == nn and _compare(s, nd, nn) == 0
     if code == _NE:
-        return m != nn or (nn != 0 and memcmp(s, nd, <size_t>nn) != 0)
+        return m != nn or _compare(s, nd, nn) != 0
     if code == _LT:
         return _order(s, m, nd, nn) < 0
     if code == _LE:
@@ -365,26 +376,72 @@ cdef inline bint _test(int code, const uint8_t* s, Py_ssize_t m, const uint8_t* 
     if code == _GE:
         return _order(s, m, nd, nn) >= 0
     if code == _STARTS:
-        return m >= nn and (nn == 0 or memcmp(s, nd, <size_t>nn) == 0)
+        return m >= nn and _compare(s, nd, nn) == 0
     if code == _ENDS:
-        return m >= nn and (nn == 0 or memcmp(s + m - nn, nd, <size_t>nn) == 0)
+        return m >= nn and _compare(s + m - nn, nd, nn) == 0
     return _holds(s, m, nd, nn)
 
 
-def match(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, str op, needle,
-          bint na_result, uint8_t[::1] out, Py_ssize_t first):
-    """Test rows ``first .. first + len(out) - 1`` of a decoded chunk against
-    the UTF-8 string `needle`, into `out` (1 where the test holds), straight
-    from the chunk's bytes: no string is built.
+cdef inline uint32_t _length_at(const uint8_t* planes, Py_ssize_t n,
+                                Py_ssize_t i) noexcept nogil:
+    """Row `i`'s length in the four byte planes of a table of `n` rows."""
+    return planes[i] | (<uint32_t>planes[n + i] << 8) | (<uint32_t>planes[2 * n + i] << 16) | \
+        (<uint32_t>planes[3 * n + i] << 24)
 
-    Every row is checked first (inside the chunk, well-formed UTF-8), as
-    :func:`pack` checks it; the tests compare UTF-8 bytes, which order as
-    code points do (NumPy's order of strings).
+
+cdef int64_t _span(const uint8_t* planes, Py_ssize_t n, Py_ssize_t a,
+                   Py_ssize_t b) noexcept nogil:
+    """The bytes of rows ``a .. b-1`` of a table of `n` rows none of which is
+    missing: the sum of their lengths, plane by plane."""
+    cdef uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0
+    cdef Py_ssize_t i
+    for i in range(a, b):
+        s0 += planes[i]
+    for i in range(a, b):
+        s1 += planes[n + i]
+    for i in range(a, b):
+        s2 += planes[2 * n + i]
+    for i in range(a, b):
+        s3 += planes[3 * n + i]
+    return <int64_t>(s0 + (s1 << 8) + (s2 << 16) + (s3 << 24))
+
+
+cdef bint _ascii(const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    """Whether no byte of ``p[:n]`` has its high bit set."""
+    cdef uint64_t word, seen = 0
+    cdef Py_ssize_t i = 0
+    while i + 8 <= n:
+        memcpy(&word, p + i, 8)
+        seen |= word
+        i += 8
+    while i < n:
+        seen |= p[i]
+        i += 1
+    return (seen & 0x8080808080808080ULL) == 0
+
+
+def match(const uint8_t[::1] chunk, Py_ssize_t nitems, bint na_ok, str op, needle,
+          bint na_result, uint8_t[::1] out, Py_ssize_t first):
+    """Test rows ``first .. first + len(out) - 1`` of a decompressed planar
+    chunk (docs/format/strings.md) against the UTF-8 string `needle`, into
+    `out` (1 where the test holds), straight from the chunk's bytes: no
+    string is built, and no table of offsets either (the lengths are read
+    from their planes as the rows are tested).
+
+    The chunk's table is validated as :func:`bcolzx._format.vlen.locate`
+    validates it (its item count, missing rows only where allowed, the items
+    ending where the chunk does), and each row tested is checked to be
+    well-formed UTF-8, as :func:`pack` checks it.  The tests compare UTF-8
+    bytes, which order as code points do (NumPy's order of strings).
 
     Parameters
     ----------
-    chunk, offsets, na, first
-        As for :func:`pack`.
+    chunk : bytes-like
+        The decompressed chunk.
+    nitems : int
+        The item count the metadata expects, or -1 for any.
+    na_ok : bool
+        Whether rows may be missing (the dataset has an ``na_object``).
     op : str
         A key of :data:`MATCH_OPS`: ``row <op> needle`` for the comparisons,
         ``op(row, needle)`` for the predicates.
@@ -393,43 +450,97 @@ def match(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, str op, need
     na_result : bool
         What a missing row gives.
     out : uint8 array
-        Written in place (a boolean array's ``view(numpy.uint8)``).
+        Written in place (a boolean array's ``view(numpy.uint8)``); partly,
+        when a row is not well-formed UTF-8.
+    first : int
+        The first row of the chunk to test.
 
     Returns
     -------
     int
-        As for :func:`pack`.
+        -1, or the first row of the chunk whose bytes are not well-formed
+        UTF-8.
 
     Raises
     ------
     ValueError
-        For an unknown `op`, rows that are not in the chunk, NA flags of the
-        wrong length, or a row whose offsets lie outside the chunk.
+        For an unknown `op`, a damaged table (the message says which way),
+        or rows that are not in the chunk.
     """
     if op not in MATCH_OPS:
         raise ValueError(f"unknown test {op!r}; known: {', '.join(MATCH_OPS)}")
     cdef int code = MATCH_OPS[op]
     cdef const uint8_t[::1] nd_view = needle
-    cdef Py_ssize_t count = out.shape[0]
-    cdef bint has_na = na is not None
-    cdef const uint8_t* flags = _na_flags(na, offsets.shape[0] - 1, first, count)
-    if count == 0:
-        return -1
-    cdef const uint8_t* base = &chunk[0] if chunk.shape[0] else NULL
-    cdef const uint8_t* nd = &nd_view[0] if nd_view.shape[0] else NULL
-    cdef Py_ssize_t nn = nd_view.shape[0]
-    cdef const int64_t* o = &offsets[first]
-    cdef uint8_t* res = &out[0]
-    cdef Py_ssize_t r, bad, outside = -1, size = chunk.shape[0]
+    cdef Py_ssize_t size = chunk.shape[0], count = out.shape[0], nn = nd_view.shape[0]
+    if size < _HEAD:
+        raise ValueError(f"{size} bytes: shorter than its length table")
+    cdef uint64_t stated = 0
+    cdef int k
+    for k in range(8):
+        stated |= <uint64_t>chunk[k] << (8 * k)
+    if stated > <uint64_t>((size - _HEAD) // 4):
+        raise ValueError(f"{size} bytes say they hold {stated} items: more than their "
+                         "length table can hold")
+    cdef Py_ssize_t n = <Py_ssize_t>stated
+    if nitems >= 0 and n != nitems:
+        raise ValueError(f"holds {n} items, the metadata calls for {nitems}")
+    if first < 0 or first + count > n:
+        raise ValueError(f"rows {first}..{first + count} are not in a chunk of {n} rows")
+    cdef const uint8_t* base = &chunk[0]
+    cdef const uint8_t* planes = base + _HEAD
+    cdef const uint8_t* nd = &nd_view[0] if nn else NULL
+    cdef uint8_t* res = &out[0] if count else NULL
+    cdef int64_t pos = _HEAD + 4 * n, lo = -1, hi = -1, a, b
+    cdef uint32_t length
+    cdef Py_ssize_t i, r, missing = -1, bad = -1
+    cdef bint whole = True, per_row = False
     with nogil:
-        bad = _check_rows(base, size, o, count, &outside)
-        if bad < 0 and outside < 0:
-            for r in range(count):
-                if has_na and flags[r]:
-                    res[r] = na_result
+        # The whole table: missing rows allowed, the items ending where the
+        # chunk does (so that no row below lies outside it).
+        if n and memchr(planes + 3 * n, 0xFF, <size_t>n) == NULL:  # no row is missing
+            lo = pos + _span(planes, n, 0, first)
+            hi = lo + _span(planes, n, first, first + count)
+            pos = hi + _span(planes, n, first + count, n)
+        else:
+            for i in range(n):
+                if i == first:
+                    lo = pos
+                length = _length_at(planes, n, i)
+                if length == _NA:
+                    if not na_ok:
+                        missing = i
+                        break
                 else:
-                    res[r] = _test(code, base + o[r], o[r + 1] - o[r], nd, nn)
-    _check_inside(outside, first)
+                    pos += length
+                if i == first + count - 1:
+                    hi = pos
+        if missing < 0 and pos == size and count:
+            # The tested rows' bytes, as pack checks them: as a whole, then a
+            # row only where it may start or end inside a character.
+            whole = _utf8_error(base + lo, hi - lo) < 0
+            per_row = not whole or not _ascii(base + lo, hi - lo)
+            b = lo
+            for r in range(count):
+                length = _length_at(planes, n, first + r)
+                if length == _NA:
+                    res[r] = na_result
+                    continue
+                a, b = b, b + length
+                if per_row:
+                    if whole:
+                        if a < b and (base[a] & 0xC0) == 0x80 or \
+                                b < hi and (base[b] & 0xC0) == 0x80:
+                            bad = r
+                            break
+                    elif _utf8_error(base + a, b - a) >= 0:
+                        bad = r
+                        break
+                res[r] = _test(code, base + a, b - a, nd, nn)
+    if missing >= 0:
+        raise ValueError(f"row {missing} is missing (NA) in a dataset that has no missing "
+                         "values")
+    if pos != size:
+        raise ValueError(f"{size} bytes whose items end at {pos}")
     return first + bad if bad >= 0 else -1
 
 

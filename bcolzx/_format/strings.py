@@ -185,24 +185,32 @@ def check_rows(chunk, where: vlen.Located) -> None:
         raise CorruptDataError(f"row {bad} of a chunk of strings is not well-formed UTF-8")
 
 
-def match_rows(chunk, where: vlen.Located, op: str, needle: bytes, na_result: bool,
-               out: np.ndarray, first: int) -> None:
-    """Test rows ``first .. first + len(out) - 1`` of a chunk of strings located
-    by :func:`~bcolzx._format.vlen.locate` against the UTF-8 `needle` (``row
+def match_rows(chunk, nitems: int | None, na_ok: bool, op: str, needle: bytes,
+               na_result: bool, out: np.ndarray, first: int) -> None:
+    """Test rows ``first .. first + len(out) - 1`` of a decompressed chunk of
+    strings (`nitems` rows, or any number) against the UTF-8 `needle` (``row
     <op> needle``, or ``op(row, needle)`` for ``startswith``, ``endswith`` and
     ``contains``), into the boolean array `out`, from the chunk's bytes; a
-    missing row gives `na_result`.  Each row is checked to be well-formed
-    UTF-8 first, as :func:`pack_rows` checks it.
+    missing row gives `na_result`.  The chunk's table is validated as
+    :func:`~bcolzx._format.vlen.locate` validates it (`na_ok`: whether rows
+    may be missing), and each row tested is checked to be well-formed UTF-8,
+    as :func:`pack_rows` checks it.
 
     Raises
     ------
     CorruptDataError
-        If a string is not well-formed UTF-8.
+        If the table is damaged, holds fewer rows than asked for, or a
+        string is not well-formed UTF-8.
     ValueError
         For an unknown `op`.
     """
-    bad = _kernel().match(chunk, where.offsets, where.na, op, needle, na_result,
-                          out.view(np.uint8), first)
+    if op not in _kernel().MATCH_OPS:
+        raise ValueError(f"unknown test {op!r}")
+    try:
+        bad = _kernel().match(chunk, -1 if nitems is None else nitems, na_ok, op, needle,
+                              na_result, out.view(np.uint8), first)
+    except ValueError as exc:
+        raise CorruptDataError(f"variable-length chunk: {exc}") from None
     if bad >= 0:
         raise CorruptDataError(f"row {bad} of a chunk of strings is not well-formed UTF-8")
 

@@ -167,6 +167,28 @@ class VlenArray(ChunkedArray):
             self.nfull += 1
         return items
 
+    def _decompress(self, entry, chunk: int, dec: codec.Decompressor | None = None,
+                    scratch: bool = False) -> np.ndarray:
+        """The decompressed bytes of a stored chunk, by `dec` (default: this
+        array's), into this thread's scratch buffer when `scratch` (valid until
+        its next use).
+
+        Raises
+        ------
+        CorruptDataError
+            If it cannot be decompressed.
+        """
+        if isinstance(entry, Special):
+            raise CorruptDataError("a chunk of variable-length items is stored as a constant",
+                                   **self._where(chunk))
+        nbytes = self._nbytes_of(entry, chunk)
+        buf = _threads.buffer(nbytes) if scratch else np.empty(nbytes, dtype=np.uint8)
+        try:
+            (self._dec if dec is None else dec).decompress(entry, buf)
+        except CorruptDataError as exc:
+            raise self._located(exc, chunk) from None
+        return buf
+
     def _decode(self, entry, chunk: int, nitems: int | None,
                 dec: codec.Decompressor | None = None,
                 scratch: bool = False) -> tuple[memoryview, vlen.Located]:
@@ -180,14 +202,9 @@ class VlenArray(ChunkedArray):
             If it cannot be decompressed, its table is damaged or its item
             count is not `nitems`.
         """
-        where = self._where(chunk)
-        if isinstance(entry, Special):
-            raise CorruptDataError("a chunk of variable-length items is stored as a constant",
-                                   **where)
-        nbytes = self._nbytes_of(entry, chunk)
-        buf = _threads.buffer(nbytes) if scratch else np.empty(nbytes, dtype=np.uint8)
+        buf = self._decompress(entry, chunk, dec, scratch)
+        nbytes = len(buf)
         try:
-            (self._dec if dec is None else dec).decompress(entry, buf)
             if self._store.native:
                 located = vlen.locate(buf, nitems, self._layout, self._na_ok)
             else:
@@ -400,27 +417,22 @@ class VlenArray(ChunkedArray):
             # The last rows, not decoded yet: tested in their stored chunk.
             jobs.append((self.nfull, self.store.get(self.nfull, self.nfull + 1)[0]))
         elif stop > lo:  # rows in memory: tested in a chunk made of them
-            blob = strings.encode_rows(self._leftover[lo - stored_end:stop - stored_end],
+            tail = strings.encode_rows(self._leftover[lo - stored_end:stop - stored_end],
                                        self.kind)
-            tail = (blob, vlen.locate(blob, stop - lo, self._layout, self._na_ok))
 
         def run() -> np.ndarray:
             out = np.empty(stop - start, dtype=np.bool_)
             for c, entry in jobs:
                 a, b = max(start, c * cl), min(stop, (c + 1) * cl)
-                buf, located = self._decode(entry, c, cl if c < self.nfull else None,
-                                            _threads.decompressor(), scratch=True)
-                if len(located.offsets) - 1 < b - c * cl:
-                    raise CorruptDataError(f"last chunk holds {len(located.offsets) - 1} "
-                                           f"items, expected at least {self.nleft}",
-                                           **self._where(c))
+                buf = self._decompress(entry, c, _threads.decompressor(), scratch=True)
                 try:
-                    strings.match_rows(buf, located, op, needle, na_result,
-                                       out[a - start:b - start], a - c * cl)
+                    strings.match_rows(buf, cl if c < self.nfull else None, self._na_ok, op,
+                                       needle, na_result, out[a - start:b - start], a - c * cl)
                 except CorruptDataError as exc:
                     raise self._located(exc, c) from None
             if tail is not None:
-                strings.match_rows(*tail, op, needle, na_result, out[lo - start:], 0)
+                strings.match_rows(tail, stop - lo, self._na_ok, op, needle, na_result,
+                                   out[lo - start:], 0)
             return out
 
         return run

@@ -151,20 +151,33 @@ def test_damaged_utf8_is_found_by_a_test_too(tmp_path, monkeypatch):
     assert err.value.chunk == 0
 
 
-def test_the_kernel_checks_its_arguments():
+def test_the_kernel_checks_its_arguments_and_the_table():
     chunk = strings.encode_rows(np.array(["ab", "", "é"], dtype=S), "utf8")
-    where = vlen.locate(chunk, 3, vlen.PLANAR)
     out = np.zeros(3, np.uint8)
-    assert kernel.match(chunk, where.offsets, None, "ge", b"a", False, out, 0) == -1
+    assert kernel.match(chunk, 3, False, "ge", b"a", False, out, 0) == -1
     assert out.tolist() == [1, 0, 1]
+    assert kernel.match(chunk, -1, False, "eq", b"", False, out[:1], 1) == -1 and out[0]
     with pytest.raises(ValueError, match="unknown test"):
-        kernel.match(chunk, where.offsets, None, "like", b"a", False, out, 0)
+        kernel.match(chunk, 3, False, "like", b"a", False, out, 0)
     with pytest.raises(ValueError, match="not in a chunk"):
-        kernel.match(chunk, where.offsets, None, "eq", b"a", False, out, 1)
-    forged = where.offsets.copy()
-    forged[2] = 10_000
-    with pytest.raises(ValueError, match="not inside the chunk"):
-        kernel.match(chunk, forged, None, "eq", b"a", False, out, 0)
+        kernel.match(chunk, 3, False, "eq", b"a", False, out, 1)
+    with pytest.raises(ValueError, match="metadata calls for 4"):
+        kernel.match(chunk, 4, False, "eq", b"a", False, out, 0)
+    with pytest.raises(ValueError, match="end at"):
+        kernel.match(chunk[:-1], 3, False, "eq", b"a", False, out, 0)
+    with pytest.raises(ValueError, match="shorter"):
+        kernel.match(chunk[:7], 3, False, "eq", b"a", False, out, 0)
+    with pytest.raises(ValueError, match="more than"):
+        kernel.match(b"\xff" * 8 + chunk[8:], -1, False, "eq", b"a", False, out, 0)
+    with_na = vlen.encode_planar([b"a", None, b"b"])
+    with pytest.raises(ValueError, match="missing"):
+        kernel.match(with_na, 3, False, "eq", b"a", False, out, 0)
+    assert kernel.match(with_na, 3, True, "ne", b"a", True, out, 0) == -1
+    assert out.tolist() == [0, 1, 1]
+    bad = vlen.encode_planar([b"ok", b"\xc3(", b"fine"])
+    assert kernel.match(bad, 3, False, "eq", b"ok", False, out[:1], 0) == -1
+    assert kernel.match(bad, 3, False, "eq", b"ok", False, out, 0) == 1
+    assert kernel.match(bad, 3, False, "eq", b"ok", False, out[:1], 2) == -1
 
 
 @settings(max_examples=60, deadline=None)
