@@ -36,6 +36,7 @@ from bcolzx._ext import codec
 from bcolzx._format import layout, pickles, strings, vlen
 from bcolzx._storage.base import ChunkStore, Special
 from bcolzx._storage.engine import ChunkedArray
+from bcolzx._storage.zones import bounds
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
 
 __all__ = ["VlenArray"]
@@ -151,19 +152,22 @@ class VlenArray(ChunkedArray):
         cl, items = self.chunklen, []
         parts = [rows[k:k + cl] for k in range(0, len(rows), cl)]
         like = self._comp
+        want_bounds = self._zones.active(self._stored_chunks())
         if len(parts) > 1 and self.nthreads > 1 and isinstance(like, codec.Compressor):
             # Several chunks: compressed on the pool, each thread with its own
-            # single-threaded copy of this array's compressor.
+            # single-threaded copy of this array's compressor, and their
+            # zone-map bounds found there too.
             def encode(part: np.ndarray):
                 blob = np.frombuffer(self._blob(part), dtype=np.uint8)
-                return _threads.compressor(like).compress(blob)
+                return _threads.compressor(like).compress(blob), \
+                    bounds(part) if want_bounds else None
 
-            entries = list(_threads.map_ordered(encode, parts, self.nthreads))
+            done = list(_threads.map_ordered(encode, parts, self.nthreads))
         else:
-            entries = [self._encode(part) for part in parts]
-        for part, entry in zip(parts, entries):
+            done = [(self._encode(part), None) for part in parts]
+        for part, (entry, found) in zip(parts, done):
             items.append((self.nfull, entry, self.chunk_bytes))
-            self._note(self.nfull, part)
+            self._note(self.nfull, part, found)
             self.nfull += 1
         return items
 
