@@ -13,7 +13,7 @@
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memchr, memcmp, memcpy
+from libc.string cimport memchr, memcmp, memcpy, memset
 
 cimport numpy as cnp
 import numpy as np
@@ -406,8 +406,41 @@ cdef int64_t _span(const uint8_t* planes, Py_ssize_t n, Py_ssize_t a,
     return <int64_t>(s0 + (s1 << 8) + (s2 << 16) + (s3 << 24))
 
 
-cdef bint _ascii(const uint8_t* p, Py_ssize_t n) noexcept nogil:
-    """Whether no byte of ``p[:n]`` has its high bit set."""
+cdef void _match_short(int code, const uint8_t* lengths, Py_ssize_t count,
+                       const uint8_t* base, Py_ssize_t size, int64_t pos,
+                       const uint8_t* nd, Py_ssize_t nn, uint8_t* res) noexcept nogil:
+    """``==``, ``!=`` or ``startswith`` of `count` rows of the lengths given
+    (each below 256) starting at ``base + pos``, against a needle of at most 8
+    bytes, without a branch on the data: each row's first 8 bytes (fewer at
+    the end of the chunk) masked to the needle's length and compared with it
+    as one word."""
+    cdef uint64_t want = 0, mask = 0, word
+    cdef uint8_t ones[8]
+    cdef Py_ssize_t r, length
+    cdef bint hit
+    memset(ones, 0xFF, 8)
+    if nn:
+        memcpy(&want, nd, <size_t>nn)
+        memcpy(&mask, ones, <size_t>nn)
+    for r in range(count):
+        length = lengths[r]
+        word = 0
+        if pos + 8 <= size:
+            memcpy(&word, base + pos, 8)
+        else:
+            memcpy(&word, base + pos, <size_t>(size - pos))
+        hit = (word & mask) == want
+        if code == _STARTS:
+            res[r] = hit & (length >= nn)
+        else:
+            res[r] = (hit & (length == nn)) ^ (code == _NE)
+        pos += length
+
+
+cdef uint64_t _ored(const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    """The bytes of ``p[:n]`` or-ed together, 8 at a time (a byte of the
+    result is the or of the bytes at its place, modulo 8; the last ones fall
+    in its lowest byte)."""
     cdef uint64_t word, seen = 0
     cdef Py_ssize_t i = 0
     while i + 8 <= n:
@@ -417,7 +450,17 @@ cdef bint _ascii(const uint8_t* p, Py_ssize_t n) noexcept nogil:
     while i < n:
         seen |= p[i]
         i += 1
-    return (seen & 0x8080808080808080ULL) == 0
+    return seen
+
+
+cdef inline bint _ascii(const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    """Whether no byte of ``p[:n]`` has its high bit set."""
+    return (_ored(p, n) & 0x8080808080808080ULL) == 0
+
+
+cdef inline bint _zeros(const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    """Whether every byte of ``p[:n]`` is zero."""
+    return _ored(p, n) == 0
 
 
 def match(const uint8_t[::1] chunk, Py_ssize_t nitems, bint na_ok, str op, needle,
@@ -493,7 +536,7 @@ def match(const uint8_t[::1] chunk, Py_ssize_t nitems, bint na_ok, str op, needl
     cdef int64_t pos = _HEAD + 4 * n, lo = -1, hi = -1, a, b
     cdef uint32_t length
     cdef Py_ssize_t i, r, missing = -1, bad = -1
-    cdef bint whole = True, per_row = False
+    cdef bint whole = True, per_row = False, short = False
     with nogil:
         # The whole table: missing rows allowed, the items ending where the
         # chunk does (so that no row below lies outside it).
@@ -520,7 +563,13 @@ def match(const uint8_t[::1] chunk, Py_ssize_t nitems, bint na_ok, str op, needl
             whole = _utf8_error(base + lo, hi - lo) < 0
             per_row = not whole or not _ascii(base + lo, hi - lo)
             b = lo
-            for r in range(count):
+            short = not per_row and nn <= 8 and \
+                (code == _EQ or code == _NE or code == _STARTS) and _zeros(planes + n, 3 * n)
+            if short:
+                # Rows shorter than 256 bytes (one length plane), a needle of
+                # at most 8: each row's first 8 bytes compared at once.
+                _match_short(code, planes + first, count, base, size, lo, nd, nn, res)
+            for r in range(0 if short else count):
                 length = _length_at(planes, n, first + r)
                 if length == _NA:
                     res[r] = na_result

@@ -62,6 +62,22 @@ def test_tests_equal_numpys_on_every_edge(make, expr, unpacked):
             assert got.dtype == np.bool_ and got.tolist() == want.tolist(), (needle, blen)
 
 
+@pytest.mark.parametrize("expr", ["s == v", "s != v", "startswith(s, v)", "v == s"])
+def test_ascii_tickers_equal_numpys(make, expr, unpacked):
+    """Short ASCII rows (the word-at-a-time comparison), needles of 0 to 9
+    bytes, rows at the chunks' ends."""
+    rng = np.random.default_rng(11)
+    letters = np.array(list("ABCDEFGHIJ"))
+    pool = ["".join(rng.choice(letters, k)) for k in rng.integers(0, 10, 300)]
+    pool += ["ABCDEFGH", "ABCDEFGHI", "A", "AB", ""]
+    values = np.array(pool, dtype=S)[rng.integers(0, len(pool), 5_000)]
+    c = make(values, chunklen=512)
+    for needle in ["", "A", "AB", "ABCDEFG", "ABCDEFGH", "ABCDEFGHI", "J" * 8, str(values[-1]),
+                   str(values[511]), str(values[512])]:
+        got = bcolzx.eval(expr, user_dict={"s": c, "v": needle}, out_flavor="numpy")
+        assert got.tolist() == _reference(expr, values, needle).tolist(), needle
+
+
 @pytest.mark.parametrize("dtype", [SNAN, SNONE])
 @pytest.mark.parametrize("expr", ["s == 'AAPL'", "s != 'AAPL'", "s != ''", "startswith(s, '')",
                                   "contains(s, 'A')", "endswith(s, 'L')", "s < 'B'",
