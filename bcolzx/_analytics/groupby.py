@@ -11,6 +11,8 @@ How it travels:
    slot's group numbers (:class:`bcolzx._ext.groupby.Int64Table`,
    :class:`~bcolzx._ext.groupby.BytesTable` for fixed-width strings or
    :class:`~bcolzx._ext.groupby.VarBytesTable` for StringDType and bytes,
+   fed a key column's chunk bytes as they are when it is not aggregated too
+   (``engine.decode_items``: no string is built),
    per key column, a table of code pairs for several keys) and the Cython
    kernels accumulate (sums with Kahan compensation, extremes, Welford
    moments, first/last with their row numbers, ``(group, value)`` pairs for
@@ -144,6 +146,44 @@ def _kind(dtype: np.dtype) -> str:
     return dtype.kind
 
 
+class _Items:
+    """Keys of StringDType or bytes as their chunks hold them, in parts: each
+    ``(data, offsets, missing)``, the bytes of a decoded chunk
+    (``engine.decode_items``) or of rows flattened (:func:`_flatten`), ``n + 1``
+    offsets into them and uint8 flags of the missing rows (or None).  No
+    string is built for a decoded chunk."""
+
+    def __init__(self, parts: list[tuple]):
+        self.parts = parts
+
+    def __len__(self) -> int:
+        return sum(len(offsets) - 1 for _, offsets, _ in self.parts)
+
+
+def _key_pieces(engine: Any, lo: int, hi: int) -> list:
+    """On the calling thread, what rows ``lo .. hi-1`` of a key column are made
+    of (`lo` starts a chunk): the verified entries of its full chunks, as
+    ``(chunk, entry)``, then the rows past them, read."""
+    cl = engine.chunklen
+    end = max(lo, min(hi, engine.nfull * cl))
+    pieces: list = list(zip(range(lo // cl, end // cl), engine.entries(lo // cl, end // cl)))
+    if hi > end:
+        pieces.append(engine.read(end, hi))
+    return pieces
+
+
+def _decode_pieces(engine: Any, pieces: list) -> _Items:
+    """On a pool thread, the keys of :func:`_key_pieces`, as :class:`_Items`."""
+    parts = []
+    for piece in pieces:
+        if isinstance(piece, tuple):
+            data, located = engine.decode_items(piece[1], piece[0])
+            parts.append((data, located.offsets, located.na))
+        else:
+            parts.append(_flatten(piece))
+    return _Items(parts)
+
+
 def _flatten(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Rows of StringDType or bytes as ``(data, offsets, missing)``: their bytes
     end to end, ``n + 1`` offsets, uint8 flags of the missing rows (or None)."""
@@ -171,14 +211,18 @@ class _ValueTable:
     def ngroups(self) -> int:
         return self.table.ngroups
 
-    def encode(self, arr: np.ndarray, dropna: bool) -> np.ndarray:
-        """The number of each value of `arr`; a missing one (NaT, a missing
-        string) is -1 if `dropna`, else a value of its own."""
+    def encode(self, arr: Any, dropna: bool) -> np.ndarray:
+        """The number of each value of `arr` (an array, or :class:`_Items`); a
+        missing one (NaT, a missing string) is -1 if `dropna`, else a value of
+        its own."""
         out = np.empty(len(arr), np.int64)
         if self.kind == "var":
-            data, offsets, na = _flatten(arr)
-            flags = None if na is None else na if dropna else na * np.uint8(2)
-            self.table.factorize(data, offsets, out, flags)
+            pos = 0
+            for data, offsets, na in arr.parts if isinstance(arr, _Items) else [_flatten(arr)]:
+                k = len(offsets) - 1
+                flags = None if na is None else na if dropna else na * np.uint8(2)
+                self.table.factorize(data, offsets, out[pos:pos + k], flags)
+                pos += k
         elif self.kind == "fixed":
             self.table.factorize(arr, out)
         else:
@@ -233,8 +277,9 @@ class _Keys:
     def ngroups(self) -> int:
         return self.pairs[-1].ngroups if self.pairs else self.tables[0].ngroups
 
-    def encode(self, arrays: list[np.ndarray]) -> np.ndarray:
-        """The group number of each row (-1: a missing key dropped)."""
+    def encode(self, arrays: list[Any]) -> np.ndarray:
+        """The group number of each row (-1: a missing key dropped); keys of
+        strings or bytes may be :class:`_Items`."""
         n = len(arrays[0])
         codes = [table.encode(arr, self.dropna) for table, arr in zip(self.tables, arrays)]
         combined = codes[0]
@@ -635,7 +680,7 @@ class _State:
             n: _TextColumn(value_dtypes[n], funcs[n]) if _kind(value_dtypes[n]) in _TEXT
             else _Column(value_dtypes[n], funcs[n]) for n in funcs}
 
-    def add(self, keys: list[np.ndarray], values: dict[str, np.ndarray],
+    def add(self, keys: list[Any], values: dict[str, np.ndarray],
             rows: np.ndarray | None, first_row: int) -> None:
         codes = self.keys.encode(keys)
         g = self.keys.ngroups
@@ -743,16 +788,21 @@ def _by_chunks(runner: _Runner, engines: dict, keys: list[str], values: list[str
     first = next(iter(engines.values()))
     cl, nfull = first.chunklen, min(e.nfull for e in engines.values())
     names = list(engines)
+    raw = _raw_keys(engines, keys, values, cl)
     for c0 in range(0, nfull, batch):
         c1 = min(nfull, c0 + batch)
         entries = {n: engines[n].entries(c0, c1) for n in names}
 
         def job(state: _State, c0=c0, c1=c1, entries=entries) -> None:
-            bufs = _buffers(state, engines)
+            bufs = _buffers(state, engines, raw)
             for i, c in enumerate(range(c0, c1)):
+                got: dict[str, Any] = dict(bufs)
                 for n in names:
-                    engines[n].decode_chunk(entries[n][i], c, bufs[n])
-                state.add([bufs[k] for k in keys], bufs, None, c * cl)
+                    if n in raw:
+                        got[n] = _decode_pieces(engines[n], [(c, entries[n][i])])
+                    else:
+                        engines[n].decode_chunk(entries[n][i], c, bufs[n])
+                state.add([got[k] for k in keys], got, None, c * cl)
         runner.submit(job)
     # Rows past the full chunks every column has (the leftover, held in memory).
     start, length = nfull * cl, len(first)
@@ -761,11 +811,21 @@ def _by_chunks(runner: _Runner, engines: dict, keys: list[str], values: list[str
         runner.submit(lambda state: state.add([rows[k] for k in keys], rows, None, start))
 
 
-def _buffers(state: _State, engines: dict) -> dict:
-    """The slot's chunk buffers, one per column (made on first use, kept)."""
+def _raw_keys(engines: dict, keys: list[str], values: list[str], blen: int) -> set[str]:
+    """The keys of strings or bytes factorized from their chunks' bytes, never
+    decoded into strings: those that are not values too, in blocks of `blen`
+    rows that start their chunks."""
+    return {k for k in keys if k not in values and hasattr(engines[k], "decode_items")
+            and blen % engines[k].chunklen == 0}
+
+
+def _buffers(state: _State, engines: dict, raw: set[str]) -> dict:
+    """The slot's chunk buffers, one per column but those in `raw` (made on
+    first use, kept)."""
     bufs = getattr(state, "buffers", None)
     if bufs is None:
-        bufs = state.buffers = {n: np.empty((e.chunklen,), e.dtype) for n, e in engines.items()}
+        bufs = state.buffers = {n: np.empty((e.chunklen,), e.dtype) for n, e in engines.items()
+                                if n not in raw}
     return bufs
 
 
@@ -775,11 +835,16 @@ def _by_rows(runner: _Runner, table: Columns, engines: dict, keys: list[str],
     names = list(engines)
     length = len(next(iter(engines.values())))
     if where is None:
+        raw = _raw_keys(engines, keys, values, blen)
         for lo in range(0, length, blen):
             hi = min(length, lo + blen)
-            rows = {n: engines[n].read(lo, hi) for n in names}
-            runner.submit(lambda state, rows=rows, lo=lo: state.add(
-                [rows[k] for k in keys], rows, None, lo))
+            rows = {n: engines[n].read(lo, hi) for n in names if n not in raw}
+            pieces = {n: _key_pieces(engines[n], lo, hi) for n in raw}
+
+            def job(state: _State, rows=rows, pieces=pieces, lo=lo) -> None:
+                got = {**rows, **{n: _decode_pieces(engines[n], p) for n, p in pieces.items()}}
+                state.add([got[k] for k in keys], got, None, lo)
+            runner.submit(job)
         return
     for lo, pos, have in selection.blocks(where, table, scope, vm):
         rows = {n: selection.values_at(table[n], lo, pos, have, n) for n in names}

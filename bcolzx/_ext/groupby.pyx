@@ -44,11 +44,24 @@ cdef inline uint64_t _hash_bytes(const uint8_t* p, Py_ssize_t n) noexcept nogil:
         memcpy(&word, p + i, 8)
         h = _mix(h ^ word)
         i += 8
-    if i < n:
+    if i < n:  # the last bytes, little-endian, without a call
         word = 0
-        memcpy(&word, p + i, n - i)
+        while i < n:
+            word |= <uint64_t>p[i] << (8 * (i & 7))
+            i += 1
         h = _mix(h ^ word)
     return h
+
+
+cdef inline bint _same(const uint8_t* a, const uint8_t* b, Py_ssize_t n) noexcept nogil:
+    """Whether ``a[:n]`` and ``b[:n]`` hold the same bytes (short keys without a call)."""
+    cdef Py_ssize_t j
+    if n > 16:
+        return memcmp(a, b, <size_t>n) == 0
+    for j in range(n):
+        if a[j] != b[j]:
+            return False
+    return True
 
 
 cdef int _new_slots(Py_ssize_t cap, int64_t** codes, void** more) noexcept nogil:
@@ -428,7 +441,7 @@ cdef class VarBytesTable(_Groups):
                 continue
             k = data + offsets[i]
             size = offsets[i + 1] - offsets[i]
-            if last_code >= 0 and size == last_size and memcmp(k, last_key, size) == 0:
+            if last_code >= 0 and size == last_size and _same(k, last_key, size):
                 codes[i] = last_code  # runs of one key (sorted data)
                 continue
             h = _hash_bytes(k, size)
@@ -437,7 +450,7 @@ cdef class VarBytesTable(_Groups):
                 c = self._slot_code[j]
                 if c == EMPTY or (self._slot_hash[j] == h and
                                   self._offs[c + 1] - self._offs[c] == size and
-                                  memcmp(self._data + self._offs[c], k, size) == 0):
+                                  _same(self._data + self._offs[c], k, size)):
                     break
                 j = (j + 1) & mask
             if c == EMPTY:

@@ -13,7 +13,7 @@
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memchr, memcmp, memcpy, memset
 
 cimport numpy as cnp
 import numpy as np
@@ -186,6 +186,52 @@ cdef Py_ssize_t _check_rows(const uint8_t* base, Py_ssize_t size, const int64_t*
     return -1
 
 
+cdef const uint8_t* _na_flags(object na, Py_ssize_t n, Py_ssize_t first,
+                              Py_ssize_t count) except? NULL:
+    """The NA flags of rows ``first ..`` of a chunk of `n` rows (NULL when `na`
+    is None), once rows ``first .. first + count - 1`` are checked to be in it."""
+    if first < 0 or n < 0 or first + count > n:
+        raise ValueError(f"rows {first}..{first + count} are not in a chunk of {n} rows")
+    if na is None:
+        return NULL
+    cdef const uint8_t[::1] missing = na
+    if missing.shape[0] != n:
+        raise ValueError(f"{missing.shape[0]} NA flags for {n} rows")
+    return &missing[first] if first < n else NULL
+
+
+cdef int _check_inside(Py_ssize_t outside, Py_ssize_t first) except -1:
+    if outside >= 0:
+        raise ValueError(f"row {first + outside} is not inside the chunk (its offsets were "
+                         "not validated)")
+    return 0
+
+
+def check_rows(const uint8_t[::1] chunk, const int64_t[::1] offsets):
+    """The first row of a decoded chunk whose bytes are not well-formed UTF-8,
+    or -1: what :func:`pack` checks before it packs anything, for a caller
+    that uses the rows' bytes as they are (groupby's keys).
+
+    Parameters
+    ----------
+    chunk, offsets
+        As for :func:`pack` (a missing row has an empty span and passes).
+
+    Raises
+    ------
+    ValueError
+        If a row's offsets lie outside the chunk.
+    """
+    cdef Py_ssize_t count = offsets.shape[0] - 1, bad, outside = -1
+    if count <= 0:
+        return -1
+    cdef const uint8_t* base = &chunk[0] if chunk.shape[0] else NULL
+    with nogil:
+        bad = _check_rows(base, chunk.shape[0], &offsets[0], count, &outside)
+    _check_inside(outside, 0)
+    return bad
+
+
 def pack(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, cnp.ndarray out,
          Py_ssize_t first):
     """Rows ``first .. first + len(out) - 1`` of a decoded chunk into `out`.
@@ -229,15 +275,8 @@ def pack(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, cnp.ndarray o
     """
     _check_strings(out, "out")
     cdef Py_ssize_t count = out.shape[0]
-    cdef Py_ssize_t n = offsets.shape[0] - 1
-    cdef const uint8_t[::1] missing
     cdef bint has_na = na is not None
-    if first < 0 or n < 0 or first + count > n:
-        raise ValueError(f"rows {first}..{first + count} are not in a chunk of {n} rows")
-    if has_na:
-        missing = na
-        if missing.shape[0] != n:
-            raise ValueError(f"{missing.shape[0]} NA flags for {n} rows")
+    cdef const uint8_t* flags = _na_flags(na, offsets.shape[0] - 1, first, count)
     cdef PyArray_StringDTypeObject* descr = <PyArray_StringDTypeObject*>cnp.PyArray_DESCR(out)
     if has_na and descr.na_object == NULL:
         raise ValueError("the chunk holds missing values and the dtype has no na_object")
@@ -245,7 +284,6 @@ def pack(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, cnp.ndarray o
         return -1
     cdef const uint8_t* base = &chunk[0] if chunk.shape[0] else NULL
     cdef const int64_t* o = &offsets[first]
-    cdef const uint8_t* flags = &missing[first] if has_na else NULL
     cdef Py_ssize_t r, bad, failed = -1, outside = -1
     cdef Py_ssize_t size = chunk.shape[0]
     cdef char* slots = cnp.PyArray_BYTES(out)
@@ -268,11 +306,290 @@ def pack(const uint8_t[::1] chunk, const int64_t[::1] offsets, na, cnp.ndarray o
                     failed = r
                     break
             NpyString_release_allocator(allocator)
-    if outside >= 0:
-        raise ValueError(f"row {first + outside} is not inside the chunk (its offsets were "
-                         "not validated)")
+    _check_inside(outside, first)
     if failed >= 0:
         raise MemoryError(f"NumPy could not store string {failed} of a chunk")
+    return first + bad if bad >= 0 else -1
+
+
+#: The tests of :func:`match`, by name: the comparisons (as the query layer
+#: names them) and the string predicates.
+MATCH_OPS = {"eq": 0, "ne": 1, "lt": 2, "le": 3, "gt": 4, "ge": 5, "startswith": 6,
+             "endswith": 7, "contains": 8}
+cdef enum:
+    _EQ, _NE, _LT, _LE, _GT, _GE, _STARTS, _ENDS, _CONTAINS
+
+
+cdef inline int _compare(const uint8_t* a, const uint8_t* b, Py_ssize_t m) noexcept nogil:
+    """memcmp's sign of ``a[:m]`` against ``b[:m]``: short runs compared here,
+    without a call."""
+    cdef Py_ssize_t j
+    if m > 16:
+        return memcmp(a, b, <size_t>m)
+    for j in range(m):
+        if a[j] != b[j]:
+            return -1 if a[j] < b[j] else 1
+    return 0
+
+
+cdef inline int _order(const uint8_t* a, Py_ssize_t na, const uint8_t* b,
+                       Py_ssize_t nb) noexcept nogil:
+    """-1, 0 or 1 as bytes `a` sort before, with or after bytes `b` (for
+    UTF-8: code point order, NumPy's order of strings)."""
+    cdef int c = _compare(a, b, na if na < nb else nb)
+    if c:
+        return -1 if c < 0 else 1
+    return (na > nb) - (na < nb)
+
+
+cdef inline bint _holds(const uint8_t* h, Py_ssize_t nh, const uint8_t* nd,
+                        Py_ssize_t nn) noexcept nogil:
+    """Whether bytes `nd` occur in bytes `h` (always, when `nd` is empty)."""
+    if nn == 0:
+        return True
+    if nn > nh:
+        return False
+    cdef const uint8_t* p = h
+    cdef const uint8_t* last = h + (nh - nn)  # the last place a match may start
+    while p <= last:
+        p = <const uint8_t*>memchr(p, nd[0], <size_t>(last - p + 1))
+        if p == NULL:
+            return False
+        if _compare(p + 1, nd + 1, nn - 1) == 0:
+            return True
+        p += 1
+    return False
+
+
+cdef inline bint _test(int code, const uint8_t* s, Py_ssize_t m, const uint8_t* nd,
+                       Py_ssize_t nn) noexcept nogil:
+    if code == _EQ:
+        return m == nn and _compare(s, nd, nn) == 0
+    if code == _NE:
+        return m != nn or _compare(s, nd, nn) != 0
+    if code == _LT:
+        return _order(s, m, nd, nn) < 0
+    if code == _LE:
+        return _order(s, m, nd, nn) <= 0
+    if code == _GT:
+        return _order(s, m, nd, nn) > 0
+    if code == _GE:
+        return _order(s, m, nd, nn) >= 0
+    if code == _STARTS:
+        return m >= nn and _compare(s, nd, nn) == 0
+    if code == _ENDS:
+        return m >= nn and _compare(s + m - nn, nd, nn) == 0
+    return _holds(s, m, nd, nn)
+
+
+cdef inline uint32_t _length_at(const uint8_t* planes, Py_ssize_t n,
+                                Py_ssize_t i) noexcept nogil:
+    """Row `i`'s length in the four byte planes of a table of `n` rows."""
+    return planes[i] | (<uint32_t>planes[n + i] << 8) | (<uint32_t>planes[2 * n + i] << 16) | \
+        (<uint32_t>planes[3 * n + i] << 24)
+
+
+cdef int64_t _span(const uint8_t* planes, Py_ssize_t n, Py_ssize_t a,
+                   Py_ssize_t b) noexcept nogil:
+    """The bytes of rows ``a .. b-1`` of a table of `n` rows none of which is
+    missing: the sum of their lengths, plane by plane."""
+    cdef uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0
+    cdef Py_ssize_t i
+    for i in range(a, b):
+        s0 += planes[i]
+    for i in range(a, b):
+        s1 += planes[n + i]
+    for i in range(a, b):
+        s2 += planes[2 * n + i]
+    for i in range(a, b):
+        s3 += planes[3 * n + i]
+    return <int64_t>(s0 + (s1 << 8) + (s2 << 16) + (s3 << 24))
+
+
+cdef void _match_short(int code, const uint8_t* lengths, Py_ssize_t count,
+                       const uint8_t* base, Py_ssize_t size, int64_t pos,
+                       const uint8_t* nd, Py_ssize_t nn, uint8_t* res) noexcept nogil:
+    """``==``, ``!=`` or ``startswith`` of `count` rows of the lengths given
+    (each below 256) starting at ``base + pos``, against a needle of at most 8
+    bytes, without a branch on the data: each row's first 8 bytes (fewer at
+    the end of the chunk) masked to the needle's length and compared with it
+    as one word."""
+    cdef uint64_t want = 0, mask = 0, word
+    cdef uint8_t ones[8]
+    cdef Py_ssize_t r, length
+    cdef bint hit
+    memset(ones, 0xFF, 8)
+    if nn:
+        memcpy(&want, nd, <size_t>nn)
+        memcpy(&mask, ones, <size_t>nn)
+    for r in range(count):
+        length = lengths[r]
+        word = 0
+        if pos + 8 <= size:
+            memcpy(&word, base + pos, 8)
+        else:
+            memcpy(&word, base + pos, <size_t>(size - pos))
+        hit = (word & mask) == want
+        if code == _STARTS:
+            res[r] = hit & (length >= nn)
+        else:
+            res[r] = (hit & (length == nn)) ^ (code == _NE)
+        pos += length
+
+
+cdef uint64_t _ored(const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    """The bytes of ``p[:n]`` or-ed together, 8 at a time (a byte of the
+    result is the or of the bytes at its place, modulo 8; the last ones fall
+    in its lowest byte)."""
+    cdef uint64_t word, seen = 0
+    cdef Py_ssize_t i = 0
+    while i + 8 <= n:
+        memcpy(&word, p + i, 8)
+        seen |= word
+        i += 8
+    while i < n:
+        seen |= p[i]
+        i += 1
+    return seen
+
+
+cdef inline bint _ascii(const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    """Whether no byte of ``p[:n]`` has its high bit set."""
+    return (_ored(p, n) & 0x8080808080808080ULL) == 0
+
+
+cdef inline bint _zeros(const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    """Whether every byte of ``p[:n]`` is zero."""
+    return _ored(p, n) == 0
+
+
+def match(const uint8_t[::1] chunk, Py_ssize_t nitems, bint na_ok, str op, needle,
+          bint na_result, uint8_t[::1] out, Py_ssize_t first):
+    """Test rows ``first .. first + len(out) - 1`` of a decompressed planar
+    chunk (docs/format/strings.md) against the UTF-8 string `needle`, into
+    `out` (1 where the test holds), straight from the chunk's bytes: no
+    string is built, and no table of offsets either (the lengths are read
+    from their planes as the rows are tested).
+
+    The chunk's table is validated as :func:`bcolzx._format.vlen.locate`
+    validates it (its item count, missing rows only where allowed, the items
+    ending where the chunk does), and each row tested is checked to be
+    well-formed UTF-8, as :func:`pack` checks it.  The tests compare UTF-8
+    bytes, which order as code points do (NumPy's order of strings).
+
+    Parameters
+    ----------
+    chunk : bytes-like
+        The decompressed chunk.
+    nitems : int
+        The item count the metadata expects, or -1 for any.
+    na_ok : bool
+        Whether rows may be missing (the dataset has an ``na_object``).
+    op : str
+        A key of :data:`MATCH_OPS`: ``row <op> needle`` for the comparisons,
+        ``op(row, needle)`` for the predicates.
+    needle : bytes-like
+        The UTF-8 of the string tested against.
+    na_result : bool
+        What a missing row gives.
+    out : uint8 array
+        Written in place (a boolean array's ``view(numpy.uint8)``); partly,
+        when a row is not well-formed UTF-8.
+    first : int
+        The first row of the chunk to test.
+
+    Returns
+    -------
+    int
+        -1, or the first row of the chunk whose bytes are not well-formed
+        UTF-8.
+
+    Raises
+    ------
+    ValueError
+        For an unknown `op`, a damaged table (the message says which way),
+        or rows that are not in the chunk.
+    """
+    if op not in MATCH_OPS:
+        raise ValueError(f"unknown test {op!r}; known: {', '.join(MATCH_OPS)}")
+    cdef int code = MATCH_OPS[op]
+    cdef const uint8_t[::1] nd_view = needle
+    cdef Py_ssize_t size = chunk.shape[0], count = out.shape[0], nn = nd_view.shape[0]
+    if size < _HEAD:
+        raise ValueError(f"{size} bytes: shorter than its length table")
+    cdef uint64_t stated = 0
+    cdef int k
+    for k in range(8):
+        stated |= <uint64_t>chunk[k] << (8 * k)
+    if stated > <uint64_t>((size - _HEAD) // 4):
+        raise ValueError(f"{size} bytes say they hold {stated} items: more than their "
+                         "length table can hold")
+    cdef Py_ssize_t n = <Py_ssize_t>stated
+    if nitems >= 0 and n != nitems:
+        raise ValueError(f"holds {n} items, the metadata calls for {nitems}")
+    if first < 0 or first + count > n:
+        raise ValueError(f"rows {first}..{first + count} are not in a chunk of {n} rows")
+    cdef const uint8_t* base = &chunk[0]
+    cdef const uint8_t* planes = base + _HEAD
+    cdef const uint8_t* nd = &nd_view[0] if nn else NULL
+    cdef uint8_t* res = &out[0] if count else NULL
+    cdef int64_t pos = _HEAD + 4 * n, lo = -1, hi = -1, a, b
+    cdef uint32_t length
+    cdef Py_ssize_t i, r, missing = -1, bad = -1
+    cdef bint whole = True, per_row = False, short = False
+    with nogil:
+        # The whole table: missing rows allowed, the items ending where the
+        # chunk does (so that no row below lies outside it).
+        if n and memchr(planes + 3 * n, 0xFF, <size_t>n) == NULL:  # no row is missing
+            lo = pos + _span(planes, n, 0, first)
+            hi = lo + _span(planes, n, first, first + count)
+            pos = hi + _span(planes, n, first + count, n)
+        else:
+            for i in range(n):
+                if i == first:
+                    lo = pos
+                length = _length_at(planes, n, i)
+                if length == _NA:
+                    if not na_ok:
+                        missing = i
+                        break
+                else:
+                    pos += length
+                if i == first + count - 1:
+                    hi = pos
+        if missing < 0 and pos == size and count:
+            # The tested rows' bytes, as pack checks them: as a whole, then a
+            # row only where it may start or end inside a character.
+            whole = _utf8_error(base + lo, hi - lo) < 0
+            per_row = not whole or not _ascii(base + lo, hi - lo)
+            b = lo
+            short = not per_row and nn <= 8 and \
+                (code == _EQ or code == _NE or code == _STARTS) and _zeros(planes + n, 3 * n)
+            if short:
+                # Rows shorter than 256 bytes (one length plane), a needle of
+                # at most 8: each row's first 8 bytes compared at once.
+                _match_short(code, planes + first, count, base, size, lo, nd, nn, res)
+            for r in range(0 if short else count):
+                length = _length_at(planes, n, first + r)
+                if length == _NA:
+                    res[r] = na_result
+                    continue
+                a, b = b, b + length
+                if per_row:
+                    if whole:
+                        if a < b and (base[a] & 0xC0) == 0x80 or \
+                                b < hi and (base[b] & 0xC0) == 0x80:
+                            bad = r
+                            break
+                    elif _utf8_error(base + a, b - a) >= 0:
+                        bad = r
+                        break
+                res[r] = _test(code, base + a, b - a, nd, nn)
+    if missing >= 0:
+        raise ValueError(f"row {missing} is missing (NA) in a dataset that has no missing "
+                         "values")
+    if pos != size:
+        raise ValueError(f"{size} bytes whose items end at {pos}")
     return first + bad if bad >= 0 else -1
 
 

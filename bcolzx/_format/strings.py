@@ -29,8 +29,9 @@ from bcolzx._format import vlen
 from bcolzx.errors import CorruptDataError
 
 __all__ = ["BOUND_BYTES", "BYTES_DTYPE", "NA_OBJECTS", "STRING_CHAR", "bounds",
-           "check_string_dtype", "encode_rows", "exact_bounds", "field_dtype", "is_bytes",
-           "is_string", "item_kind", "lower_bound", "missing_rows", "na_name", "pack_rows",
+           "check_rows", "check_string_dtype", "encode_rows", "exact_bounds", "field_dtype",
+           "is_bytes", "is_string", "item_kind", "lower_bound", "match_rows", "missing_rows",
+           "na_name", "pack_rows",
            "string_dtype", "upper_bound"]
 
 #: The dtype of a column of variable-length bytes: object, declared as bytes
@@ -165,6 +166,51 @@ def pack_rows(chunk, where: vlen.Located, out: np.ndarray, first: int) -> None:
         If a string is not well-formed UTF-8 (`out` is then partly written).
     """
     bad = _kernel().pack(chunk, where.offsets, where.na, out, first)
+    if bad >= 0:
+        raise CorruptDataError(f"row {bad} of a chunk of strings is not well-formed UTF-8")
+
+
+def check_rows(chunk, where: vlen.Located) -> None:
+    """Check that every row of a chunk of strings located by
+    :func:`~bcolzx._format.vlen.locate` is well-formed UTF-8, as
+    :func:`pack_rows` does, for a caller that uses their bytes as they are.
+
+    Raises
+    ------
+    CorruptDataError
+        If a string is not well-formed UTF-8.
+    """
+    bad = _kernel().check_rows(chunk, where.offsets)
+    if bad >= 0:
+        raise CorruptDataError(f"row {bad} of a chunk of strings is not well-formed UTF-8")
+
+
+def match_rows(chunk, nitems: int | None, na_ok: bool, op: str, needle: bytes,
+               na_result: bool, out: np.ndarray, first: int) -> None:
+    """Test rows ``first .. first + len(out) - 1`` of a decompressed chunk of
+    strings (`nitems` rows, or any number) against the UTF-8 `needle` (``row
+    <op> needle``, or ``op(row, needle)`` for ``startswith``, ``endswith`` and
+    ``contains``), into the boolean array `out`, from the chunk's bytes; a
+    missing row gives `na_result`.  The chunk's table is validated as
+    :func:`~bcolzx._format.vlen.locate` validates it (`na_ok`: whether rows
+    may be missing), and each row tested is checked to be well-formed UTF-8,
+    as :func:`pack_rows` checks it.
+
+    Raises
+    ------
+    CorruptDataError
+        If the table is damaged, holds fewer rows than asked for, or a
+        string is not well-formed UTF-8.
+    ValueError
+        For an unknown `op`.
+    """
+    if op not in _kernel().MATCH_OPS:
+        raise ValueError(f"unknown test {op!r}")
+    try:
+        bad = _kernel().match(chunk, -1 if nitems is None else nitems, na_ok, op, needle,
+                              na_result, out.view(np.uint8), first)
+    except ValueError as exc:
+        raise CorruptDataError(f"variable-length chunk: {exc}") from None
     if bad >= 0:
         raise CorruptDataError(f"row {bad} of a chunk of strings is not well-formed UTF-8")
 

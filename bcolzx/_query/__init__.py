@@ -14,6 +14,8 @@ One concern per module, each importing only those above it in this list:
   (translation, cached plans);
 * :mod:`~bcolzx._query.expr`: :func:`~bcolzx._query.expr.compile_expression`
   and the :class:`~bcolzx._query.expr.Expression` both VMs evaluate;
+* :mod:`~bcolzx._query.textscan`: tests of string columns against strings,
+  answered from the columns' chunks;
 * :mod:`~bcolzx._query.zonemap`: whether a block can match, from its
   columns' bounds;
 * :mod:`~bcolzx._query.blocks`: evaluation over columns, block by block, on

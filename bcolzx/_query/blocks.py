@@ -32,6 +32,7 @@ from bcolzx import _threads
 from bcolzx._query.expr import Expression, compile_expression
 from bcolzx._query.kinds import kind_of
 from bcolzx._query.pyvm import python_vm
+from bcolzx._query.textscan import Pending, Scan, rewrite
 from bcolzx._query.tree import (
     Binary,
     Compare,
@@ -249,7 +250,11 @@ def evaluate_blocks(
     ranges = [(a, min(a + blen, end)) for a in range(begin, end, blen)]
     if skip_block is not None:
         ranges = [(a, b) for a, b in ranges if not skip_block(a, b)]
-    read = _Reader(expr, dict(zip(names, used)), values, vm, with_columns)
+    # Tests of string columns against strings: from the chunks' bytes.
+    scanned, reads = rewrite(expr, dict(zip(names, used)), values)
+    if scanned is not expr:
+        tree_for = None  # what zone maps leave of a filter names the tests rewritten
+    read = _Reader(scanned, reads, values, vm, with_columns)
     blocks = [(a, b, None if tree_for is None else tree_for(a, b)) for a, b in ranges]
     if nthreads == 1 or len(blocks) <= _INLINE_BLOCKS:
         return (read.evaluate(a, b, tree) for a, b, tree in blocks)
@@ -289,14 +294,19 @@ class _Reader:
         parts = plan.parts if self.one_per_row else None
         return parts, plan.whole.names, plan.whole
 
-    def read(self, start: int, stop: int, names: Any = None) -> dict[str, np.ndarray]:
-        namespace = {name: np.asarray(col[start:stop]) for name, col in self.columns.items()
-                     if names is None or name in names}
+    def read(self, start: int, stop: int, names: Any = None) -> dict[str, Any]:
+        """Rows ``start .. stop-1`` of the columns (of `names` only, if given;
+        a scan's only read, tested by :meth:`compute`), and the scalars."""
+        namespace: dict[str, Any] = {
+            name: col.defer(start, stop) if isinstance(col, Scan) else np.asarray(col[start:stop])
+            for name, col in self.columns.items() if names is None or name in names}
         namespace.update(self.scalars)
         return namespace
 
-    def compute(self, namespace: dict[str, np.ndarray], tree: Node | None = None
-                ) -> np.ndarray:
+    def compute(self, namespace: dict[str, Any], tree: Node | None = None) -> np.ndarray:
+        for name, value in namespace.items():
+            if isinstance(value, Pending):
+                namespace[name] = value.run()
         if tree is not None:
             parts, _, whole = self._plan(tree)
             if parts is None:
@@ -312,8 +322,8 @@ class _Reader:
         """What evaluate_blocks yields for a block (with the columns read whole)."""
         if not self.with_columns:
             return start, value
-        return start, value, {name: namespace[name] for name in self.columns
-                              if name in namespace}
+        return start, value, {name: namespace[name] for name, col in self.columns.items()
+                              if name in namespace and not isinstance(col, Scan)}
 
     def evaluate(self, start: int, stop: int, tree: Node | None = None) -> tuple:
         if isinstance(tree, Const):  # zone maps decided every row

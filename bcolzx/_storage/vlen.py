@@ -27,6 +27,7 @@ written or used.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -35,6 +36,7 @@ from bcolzx._ext import codec
 from bcolzx._format import layout, pickles, strings, vlen
 from bcolzx._storage.base import ChunkStore, Special
 from bcolzx._storage.engine import ChunkedArray
+from bcolzx._storage.zones import bounds
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
 
 __all__ = ["VlenArray"]
@@ -150,21 +152,46 @@ class VlenArray(ChunkedArray):
         cl, items = self.chunklen, []
         parts = [rows[k:k + cl] for k in range(0, len(rows), cl)]
         like = self._comp
+        want_bounds = self._zones.active(self._stored_chunks())
         if len(parts) > 1 and self.nthreads > 1 and isinstance(like, codec.Compressor):
             # Several chunks: compressed on the pool, each thread with its own
-            # single-threaded copy of this array's compressor.
+            # single-threaded copy of this array's compressor, and their
+            # zone-map bounds found there too.
             def encode(part: np.ndarray):
                 blob = np.frombuffer(self._blob(part), dtype=np.uint8)
-                return _threads.compressor(like).compress(blob)
+                return _threads.compressor(like).compress(blob), \
+                    bounds(part) if want_bounds else None
 
-            entries = list(_threads.map_ordered(encode, parts, self.nthreads))
+            done = list(_threads.map_ordered(encode, parts, self.nthreads))
         else:
-            entries = [self._encode(part) for part in parts]
-        for part, entry in zip(parts, entries):
+            done = [(self._encode(part), None) for part in parts]
+        for part, (entry, found) in zip(parts, done):
             items.append((self.nfull, entry, self.chunk_bytes))
-            self._note(self.nfull, part)
+            self._note(self.nfull, part, found)
             self.nfull += 1
         return items
+
+    def _decompress(self, entry, chunk: int, dec: codec.Decompressor | None = None,
+                    scratch: bool = False) -> np.ndarray:
+        """The decompressed bytes of a stored chunk, by `dec` (default: this
+        array's), into this thread's scratch buffer when `scratch` (valid until
+        its next use).
+
+        Raises
+        ------
+        CorruptDataError
+            If it cannot be decompressed.
+        """
+        if isinstance(entry, Special):
+            raise CorruptDataError("a chunk of variable-length items is stored as a constant",
+                                   **self._where(chunk))
+        nbytes = self._nbytes_of(entry, chunk)
+        buf = _threads.buffer(nbytes) if scratch else np.empty(nbytes, dtype=np.uint8)
+        try:
+            (self._dec if dec is None else dec).decompress(entry, buf)
+        except CorruptDataError as exc:
+            raise self._located(exc, chunk) from None
+        return buf
 
     def _decode(self, entry, chunk: int, nitems: int | None,
                 dec: codec.Decompressor | None = None,
@@ -179,14 +206,9 @@ class VlenArray(ChunkedArray):
             If it cannot be decompressed, its table is damaged or its item
             count is not `nitems`.
         """
-        where = self._where(chunk)
-        if isinstance(entry, Special):
-            raise CorruptDataError("a chunk of variable-length items is stored as a constant",
-                                   **where)
-        nbytes = self._nbytes_of(entry, chunk)
-        buf = _threads.buffer(nbytes) if scratch else np.empty(nbytes, dtype=np.uint8)
+        buf = self._decompress(entry, chunk, dec, scratch)
+        nbytes = len(buf)
         try:
-            (self._dec if dec is None else dec).decompress(entry, buf)
             if self._store.native:
                 located = vlen.locate(buf, nitems, self._layout, self._na_ok)
             else:
@@ -249,6 +271,27 @@ class VlenArray(ChunkedArray):
         buf, located = self._decode(entry, chunk, self.chunklen, _threads.decompressor(),
                                     scratch=True)
         self._fill(buf, located, out, 0, chunk)
+
+    def decode_items(self, entry, chunk: int) -> tuple[np.ndarray, vlen.Located]:
+        """The decompressed bytes of full chunk `chunk` (`entry`, from
+        :meth:`entries`) and where its items lie, in a new buffer, with the
+        calling thread's decompressor: safe on any thread of the pool.  Each
+        string is checked to be well-formed UTF-8, as :meth:`decode_chunk`
+        checks it, but none is built.
+
+        Raises
+        ------
+        CorruptDataError
+            If the chunk is damaged, does not hold ``chunklen`` items, or a
+            string is not well-formed UTF-8.
+        """
+        buf, located = self._decode(entry, chunk, self.chunklen, _threads.decompressor())
+        if self.kind == "utf8":
+            try:
+                strings.check_rows(buf, located)
+            except CorruptDataError as exc:
+                raise self._located(exc, chunk) from None
+        return np.frombuffer(buf, dtype=np.uint8), located
 
     def _items(self, chunk: int) -> tuple[memoryview, vlen.Located]:
         """``(bytes, located)`` of full stored chunk `chunk`, through a one-chunk cache."""
@@ -333,6 +376,70 @@ class VlenArray(ChunkedArray):
             lo = max(start, stored_end)
             out[lo - start:] = self._leftover[lo - stored_end:stop - stored_end]
         return out
+
+    def string_matcher(self, start: int, stop: int, op: str, needle: bytes,
+                       na_result: bool) -> Callable[[], np.ndarray]:
+        """Whether each of rows ``start .. stop-1`` of strings passes a test
+        against the UTF-8 string `needle` (``row <op> needle`` for the
+        comparisons, ``op(row, needle)`` for ``startswith``, ``endswith`` and
+        ``contains``; a missing row gives `na_result`), computed from the
+        chunks' bytes without building strings
+        (:func:`bcolzx._format.strings.match_rows`).
+
+        The stored chunks are read here, on the calling thread, as
+        :meth:`read` reads them; the function returned decompresses and
+        tests them, with its own thread's decompressor and scratch buffer:
+        safe to call on any thread of the pool, once.
+
+        Returns
+        -------
+        callable
+            Taking nothing, returning ``stop - start`` booleans.
+
+        Raises
+        ------
+        IndexError
+            If the range is not inside the array.
+        ValueError
+            If the array does not hold strings, or for an unknown `op`.
+        CorruptDataError, ChecksumError
+            If a chunk is damaged (when read here, or when the function runs).
+        """
+        if self.kind != "utf8":
+            raise ValueError(f"rows of {self.kind} are not strings")
+        if not 0 <= start <= stop <= len(self):
+            raise IndexError(f"rows {start}..{stop} outside 0..{len(self)}")
+        cl, stored_end = self.chunklen, self.nfull * self.chunklen
+        jobs: list = []
+        if start < stored_end:
+            c0, c1 = start // cl, (min(stop, stored_end) + cl - 1) // cl
+            entries = [self._entry(c0)] if c1 - c0 == 1 else self.store.get(c0, c1)
+            jobs = list(zip(range(c0, c1), entries))
+        lo = max(start, stored_end)
+        tail = None
+        if stop > lo and self._left_buf is None and self._left_to_load:
+            # The last rows, not decoded yet: tested in their stored chunk.
+            jobs.append((self.nfull, self.store.get(self.nfull, self.nfull + 1)[0]))
+        elif stop > lo:  # rows in memory: tested in a chunk made of them
+            tail = strings.encode_rows(self._leftover[lo - stored_end:stop - stored_end],
+                                       self.kind)
+
+        def run() -> np.ndarray:
+            out = np.empty(stop - start, dtype=np.bool_)
+            for c, entry in jobs:
+                a, b = max(start, c * cl), min(stop, (c + 1) * cl)
+                buf = self._decompress(entry, c, _threads.decompressor(), scratch=True)
+                try:
+                    strings.match_rows(buf, cl if c < self.nfull else None, self._na_ok, op,
+                                       needle, na_result, out[a - start:b - start], a - c * cl)
+                except CorruptDataError as exc:
+                    raise self._located(exc, c) from None
+            if tail is not None:
+                strings.match_rows(tail, stop - lo, self._na_ok, op, needle, na_result,
+                                   out[lo - start:], 0)
+            return out
+
+        return run
 
     def read_row(self, i: int):
         """Item `i`: bytes, or (strings) a str or the missing value.

@@ -256,3 +256,53 @@ def test_flatten_kernel():
     assert string_kernels.flatten(np.array(["a"], dtype=S))[2] is None
     with pytest.raises(TypeError):
         string_kernels.flatten(np.array(["a"]))
+
+
+@pytest.mark.parametrize("chunklen", [512, None])  # one chunk length / the columns' own
+@pytest.mark.parametrize("dropna", [True, False])
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_string_keys_are_factorized_from_the_chunks_bytes(make, chunklen, dropna, nthreads,
+                                                          monkeypatch):
+    """Keys that are not values too are never decoded into strings (chunk by
+    chunk, or block by block when the columns' chunks differ): the groups still
+    equal pandas', missing keys, rows past the full chunks and all."""
+    monkeypatch.setattr(bcolzx.defaults, "nthreads", nthreads)
+    cols = data(n=20_011, seed=9)
+    cols = {k: cols[k] for k in ("tick", "sn", "by", "i", "x")}
+    ct = make(cols, chunklen=chunklen)
+    assert len(ct) % ct["sn"].chunklen  # a partial last chunk
+    aggs = {"n": ("x", "count"), "s": ("x", "sum"), "f": ("i", "first")}
+
+    def no_strings(self, *args):
+        raise AssertionError("a chunk of keys was decoded into strings")
+
+    real = VlenArray.read
+
+    def read(self, start, stop, out=None):  # the rows past the full chunks only
+        if stop - start >= self.chunklen:
+            no_strings(self)
+        return real(self, start, stop, out)
+
+    for keys in (["sn"], ["tick", "i"], ["by"], ["i", "sn", "by"]):
+        with monkeypatch.context() as m:
+            m.setattr(VlenArray, "decode_chunk", no_strings)
+            m.setattr(VlenArray, "read", read)
+            got = ct.groupby(keys, aggs, dropna=dropna, out_flavor="dataframe")
+        check(got, frame(cols).groupby(keys, dropna=dropna).agg(**aggs))
+
+
+def test_keys_that_are_not_utf8_are_corrupt_data(tmp_path, monkeypatch):
+    """Keys factorized from their chunk's bytes are checked as a read checks them."""
+    from bcolzx._format import strings, vlen
+    from bcolzx.errors import CorruptDataError
+
+    root = str(tmp_path / "t")
+    with monkeypatch.context() as m:
+        m.setattr(strings, "encode_rows", lambda rows, kind: vlen.encode_planar(
+            [b"a", b"b", b"\xc3(", b"b"] if len(rows) == 4 else [s.encode() for s in rows]))
+        bcolzx.ctable([np.array(["a", "b"] * 8, dtype=S), np.arange(16)], names=["k", "x"],
+                      rootdir=root, chunklen=4).flush()
+    ct = bcolzx.open(root, mode="r")
+    with pytest.raises(CorruptDataError, match="UTF-8") as err:
+        ct.groupby("k", {"n": ("x", "count")})
+    assert err.value.chunk == 0

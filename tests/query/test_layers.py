@@ -10,8 +10,8 @@ import bcolzx
 QUERY = Path(bcolzx.__file__).parent / "_query"
 #: The modules of bcolzx._query, each importing only those before it
 #: (bcolzx/_query/__init__.py lists them in this order).
-ORDER = ["tree", "kinds", "pyvm", "parse", "numexpr_vm", "expr", "zonemap", "blocks", "scope",
-         "evaluate", "planner"]
+ORDER = ["tree", "kinds", "pyvm", "parse", "numexpr_vm", "expr", "textscan", "zonemap", "blocks",
+         "scope", "evaluate", "planner"]
 #: What the query layer does not import at module level: the layers above it
 #: (public classes and functions, optional formats), and its sibling _storage
 #: (columns come in as objects with an ``engine`` handle).

@@ -27,18 +27,6 @@ LEGACY = Path(__file__).parent.parent / "data" / "legacy_bcolz"
 EDGE = ["", "AAPL", "é", "日本語", "😀 emoji", "a\x00b", "\U0010ffff", "x" * 40_000, ""]
 
 
-@pytest.fixture(params=["memory", "disk"])
-def make(request, tmp_path):
-    """A carray of the values (on disk: written, then reopened read-only)."""
-    def make(values, **kwargs):
-        if request.param == "memory":
-            return bcolzx.carray(values, **kwargs)
-        root = str(tmp_path / f"c{len(list(tmp_path.iterdir()))}")
-        bcolzx.carray(values, rootdir=root, **kwargs).flush()
-        return bcolzx.open(root, mode="r")
-    return make
-
-
 def _strings(values, dtype=S):
     return np.array(values, dtype=dtype)
 
@@ -466,3 +454,27 @@ def test_string_chunks_are_stored_without_the_byte_shuffle(tmp_path):
         for k in range(c._engine.nfull):
             assert list(bytes(c._engine.store.get_one(k))[16:22]) == want
         assert c[:].tolist() == values.tolist()
+
+
+def test_string_chunks_are_one_block_and_their_bounds_are_found_on_the_pool(tmp_path,
+                                                                           two_threads):
+    """A strings carray made without cparams compresses each chunk as one
+    C-Blosc2 block (zstd packs a whole chunk faster and smaller than in the
+    automatic blocks); chunks encoded together on the pool get the same
+    zone-map bounds as their strings."""
+    from bcolzx._ext import codec
+
+    rng = np.random.default_rng(3)
+    pool = EDGE + ["ÅÄÖ", "zz", "AAPL"]
+    values = _strings([pool[k] for k in rng.integers(0, len(pool), 20_000)])
+    root = str(tmp_path / "c")
+    bcolzx.carray(values, rootdir=root, chunklen=1024).flush()
+    c = bcolzx.open(root, mode="r")
+    assert c.cparams.blocksize >= 1 << 19  # a chunk of strings holds about 512 KiB
+    stats = c.engine.chunk_stats()
+    assert len(stats) == c.engine.nfull == 19
+    for k in range(c.engine.nfull):
+        info = codec.chunk_info(bytes(c.engine.store.get_one(k)))
+        assert info["blocksize"] == min(info["nbytes"], c.cparams.blocksize)
+        assert tuple(stats[k]) == strings.bounds(values[k * 1024:(k + 1) * 1024])
+    assert c[:].tolist() == values.tolist()
