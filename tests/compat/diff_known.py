@@ -637,11 +637,13 @@ def known_difference(op: Op, lrep: dict, brep: dict) -> Known | None:
     return None
 
 
-@_k("legacy-iterblocks-blen-1", "legacy bug: iterblocks(<carray>, blen=1) yielded rows "
-    "(scalars, or the rows of an N-D carray), not blocks; bcolzx yields 1-row arrays")
+@_k("legacy-iterblocks-blen-1", "legacy bug: iterblocks(<carray>, blen=1) (also by default "
+    "with chunklen=1) yielded rows (scalars, or the rows of an N-D carray), not blocks; bcolzx "
+    "yields 1-row arrays")
 def _(op, leg, bz):
     lr, br = leg["result"], bz["result"]
-    if op.kind != "iterblocks" or "blen=1" not in op.code or lr[0] != "list" \
+    one = "blen=1" in op.code or "blen=" not in op.code and "chunklen=1" in op.tags
+    if op.kind != "iterblocks" or not one or lr[0] != "list" \
             or br[0] != "list" or len(lr[1]) != len(br[1]):
         return False
     for row, block in zip(lr[1], br[1]):

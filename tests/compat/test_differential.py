@@ -594,3 +594,12 @@ def test_copy_dflt_of_an_ndim_carray_is_the_known_difference(workers):
         "c1 = bcolz.fill((4, 2), 7, dtype='uint16')", "c0 = c1.copy(expectedlen=1000)",
         "c0.trim(-3)", W("c0", "observe", "after:carray.trim", "copied")])[-1]
     assert reply_differences(lrep, brep) and known.applies(op, lrep, brep)
+
+
+def test_iterblocks_of_chunklen_1_is_the_known_difference(workers):
+    """Legacy's default blen is the chunk length: with chunklen=1 it yields rows (stress run)."""
+    known = next(k for k in KNOWN if k.id == "legacy-iterblocks-blen-1")
+    op, lrep, brep = _replay(workers, [
+        "c0 = bcolz.zeros(0, dtype='uint8', chunklen=1)", "c0.append(np.ones(6, 'uint8'))",
+        W("list(bcolz.iterblocks(c0))", "iterblocks", "chunklen=1")])[-1]
+    assert reply_differences(lrep, brep) and known.applies(op, lrep, brep)
