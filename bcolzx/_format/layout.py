@@ -63,6 +63,10 @@ BYTEDELTA_MODES = ("auto", "on", "off")
 DEFAULT_BYTEDELTA = "auto"
 #: In 'auto' mode, chunks compressed between two trials of both pipelines.
 BYTEDELTA_RETRIAL = 128
+#: A trial compresses the leading rows of its chunk, this many bytes of them
+#: (at least one row; four 32 KiB blocks), both ways: the chunk itself is then
+#: compressed once, with the pipeline that won.
+BYTEDELTA_SAMPLE = 128 << 10
 
 #: Variable-length datasets (object dtype): a chunk aims at this many bytes of
 #: items (pickles) ...

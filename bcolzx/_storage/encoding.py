@@ -3,11 +3,13 @@
 An array's chunks are compressed by one of two C-Blosc2 pipelines after the
 byte shuffle: plain, or followed by the byte-delta filter.  With the dataset's
 ``bytedelta`` set to ``"auto"``, a sample of chunks (the first, then one every
-:data:`~bcolzx._format.layout.BYTEDELTA_RETRIAL`) is compressed both ways,
-and byte-delta stays in use while it saves at least 10%: byte-delta first,
-then plain, stopped as soon as it is too large to be kept
-(:meth:`Encoder.plain_limit`).  The trials run in order, one chunk at a
-time, so 1 and 8 threads store the same pipelines.  A chunk of one repeated
+:data:`~bcolzx._format.layout.BYTEDELTA_RETRIAL`) are trials: the leading
+:data:`~bcolzx._format.layout.BYTEDELTA_SAMPLE` bytes of each are compressed
+both ways, byte-delta first, then plain, stopped as soon as it is too large
+to be kept (:meth:`Encoder.plain_limit`); byte-delta stays in use while it
+saves at least 10% there, and the chunk is then compressed once.  The
+trials run in order, one chunk at a time, so 1 and 8 threads store the same
+pipelines.  A chunk of one repeated
 value (zeros, NaN, a constant) is not compressed at all: it becomes a
 :class:`~bcolzx._storage.base.Special`, coded in the index (bcolzx format
 only).  Several chunks are encoded chunk-parallel (:func:`encode_runs`):
@@ -141,9 +143,20 @@ class Encoder:
         if self.until_trial:
             self.until_trial -= 1
             return self.comp.compress(rows)
-        delta = self.delta.compress(rows)
-        plain = self.plain.compress(rows, self.plain_limit(len(delta)))
-        return delta if self._decide(plain is not None) else plain
+        return self.pick(rows).compress(rows)
+
+    def pick(self, rows: np.ndarray, local=None, decide: bool = True) -> codec.Compressor:
+        """The pipeline a byte-delta trial on `rows` keeps (the current one
+        afterwards, if `decide`): the one that wins on their sample
+        (:func:`trial_sample`), compressed both ways with ``local(compressor)``
+        (default: the compressors themselves)."""
+        local = local if local is not None else (lambda comp: comp)
+        sample = trial_sample(rows)
+        delta = len(local(self.delta).compress(sample))
+        fits = local(self.plain).compress(sample, self.plain_limit(delta)) is not None
+        if decide:
+            self._decide(fits)
+        return self.plain if fits else self.delta
 
     @staticmethod
     def plain_limit(delta: int) -> int:
@@ -165,9 +178,7 @@ class Encoder:
             return SPECIAL_CBYTES
         if self.delta is None or self.until_trial:
             return len(self.comp.compress(rows))
-        delta = len(self.delta.compress(rows))
-        plain = self.plain.compress(rows, self.plain_limit(delta))
-        return delta if plain is None else len(plain)
+        return len(self.pick(rows, decide=False).compress(rows))
 
     def encode_parts(self, parts: list, want_bounds: bool, nthreads: int) -> list:
         """``(entry, bounds or None)`` of each chunk of `parts`, in order.
@@ -206,6 +217,13 @@ class Encoder:
                 self.until_trial -= take
             done += take
         return encoded
+
+
+def trial_sample(rows: np.ndarray) -> np.ndarray:
+    """The leading rows of a trial chunk its two compressions compare:
+    :data:`~bcolzx._format.layout.BYTEDELTA_SAMPLE` bytes of them, at least one row."""
+    per_row = max(1, rows.nbytes // max(1, len(rows)))
+    return rows[:max(1, layout.BYTEDELTA_SAMPLE // per_row)]
 
 
 def encode_in_pool(batch: codec.ChunkBatch, like: codec.Compressor, itemsize: int,
@@ -266,31 +284,28 @@ def _trial(enc: Encoder, want_bounds: bool, parts: list, nthreads: int,
            trial: np.ndarray) -> list:
     """:func:`encode_runs` of a byte-delta `trial` and the first chunks of
     `parts` after it (a batch's worth): the trial is the first item (this
-    thread takes it), the chunks wait for its outcome."""
-    parts = parts[:max(0, BATCH_BYTES // max(trial.nbytes, 1) - 2)]
-    batch = codec.ChunkBatch([trial, trial, *parts])  # the trial plain, byte-delta, the parts
+    thread takes it: its sample compressed both ways picks the pipeline, then
+    the chunk is compressed once), the chunks wait for its outcome."""
+    parts = parts[:max(0, BATCH_BYTES // max(trial.nbytes, 1) - 1)]
+    batch = codec.ChunkBatch([trial, *parts])
     decided = threading.Event()
-    picked: list = []  # the batch item the trial keeps
+    picked: list = []  # the pipeline the trial keeps
     itemsize = enc.itemsize
 
     def one(k: int):
         if k == 0:
             try:
-                delta = batch.compress(1, _threads.compressor(enc.delta))
-                limit = enc.plain_limit(delta)
-                picked.append(enc._decide(batch.compress(0, _threads.compressor(enc.plain),
-                                                         limit) > 0))
-                return bounds(trial) if want_bounds else None
+                picked.append(enc.pick(trial, _threads.compressor))
             finally:
                 decided.set()
-        decided.wait()
-        if not picked:  # the trial failed: its exception is raised first
-            return None, None
-        return encode_into(batch, k + 1, _threads.compressor(enc.comp), itemsize, parts[k - 1],
+        else:
+            decided.wait()
+            if not picked:  # the trial failed: its exception is raised first
+                return None, None
+        rows = trial if k == 0 else parts[k - 1]
+        return encode_into(batch, k, _threads.compressor(picked[0]), itemsize, rows,
                            want_bounds)
 
     done = _threads.share(one, range(len(parts) + 1), nthreads)
-    out = [(batch.take(picked[0]), done[0])]
-    out.extend((batch.take(k) if entry is None else entry, computed)
-               for k, (entry, computed) in enumerate(done[1:], 2))
-    return out
+    return [(batch.take(k) if entry is None else entry, computed)
+            for k, (entry, computed) in enumerate(done)]

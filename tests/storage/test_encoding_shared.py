@@ -33,8 +33,10 @@ def _entries(arr):
 
 @pytest.mark.parametrize("bytedelta", ["auto", "on", "off"])
 @pytest.mark.parametrize("dtype", ["f8", "i8", "u2"])
-def test_threads_store_the_bytes_one_thread_stores(dtype, bytedelta, monkeypatch):
+@pytest.mark.parametrize("sample", [layout.BYTEDELTA_SAMPLE, 640])
+def test_threads_store_the_bytes_one_thread_stores(dtype, bytedelta, sample, monkeypatch):
     monkeypatch.setattr(layout, "BYTEDELTA_RETRIAL", 3)
+    monkeypatch.setattr(layout, "BYTEDELTA_SAMPLE", sample)  # whole chunks, or a part
     data = _data(dtype)
     arrays = {}
     for nthreads in (1, 2, 8):
@@ -58,6 +60,27 @@ def test_threads_store_the_bytes_one_thread_stores(dtype, bytedelta, monkeypatch
         assert (other._encoder.comp is other._encoder.delta) == \
             (one._encoder.comp is one._encoder.delta)
         assert other._encoder.until_trial == one._encoder.until_trial
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_a_trial_decides_on_the_sample_of_its_chunk(nthreads, monkeypatch):
+    """The leading BYTEDELTA_SAMPLE bytes pick the pipeline of the whole chunk (and of the
+    chunks up to the next trial): here smooth, so byte-delta, although over the whole
+    chunk, mostly noise, it saves less than 10%."""
+    monkeypatch.setattr(layout, "BYTEDELTA_SAMPLE", 8 << 10)  # 1024 of the 4096 rows
+    rng = np.random.default_rng(5)
+    chunk = rng.integers(-2**62, 2**62, 4096)  # noise neither pipeline compresses
+    chunk[:1024] = np.arange(0, 1024 * 37, 37)
+    st = Storage(dtype="i8", chunklen=4096, blocksize=1024, bytedelta="auto")
+    enc = encoding.Encoder(st, 8, True, 1)
+    whole_delta = len(enc.delta.compress(chunk))
+    assert enc.plain.compress(chunk, enc.plain_limit(whole_delta)) is not None  # plain wins
+    data = np.concatenate([chunk, chunk[::-1]])
+    arr = ChunkedArray(MemoryStore(st, ()), nthreads=nthreads)
+    arr.append(data, last=True)
+    np.testing.assert_array_equal(arr.read(0, len(data)), data)
+    assert arr._encoder.comp is arr._encoder.delta
+    assert bytes(arr.store.get(0, 1)[0]) == bytes(enc.delta.compress(chunk))
 
 
 def _blocked_pool(nthreads):
