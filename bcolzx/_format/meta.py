@@ -297,8 +297,9 @@ class Storage:
         return out
 
     @classmethod
-    def from_json(cls, obj: dict, path: str | None = None) -> "Storage":
-        """Decode ``meta/storage``.
+    def from_json(cls, obj: dict, path: str | None = None, seal=None) -> "Storage":
+        """Decode ``meta/storage`` (with the `seal` it was read with, its uid
+        and whether it is sealed; without, a new uid as for a new dataset).
 
         Raises
         ------
@@ -342,6 +343,7 @@ class Storage:
                 bytedelta=obj.get("bytedelta", "off"),
                 vlen=vlen,
                 parted=version >= layout.PARTS_FORMAT_VERSION,
+                **({} if seal is None else {"uid": seal.uid, "sealed": seal.sealed}),
             )
         except (TypeError, ValueError) as exc:
             raise CorruptDataError(f"invalid storage metadata: {exc}", path=path) from None
@@ -562,7 +564,7 @@ def storage_from_sealed(rootdir: str, obj: dict, seal) -> Storage:
         As :meth:`Storage.from_json`.
     """
     path = layout.meta_path(rootdir, layout.STORAGE_FILE)
-    return Storage.from_json(obj, path).replace(uid=seal.uid, sealed=seal.sealed)
+    return Storage.from_json(obj, path, seal)
 
 
 def read_storage(rootdir: str) -> Storage:

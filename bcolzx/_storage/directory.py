@@ -145,8 +145,10 @@ class DirectoryStore(ChunkStore):
         self._readonly = readonly
         self._files: dict[int, SuperchunkFile] = {}
         self._rowbytes = rowbytes
-        self._journal_base = journal.make_header(rowbytes, length, journal.base_id(
-            sizes.to_json()), storage.uid)
+        # The header this commit's journal records carry (journal.make_header),
+        # made when the journal is first read or written: most opens never do.
+        self._journal_base_of: Sizes | None = sizes
+        self.__journal_base = b""
         self._journal_fd: int | None = None
         self._journal_end = 0  # where the valid records end; 0: no valid journal
         # The state this store last knew: its commit and its journal file, to
@@ -344,6 +346,15 @@ class DirectoryStore(ChunkStore):
         """Fixed-size rows only: variable-length items are committed, never journaled."""
         return not self.storage.vlen
 
+    @property
+    def _journal_base(self) -> bytes:
+        if self._journal_base_of is not None:
+            sizes, self._journal_base_of = self._journal_base_of, None
+            self.__journal_base = journal.make_header(
+                self._rowbytes, sizes.shape[0], journal.base_id(sizes.to_json()),
+                self.storage.uid)
+        return self.__journal_base
+
     def _journal_path(self) -> str:
         return layout.meta_path(self.rootdir, layout.JOURNAL_FILE)
 
@@ -355,6 +366,8 @@ class DirectoryStore(ChunkStore):
         return st.st_ino, st.st_size, st.st_mtime_ns
 
     def journal_rows(self, max_rows: int) -> bytes:
+        if self._known_journal is None:  # none when this store read its commit: none since
+            return b""
         try:
             data, st = _files.read_regular(self._journal_path())
         except FileNotFoundError:
@@ -405,8 +418,7 @@ class DirectoryStore(ChunkStore):
 
     def _journal_clear(self, sizes: Sizes) -> None:
         """After a commit: the journal's rows are committed; the journal goes."""
-        self._journal_base = journal.make_header(
-            self._rowbytes, sizes.shape[0], journal.base_id(sizes.to_json()), self.storage.uid)
+        self._journal_base_of = sizes
         if self._journal_fd is not None:
             os.close(self._journal_fd)
             self._journal_fd = None

@@ -295,3 +295,32 @@ def test_the_first_change_rereads_the_dataset_only_when_another_writer_changed_i
     assert len(reloads) > before
     d.close()
     np.testing.assert_array_equal(bcolzx.open(str(t), mode="r")["x"][:], np.arange(5))
+
+
+def test_opening_reads_the_journal_only_when_the_open_finds_one(tmp_path, monkeypatch):
+    """Opening a dataset without a journal opens no journal file (one stat tells),
+    and the journal header (a hash of meta/sizes) is made only when used; a
+    journal present at opening is still replayed, and appends still journal."""
+    from bcolzx._format import files
+
+    p = str(tmp_path / "c")
+    bcolzx.carray(np.arange(10), chunklen=100, rootdir=p, mode="w").flush()
+    opened = []
+    real = files.read_regular
+    monkeypatch.setattr(files, "read_regular", lambda path, *a, **k: (
+        opened.append(os.path.basename(path)), real(path, *a, **k))[1])
+    made = []
+    real_header = journal.make_header
+    monkeypatch.setattr(journal, "make_header", lambda *a: (made.append(a),
+                                                            real_header(*a))[1])
+    c = bcolzx.open(p, mode="r")
+    assert c[:].tolist() == list(range(10))
+    assert layout.JOURNAL_FILE not in opened and not made
+    w = bcolzx.open(p, mode="a")
+    w.append([10, 11])
+    w.engine.flush_appends()  # journaled, not committed
+    assert os.path.exists(_journal(p)) and made
+    del opened[:]
+    r = bcolzx.open(p, mode="r")
+    assert layout.JOURNAL_FILE in opened
+    assert r[:].tolist() == list(range(12))
