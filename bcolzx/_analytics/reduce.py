@@ -24,6 +24,7 @@ could hold a better value and whose bounds are not exact are read.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -179,16 +180,18 @@ class _Reducer:
     def partial(self, x: np.ndarray, start: Any) -> Any:
         """The partial of rows `x` (valid only during the call: the result
         never refers to it); `start` is its first row number (an int) or the
-        row number of each row (an array)."""
+        row number of each row (an array).
+
+        Called on pool threads, it never touches the process's warning
+        filters (``warnings.catch_warnings`` is not thread-safe: threads
+        entering and leaving it at once can leave a filter behind for good);
+        the caller silences RuntimeWarnings around all the partials, once, on
+        its own thread (:func:`_quietly`)."""
         op, axes = self.op, self.axes
         if self.rowwise:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                return np.array(self._rowwise(x))
+            return np.array(self._rowwise(x))
         if op.family == "fold":
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                return np.array(op.numpy(x, axis=axes, **self.kw))
+            return np.array(op.numpy(x, axis=axes, **self.kw))
         if op.family == "count":
             return _count(x, axes)
         if op.family == "mean":
@@ -377,7 +380,8 @@ def reduce_column(column: Any, name: str, *, axis: Any = None, dtype: Any = None
                 return found
         if op.family == "var":
             red.set_shift(engine.read(0, min(1, len(engine))))
-        parts = _chunk_partials(engine, red)
+        with _quietly():
+            parts = _chunk_partials(engine, red)
     else:
         table = {selection.SELF: column} if table is None else table
         parts = []
@@ -385,10 +389,22 @@ def reduce_column(column: Any, name: str, *, axis: Any = None, dtype: Any = None
             rows = selection.values_at(column, lo, pos, have, column_name)
             if not parts and op.family == "var":
                 red.set_shift(rows[:1])
-            parts.append(red.partial(rows, pos))
+            with _quietly():
+                parts.append(red.partial(rows, pos))
     if not parts:
         return red.empty()
     return red.merge(parts)
+
+
+@contextlib.contextmanager
+def _quietly():
+    """NumPy's RuntimeWarnings of partials (an all-NaN chunk's nanmax, say)
+    silenced: entered on the calling thread only, around every pool task of
+    one reduction, so that no two threads enter and leave the process-wide
+    warning filters at once."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
 
 
 def _chunk_partials(engine: Any, red: _Reducer) -> list:

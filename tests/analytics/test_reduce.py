@@ -314,3 +314,33 @@ def test_zone_map_read_once_follows_later_changes(tmp_path):
     c.delete(np.arange(1000, 2000))
     assert c.engine.chunk_stats()["max"].tolist() == [999.0, 2999.0, 3999.0, -7.0]
     assert c.max() == 3999.0 and c[:].max() == 3999.0
+
+
+def test_partials_on_pool_threads_leave_the_warning_filters_alone(monkeypatch):
+    """warnings.catch_warnings is process-wide and not thread-safe: entered
+    and left by two pool threads at once, it can restore a stale filter list
+    for good (RuntimeWarnings silenced in the user's program).  Reductions
+    enter it on the calling thread only, and leave the filters as they were."""
+    import threading
+
+    entered = []
+    real = warnings.catch_warnings
+
+    class Recording(real):
+        def __enter__(self):
+            entered.append(threading.get_ident())
+            return super().__enter__()
+
+    monkeypatch.setattr(warnings, "catch_warnings", Recording)
+    data = np.arange(200_000.0)
+    data[::7] = np.nan
+    data[:20_000] = np.nan  # all-NaN chunks: NumPy warns inside their partials
+    c = bcolzx.carray(data, chunklen=4096)
+    assert c.engine.nthreads >= 1
+    before = list(warnings.filters)
+    for name in ("sum", "nansum", "nanmax", "nanmin", "max", "mean", "nanmean", "var",
+                 "argmax", "nanargmin"):
+        for axis in (None, 0):
+            getattr(c, name)(axis=axis)
+    assert entered and set(entered) == {threading.get_ident()}
+    assert warnings.filters == before
