@@ -35,11 +35,34 @@ from bcolzx import _threads
 from bcolzx._ext import codec
 from bcolzx._format import layout, pickles, strings, vlen
 from bcolzx._storage.base import ChunkStore, Special
+from bcolzx._storage.chunkcache import DECODED
 from bcolzx._storage.engine import ChunkedArray
 from bcolzx._storage.zones import bounds
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
 
 __all__ = ["VlenArray"]
+
+
+class _Held(np.ndarray):
+    """A decoded chunk of variable-length items as the decompressed-chunk cache
+    keeps it: its bytes, with where its items lie (``located``), counted in
+    :attr:`nbytes` too."""
+
+    located: vlen.Located
+
+    @classmethod
+    def of(cls, buf, located: vlen.Located) -> "_Held":
+        held = np.frombuffer(buf, dtype=np.uint8).view(cls)
+        held.located = located
+        return held
+
+    @property
+    def nbytes(self) -> int:  # type: ignore[override]
+        extra = getattr(self, "located", None)
+        if extra is None:
+            return super().nbytes
+        return super().nbytes + extra.offsets.nbytes + \
+            (0 if extra.na is None else extra.na.nbytes)
 
 
 class VlenArray(ChunkedArray):
@@ -294,11 +317,21 @@ class VlenArray(ChunkedArray):
         return np.frombuffer(buf, dtype=np.uint8), located
 
     def _items(self, chunk: int) -> tuple[memoryview, vlen.Located]:
-        """``(bytes, located)`` of full stored chunk `chunk`, through a one-chunk cache."""
+        """``(bytes, located)`` of full stored chunk `chunk`: the last one
+        decoded, or a chunk read before kept by the process-wide
+        decompressed-chunk cache (as the fixed-size engine's chunks: admitted
+        on its second read, dropped by every write of it), or decoded now."""
         cached = self._decoded
         if cached is not None and cached[0] == chunk:
             return cached[1], cached[2]
-        buf, located = self._decode(self._entry(chunk), chunk, self.chunklen)
+        held = DECODED.get(self._owner, chunk)
+        if held is not None:
+            buf, located = memoryview(held), held.located
+        else:
+            epoch = DECODED.epoch(self._owner)
+            buf, located = self._decode(self._entry(chunk), chunk, self.chunklen)
+            if DECODED.hot(self._owner, chunk):
+                DECODED.put(self._owner, chunk, _Held.of(buf, located), epoch, own=True)
         with self._decoded_lock:
             self._decoded = (chunk, buf, located)
         return buf, located

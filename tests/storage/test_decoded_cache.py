@@ -363,3 +363,41 @@ def test_a_sum_keeps_chunks_on_its_second_pass_decoded_in_place(arr):
     dec = _counted(c)
     assert c.sum() == data.sum() and c.max() == data.max() and c.mean() == data.mean()
     assert dec.calls == 0
+
+
+@pytest.mark.parametrize("where", ["memory", "disk"])
+@pytest.mark.parametrize("kind", ["str", "bytes"])
+def test_rows_of_variable_length_items_come_from_the_decoded_chunks(tmp_path, where, kind):
+    """A string or bytes column's chunk read twice is kept decompressed with
+    its offsets (counted in the budget); random rows then decode nothing, and
+    a write of the chunk drops it: the next read sees the new value."""
+    rng = np.random.default_rng(5)
+    words = ["", "a", "bb", "ccc", "ÄÖÜ", "𝄞x", "long" * 50]
+    values = [words[k] for k in rng.integers(0, len(words), 6000)]
+    if kind == "str":
+        data = np.array(values, dtype=np.dtypes.StringDType())
+    else:
+        data = np.empty(len(values), dtype=bcolzx.vlen_dtype(bytes))
+        data[:] = [v.encode() for v in values]
+    rootdir = str(tmp_path / "s") if where == "disk" else None
+    c = bcolzx.carray(data, chunklen=500, rootdir=rootdir, mode="w")
+    c.flush()
+    if rootdir is not None:
+        c = bcolzx.open(rootdir, mode="a")
+    dec = _counted(c)
+    order = [5, 1700, 5, 1700]  # chunks 0, 3, 0, 3: each read twice, the one-chunk cache missed
+    for i in order:
+        assert c[i] == data[i]
+    assert dec.calls == 4 and DECODED.nbytes > 0
+    held = DECODED.nbytes
+    assert held >= 2 * (500 + 1) * 8  # the offsets of two chunks are counted
+    dec.calls = 0
+    for i in rng.integers(0, 2000, 300).tolist():  # chunks 0..3
+        if i // 500 in (0, 3):
+            assert c[i] == data[i]
+    assert dec.calls == 0
+    new = "changed" if kind == "str" else b"changed"
+    c[7] = new
+    assert c[7] == new and c[6] == data[6]
+    c.free_cachemem()
+    assert DECODED.nbytes == 0
