@@ -614,9 +614,9 @@ def _(op, leg, bz):
     "gives NumPy's (0, *rowshape)")
 def _(op, leg, bz):
     lr, br = leg["result"], bz["result"]
-    # N-D by bcolzx's result itself (the model's "ndim" tag can miss a copy of an
-    # emptied N-D carray, found by the stress run)
-    return op.kind == "carray.getitem" and "fancy" in op.tags \
+    # N-D by bcolzx's result itself; `[]` is drawn as an empty list of positions
+    # ("fancy") or, for an empty carray, an empty mask ("mask"; stress run)
+    return op.kind == "carray.getitem" and ("fancy" in op.tags or "mask" in op.tags) \
         and lr[0] == br[0] == "ndarray" and lr[3].shape == (0,) \
         and br[3].shape[:1] == (0,) and br[3].ndim > 1
 

@@ -606,10 +606,10 @@ def test_iterblocks_of_chunklen_1_is_the_known_difference(workers):
 
 
 def test_empty_fancy_key_of_an_empty_ndim_copy_is_the_known_difference(workers):
-    """legacy-empty-fancy-ndim on a copy of an emptied N-D carray of zero-size
-    rows (found by the stress run): legacy gives shape (0,), bcolzx NumPy's."""
+    """legacy-empty-fancy-ndim when `[]` is the empty mask of an empty N-D carray
+    (found by the stress run): legacy gives shape (0,), bcolzx NumPy's."""
     known = next(k for k in KNOWN if k.id == "legacy-empty-fancy-ndim")
     op, lrep, brep = _replay(workers, [
         "c1 = bcolz.carray(data('S3', (0, 2), 9, 'range'), chunklen=16)", "c1.trim(0)",
-        "c0 = c1.copy()", W("c0[[]]", "carray.getitem", "fancy")])[-1]
+        "c0 = c1.copy()", W("c0[[]]", "carray.getitem", "ndim", "mask", "empty")])[-1]
     assert reply_differences(lrep, brep) and known.applies(op, lrep, brep)
