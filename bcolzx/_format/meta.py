@@ -297,7 +297,8 @@ class Storage:
         return out
 
     @classmethod
-    def from_json(cls, obj: dict, path: str | None = None, seal=None) -> "Storage":
+    def from_json(cls, obj: dict, path: str | None = None,
+                  seal: "_seal.Seal | None" = None) -> "Storage":
         """Decode ``meta/storage`` (with the `seal` it was read with, its uid
         and whether it is sealed; without, a new uid as for a new dataset).
 

@@ -147,8 +147,8 @@ class DirectoryStore(ChunkStore):
         self._rowbytes = rowbytes
         # The header this commit's journal records carry (journal.make_header),
         # made when the journal is first read or written: most opens never do.
-        self._journal_base_of: Sizes | None = sizes
-        self.__journal_base = b""
+        self._journal_sizes = sizes
+        self._journal_header: bytes | None = None
         self._journal_fd: int | None = None
         self._journal_end = 0  # where the valid records end; 0: no valid journal
         # The state this store last knew: its commit and its journal file, to
@@ -348,12 +348,12 @@ class DirectoryStore(ChunkStore):
 
     @property
     def _journal_base(self) -> bytes:
-        if self._journal_base_of is not None:
-            sizes, self._journal_base_of = self._journal_base_of, None
-            self.__journal_base = journal.make_header(
+        if self._journal_header is None:
+            sizes = self._journal_sizes
+            self._journal_header = journal.make_header(
                 self._rowbytes, sizes.shape[0], journal.base_id(sizes.to_json()),
                 self.storage.uid)
-        return self.__journal_base
+        return self._journal_header
 
     def _journal_path(self) -> str:
         return layout.meta_path(self.rootdir, layout.JOURNAL_FILE)
@@ -418,7 +418,7 @@ class DirectoryStore(ChunkStore):
 
     def _journal_clear(self, sizes: Sizes) -> None:
         """After a commit: the journal's rows are committed; the journal goes."""
-        self._journal_base_of = sizes
+        self._journal_sizes, self._journal_header = sizes, None
         if self._journal_fd is not None:
             os.close(self._journal_fd)
             self._journal_fd = None
