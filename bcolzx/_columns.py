@@ -163,6 +163,12 @@ class cols:  # noqa: N801 - legacy name
     def __contains__(self, name: object) -> bool:
         return name in self._cols
 
+    def opened(self) -> list[carray]:
+        """The columns opened so far, in order: those a flush, a close or a
+        change of threads concerns (a column not opened yet has nothing to
+        save, holds no lock and takes the current settings when it opens)."""
+        return [col for col in self._cols.values() if not isinstance(col, Unopened)]
+
     def values(self):
         for name in self._cols:
             self._column(name)

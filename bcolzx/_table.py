@@ -87,7 +87,7 @@ def release_table(ct) -> None:
     try:
         ct._flush(journal=False)  # never another writer's journal rows (they are safe)
     finally:
-        for col in ct.cols.values():
+        for col in ct.cols.opened():  # a column not opened yet holds no lock
             lock = col.engine.store.lock
             if lock is not None:
                 lock.release()

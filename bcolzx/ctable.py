@@ -577,9 +577,10 @@ class ctable(Opening, Queries, Analytics, TableExchange):  # noqa: N801 - legacy
     def _flush(self, journal: bool) -> None:
         """Commit the columns; the journals' rows too with `journal` (else only when
         this table holds the lock: closing a table read in mode 'a' commits nothing)."""
-        on_disk = [c for c in self._cols.values() if c.rootdir is not None]
+        opened = self._cols.opened()  # a column not opened yet has nothing to save
+        on_disk = [c for c in opened if c.rootdir is not None]
         if len(on_disk) < 2:  # in memory a flush stores nothing worth overlapping
-            for col in self._cols.values():
+            for col in opened:
                 if col.mode != "r":
                     col.engine.flush(journal=journal)
             return
@@ -610,7 +611,7 @@ class ctable(Opening, Queries, Analytics, TableExchange):  # noqa: N801 - legacy
 
     def free_cachemem(self) -> None:
         """Release the columns' caches."""
-        for col in self._cols.values():
+        for col in self._cols.opened():
             col.free_cachemem()
 
     def copy(self, **kwargs) -> "ctable":
@@ -752,7 +753,7 @@ class ctable(Opening, Queries, Analytics, TableExchange):  # noqa: N801 - legacy
         return mask
 
     def _sync_threads(self) -> None:
-        for col in self._cols.values():
+        for col in self._cols.opened():
             col._sync_threads()
 
     # -- protocol ------------------------------------------------------------------

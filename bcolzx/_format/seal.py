@@ -31,6 +31,7 @@ __all__ = ["CRC_KEY", "UID_KEY", "Seal", "new_uid", "seal", "unseal"]
 CRC_KEY = "__crc32c__"
 UID_KEY = "__uid__"
 _TAIL = re.compile(rb'"__crc32c__": (0|[1-9][0-9]{0,9})\}\Z')
+_TAIL_KEY = b'"__crc32c__": '
 _UID = re.compile(r"[0-9a-f]{16}\Z")
 
 
@@ -47,8 +48,18 @@ def new_uid() -> str:
     return secrets.token_hex(8)
 
 
+#: The checksum of each file name and its NUL, the start of every seal of that
+#: name (a handful of names: every file of a dataset is one of them).
+_NAME_CRC: dict[str, int] = {}
+
+
 def _crc(name: str, body: bytes) -> int:
-    return checksum.crc32c(body, checksum.crc32c(name.encode("utf-8") + b"\0"))
+    start = _NAME_CRC.get(name)
+    if start is None:
+        start = checksum.crc32c(name.encode("utf-8") + b"\0")
+        if len(_NAME_CRC) < 64:
+            _NAME_CRC[name] = start
+    return checksum.crc32c(body, start)
 
 
 def seal(obj: dict, name: str, uid: str | None = None) -> bytes:
@@ -94,8 +105,8 @@ def unseal(raw: bytes, obj: Any, name: str, path: str | None = None) -> tuple[An
     Returns
     -------
     (object, Seal)
-        `obj` without the seal members (a new dict when it had them), and
-        what the seal said.
+        `obj` with the seal members taken off (in place: it is the caller's
+        fresh decoding of `raw`), and what the seal said.
 
     Raises
     ------
@@ -108,7 +119,8 @@ def unseal(raw: bytes, obj: Any, name: str, path: str | None = None) -> tuple[An
     if CRC_KEY not in obj:
         raise CorruptDataError(f"the file names a dataset ({UID_KEY}) but has no {CRC_KEY} "
                                "checksum: it was damaged", path=path)
-    m = _TAIL.search(raw)
+    # Only the last occurrence of the key can run to the end of the file.
+    m = _TAIL.match(raw, max(raw.rfind(_TAIL_KEY), 0))
     if m is None:
         raise CorruptDataError(f"the {CRC_KEY} checksum is not the file's last member: the "
                                "file was damaged", path=path)
@@ -128,7 +140,9 @@ def unseal(raw: bytes, obj: Any, name: str, path: str | None = None) -> tuple[An
     uid = obj.get(UID_KEY)
     if uid is not None and (not isinstance(uid, str) or not _UID.match(uid)):
         raise CorruptDataError(f"malformed dataset uid {uid!r}", path=path)
-    return {k: v for k, v in obj.items() if k not in (CRC_KEY, UID_KEY)}, Seal(True, uid)
+    del obj[CRC_KEY]
+    obj.pop(UID_KEY, None)
+    return obj, Seal(True, uid)
 
 
 def check_member(found: Seal, dataset: Seal, what: str, path: str | None) -> None:

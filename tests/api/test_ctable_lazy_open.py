@@ -34,6 +34,25 @@ def test_opening_reads_no_column_until_one_is_used(path):
     assert t.attrs.getall() == {}
 
 
+def test_closing_flushing_or_freeing_opens_no_column(path):
+    # A reader that used one column: closing, flushing, a context manager's
+    # exit and freeing caches concern that column only (each used to open the
+    # others, whole, to find nothing to save).
+    with bcolzx.open(path, mode="r") as t:
+        assert t["b"][3] == 1.5
+        t.free_cachemem()
+        t.flush()
+        t.close()
+        assert _unopened(t) == ["a", "c"]
+    assert _unopened(t) == ["a", "c"]
+    before = bcolzx.set_nthreads(1)
+    try:
+        assert t["a"][1:3].tolist() == [1, 2]  # a slice follows the thread count
+        assert t["a"].engine.nthreads == 1 and _unopened(t) == ["c"]
+    finally:
+        bcolzx.set_nthreads(before)
+
+
 def test_damage_in_one_column_costs_only_that_column(path):
     storage = os.path.join(path, "b", "meta", "storage")
     with open(storage, "r+b") as f:

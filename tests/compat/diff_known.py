@@ -621,6 +621,29 @@ def _(op, leg, bz):
         and br[3].shape[:1] == (0,) and br[3].ndim > 1
 
 
+def _values(result):
+    """The array a carray or an array result holds (None for others)."""
+    if result[0] == "carray":
+        return result[4]
+    return result[3] if result[0] == "ndarray" else None
+
+
+@_k("legacy-ndim-zero-chunk", "legacy bug: a chunk of zeros of an N-D carray (rows of zeros "
+    "appended to bcolz.zeros((1, k))) read back as one row of a later append, repeated; "
+    "bcolzx reads the zeros")
+def _(op, leg, bz):
+    lv, bv = _values(leg["result"]), _values(bz["result"])
+    if lv is None or bv is None or lv.shape != bv.shape or lv.dtype != bv.dtype \
+            or bv.ndim < 2 or not bv.size:
+        return False
+    rows = ~(lv == bv).reshape(len(lv), -1).all(axis=1)
+    if not rows.any():
+        return False
+    wrong = lv[rows]
+    # bcolzx's rows there are zeros; legacy's are one non-zero row, over and over
+    return not bv[rows].any() and wrong[0].any() and bool((wrong == wrong[0]).all())
+
+
 @_k("legacy-expr-key-ndim", "legacy bug: an expression key giving N-D booleans raised "
     "NumPy's TypeError from inside; bcolzx raises IndexError (not a row mask)")
 def _(op, leg, bz):
@@ -880,6 +903,10 @@ WITNESSES: dict[str, list] = {
                                       "t0 = bcolz.ctable([c0], names=['a'])",
                                       W("list(bcolz.iterblocks(t0, blen=1))", "iterblocks",
                                         "ndim_column")],
+    "legacy-ndim-zero-chunk": ["c0 = bcolz.zeros((1, 2), dtype='uint8', chunklen=5)",
+                               "c0.append(np.zeros((120, 2), 'uint8'))",
+                               "c0.append(np.full((10, 2), 7, 'uint8'))",
+                               W("c0[:6]", "carray.getitem", "slice", "ndim")],
     "legacy-empty-fancy-ndim": ["c0 = bcolz.zeros((4, 2))",
                                 W("c0[[]]", "carray.getitem", "ndim", "fancy")],
     "legacy-expr-key-ndim": ["c0 = bcolz.ones((4, 2))",

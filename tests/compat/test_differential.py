@@ -613,3 +613,15 @@ def test_empty_fancy_key_of_an_empty_ndim_copy_is_the_known_difference(workers):
         "c1 = bcolz.carray(data('S3', (0, 2), 9, 'range'), chunklen=16)", "c1.trim(0)",
         "c0 = c1.copy()", W("c0[[]]", "carray.getitem", "ndim", "mask", "empty")])[-1]
     assert reply_differences(lrep, brep) and known.applies(op, lrep, brep)
+
+
+def test_zero_chunk_of_an_ndim_carray_is_the_known_difference(workers):
+    """legacy-ndim-zero-chunk as the stress run drew it: the whole carray observed after
+    its appends; legacy's first chunk is a row of the last append, repeated."""
+    known = next(k for k in KNOWN if k.id == "legacy-ndim-zero-chunk")
+    op, lrep, brep = _replay(workers, [
+        "c0 = bcolz.zeros((1, 2), dtype='uint8', chunklen=5)",
+        "c0.append(data('uint8', (120, 2), 13, 'zeros'))",
+        "c0.append(data('uint8', (268, 2), 18))",
+        W("c0", "observe", "after:carray.append")])[-1]
+    assert reply_differences(lrep, brep) and known.applies(op, lrep, brep)
