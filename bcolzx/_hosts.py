@@ -37,9 +37,10 @@ class ArrayHost(Protocol):
     """What the mixins of :class:`bcolzx.carray` use of it."""
 
     _allow_pickle: bool | None
-    _cparams: cparams
     _rootdir: str | None
 
+    @property
+    def _cparams(self) -> cparams: ...
     @property
     def engine(self) -> ChunkedArray: ...
     @property

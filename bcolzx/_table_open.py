@@ -25,7 +25,7 @@ from bcolzx._format import jsonfile, layout
 from bcolzx._storage import snapshot, writer
 from bcolzx.carray import carray
 from bcolzx.defaults import defaults
-from bcolzx.errors import DatasetNotFoundError, NoColumnsError
+from bcolzx.errors import DatasetNotFoundError, NoColumnsError, UnsafeFileError
 
 if TYPE_CHECKING:
     from bcolzx._hosts import TableHost
@@ -190,16 +190,18 @@ class Opening(TableHost):
         rootdir = self._rootdir
         assert rootdir is not None  # only tables on disk are opened
         path = os.path.join(rootdir, layout.ROOTDIRS_FILE)
-        if self._mode == "r" and not os.path.lexists(rootdir):
-            # legacy bcolz's words and KeyError, and a FileNotFoundError too
-            raise DatasetNotFoundError(f"Disk-based ctable opened with `r`ead mode yet "
-                                       f"`rootdir='{rootdir}'` does not exist")
-        if self._mode == "a" and not os.path.lexists(rootdir):
-            raise NoColumnsError(f"no ctable at {rootdir!r} to open, and no columns given to "
-                                 "create one")
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"no ctable at {rootdir} (no {layout.ROOTDIRS_FILE})")
-        meta, self._seal = jsonfile.read_json_sealed(path)
+        try:  # the one look at the directory when it holds a table
+            meta, self._seal = jsonfile.read_json_sealed(path)
+        except (FileNotFoundError, NotADirectoryError, UnsafeFileError):
+            if self._mode == "r" and not os.path.lexists(rootdir):
+                # legacy bcolz's words and KeyError, and a FileNotFoundError too
+                raise DatasetNotFoundError(f"Disk-based ctable opened with `r`ead mode yet "
+                                           f"`rootdir='{rootdir}'` does not exist") from None
+            if self._mode == "a" and not os.path.lexists(rootdir):
+                raise NoColumnsError(f"no ctable at {rootdir!r} to open, and no columns given "
+                                     "to create one") from None
+            raise FileNotFoundError(f"no ctable at {rootdir} (no {layout.ROOTDIRS_FILE})"
+                                    ) from None
         names = layout.column_names(meta, path)
         # A recorded deletion leaves columns at two lengths (bcolzx._analytics.delete).
         deleting = os.path.exists(os.path.join(rootdir, _deletion.INTENT))

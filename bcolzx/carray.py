@@ -253,7 +253,7 @@ class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
         if kind:  # as stored (no byte-delta for variable-length items), so as reopened
             cp = _cparams(clevel=cp.clevel, shuffle=cp.shuffle, cname=cp.cname,
                           quantize=cp.quantize, blocksize=cp.blocksize, bytedelta="off")
-        self._cparams = cp
+        self._cp: _cparams | None = cp
         try:
             if len(data):
                 # The flush follows: on disk, the last short chunk is encoded with
@@ -322,11 +322,8 @@ class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
             if mode != "r":  # taken at the first change (_storage/writer.py)
                 store.lock = WriterLock(rootdir, self._lock_timeout)
             io = None
-        st = store.storage
         self._engine = engine_for(store, nthreads=defaults.nthreads)
-        self._cparams = _cparams(clevel=st.cparams.clevel, shuffle=st.cparams.shuffle,
-                                 cname=st.cparams.cname, quantize=st.cparams.quantize,
-                                 blocksize=st.blocksize, bytedelta=st.bytedelta)
+        self._cp = None  # the stored cparams, made on first use (most readers never ask)
         if io is not None:  # object storage: __attrs__ came with the batch that opened it
             self._attrs = _attrs.attrs(None, mode, _seal=seal_of(store), _io=io)
         elif mode == "r":  # read on first use: most readers never look
@@ -375,6 +372,16 @@ class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
     def cparams(self) -> _cparams:
         """The compression parameters (:class:`~bcolzx.cparams`)."""
         return self._cparams
+
+    @property
+    def _cparams(self) -> _cparams:
+        cp = self._cp
+        if cp is None:  # opened: as meta/storage records them
+            st = self._engine.store.storage
+            cp = self._cp = _cparams(clevel=st.cparams.clevel, shuffle=st.cparams.shuffle,
+                                     cname=st.cparams.cname, quantize=st.cparams.quantize,
+                                     blocksize=st.blocksize, bytedelta=st.bytedelta)
+        return cp
 
     @property
     def dflt(self) -> Any:

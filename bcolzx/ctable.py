@@ -136,7 +136,7 @@ class ctable(Opening, Queries, Analytics, TableExchange):  # noqa: N801 - legacy
         self._unsynced: list = []
         # How __rootdirs__ and __attrs__ are sealed (docs/format/README.md §2c):
         # new tables are; an opened table keeps what its __rootdirs__ says.
-        self._seal = Seal(True, new_uid()) if self._rootdir is not None else Seal()
+        self._seal = Seal()
         kwargs = _split_kwargs(kwargs)
         if columns is None and self._rootdir is not None and mode != "w":
             if mode != "r" and self._remote is None:  # taken at the first change
@@ -149,6 +149,8 @@ class ctable(Opening, Queries, Analytics, TableExchange):  # noqa: N801 - legacy
         if columns is None:
             raise ValueError("a new ctable needs columns (a structured array or a list); "
                              "mode 'w' replaces a table by new columns")
+        if self._rootdir is not None:
+            self._seal = Seal(True, new_uid())
         names, data = self._columns_from(columns, names)
         existed = self._rootdir is None or self._remote is not None or \
             os.path.lexists(self._rootdir)

@@ -515,15 +515,25 @@ def open(rootdir, mode: str = "a", *, lock_timeout=None,  # legacy name, shadows
     if isinstance(where, _Objects):
         return _open_objects(where, mode, lock_timeout, allow_pickle)
     rootdir = where
-    kind = _kind(rootdir)
-    if kind is None:
-        raise FileNotFoundError(f"no bcolzx carray or ctable at {rootdir}")
-    if kind == "ctable":
-        if mode == "w":  # as legacy bcolz: a table is replaced by new columns only
-            raise ValueError(f"{rootdir} is a ctable: opening it in mode 'w' would empty it; "
-                             "create a new one with ctable(columns, rootdir=..., mode='w')")
-        return _ctable(rootdir=rootdir, mode=mode, lock_timeout=lock_timeout,
-                       allow_pickle=allow_pickle)
+    if _os.path.isfile(_os.path.join(rootdir, _layout.ROOTDIRS_FILE)):
+        return _open_ctable(rootdir, mode, lock_timeout, allow_pickle)
+    try:  # a carray: its meta/storage is read once, by the carray (no stat before)
+        return _open_carray(rootdir, mode, lock_timeout, allow_pickle)
+    except FileNotFoundError:
+        if _kind(rootdir) is None:
+            raise FileNotFoundError(f"no bcolzx carray or ctable at {rootdir}") from None
+        raise
+
+
+def _open_ctable(rootdir: str, mode: str, lock_timeout, allow_pickle):
+    if mode == "w":  # as legacy bcolz: a table is replaced by new columns only
+        raise ValueError(f"{rootdir} is a ctable: opening it in mode 'w' would empty it; "
+                         "create a new one with ctable(columns, rootdir=..., mode='w')")
+    return _ctable(rootdir=rootdir, mode=mode, lock_timeout=lock_timeout,
+                   allow_pickle=allow_pickle)
+
+
+def _open_carray(rootdir: str, mode: str, lock_timeout, allow_pickle):
     if mode == "w":
         old = _carray(rootdir=rootdir, mode="r")
         return _carray(_np.empty((0, *old.shape[1:]), old.dtype), cparams=old.cparams,

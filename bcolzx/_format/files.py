@@ -276,6 +276,8 @@ def read_regular(path: str, limit: int | None = None) -> tuple[bytes, os.stat_re
                 break
             chunks.append(part)
             got += len(part)
+            if len(part) < want and limit is None and got >= st.st_size:
+                break  # a short read of all fstat saw: the end (no read of nothing to say so)
         return b"".join(chunks), st
     finally:
         os.close(fd)

@@ -196,6 +196,8 @@ def superchunk_number(name: str) -> int | None:
 
 def meta_path(rootdir: str | os.PathLike, name: str) -> str:
     """Path of ``meta/<name>`` in a dataset."""
+    if type(rootdir) is str and rootdir and rootdir[-1] != "/":  # os.path.join's result, sooner
+        return f"{rootdir}/{META_DIR}/{name}"
     return os.path.join(os.fspath(rootdir), META_DIR, name)
 
 

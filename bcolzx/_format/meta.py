@@ -246,19 +246,8 @@ class Storage:
             else:
                 dflt = np.zeros((), dtype=self.dtype)
             object.__setattr__(self, "dflt", dflt)
-        if self.chunklen < 1:
-            raise ValueError(f"chunklen must be >= 1, not {self.chunklen}")
-        if not 1 <= self.chunks_per_superchunk <= 1 << 20:
-            raise ValueError(f"chunks_per_superchunk must be in 1..2**20, "
-                             f"not {self.chunks_per_superchunk}")
-        if self.checksum not in layout.CHECKSUMS:
-            raise ValueError(f"checksum must be one of {sorted(layout.CHECKSUMS)}, "
-                             f"not {self.checksum!r}")
-        if self.blocksize < 0:
-            raise ValueError(f"blocksize must be >= 0, not {self.blocksize}")
-        if self.bytedelta not in layout.BYTEDELTA_MODES:
-            raise ValueError(f"bytedelta must be one of {layout.BYTEDELTA_MODES}, "
-                             f"not {self.bytedelta!r}")
+        _check_layout(self.chunklen, self.chunks_per_superchunk, self.checksum,
+                      self.blocksize, self.bytedelta)
 
     def replace(self, **changes) -> "Storage":
         return replace(self, **changes)
@@ -332,22 +321,55 @@ class Storage:
                 cparams.shuffle not in (0, 1, 2) or cparams.quantize < 0:
             raise CorruptDataError(f"invalid cparams {obj['cparams']!r}", path=path)
         try:
-            return cls(
-                dtype=dtype,
-                chunklen=_int(obj["chunklen"]),
-                cparams=cparams,
-                expectedlen=_int(obj.get("expectedlen", 0)),
-                dflt=dflt_from_json(obj.get("dflt", 0), dtype, path),
-                chunks_per_superchunk=_int(obj["chunks_per_superchunk"]),
-                checksum=obj["checksum"],
-                blocksize=_int(obj.get("blocksize", 0)),
-                bytedelta=obj.get("bytedelta", "off"),
-                vlen=vlen,
-                parted=version >= layout.PARTS_FORMAT_VERSION,
-                **({} if seal is None else {"uid": seal.uid, "sealed": seal.sealed}),
-            )
+            fields = {
+                "dtype": dtype,
+                "chunklen": _int(obj["chunklen"]),
+                "cparams": cparams,
+                "expectedlen": _int(obj.get("expectedlen", 0)),
+                "dflt": dflt_from_json(obj.get("dflt", 0), dtype, path),
+                "chunks_per_superchunk": _int(obj["chunks_per_superchunk"]),
+                "checksum": obj["checksum"],
+                "blocksize": _int(obj.get("blocksize", 0)),
+                "bytedelta": obj.get("bytedelta", "off"),
+                "vlen": vlen,
+                "uid": _seal.new_uid() if seal is None else seal.uid,
+                "sealed": True if seal is None else seal.sealed,
+                "parted": version >= layout.PARTS_FORMAT_VERSION,
+            }
+            _check_layout(fields["chunklen"], fields["chunks_per_superchunk"],
+                          fields["checksum"], fields["blocksize"], fields["bytedelta"])
         except (TypeError, ValueError) as exc:
             raise CorruptDataError(f"invalid storage metadata: {exc}", path=path) from None
+        # Every field is now what __post_init__ would make of it (the dtype and
+        # its item encoding checked by _stored_dtype, the default decoded for
+        # that dtype): the instance is made without running the checks twice.
+        out = object.__new__(cls)
+        out.__dict__.update(fields)
+        return out
+
+
+def _check_layout(chunklen: int, chunks_per_superchunk: int, checksum: Any, blocksize: int,
+                  bytedelta: Any) -> None:
+    """Refuse a chunk layout bcolzx does not write (what :class:`Storage` checks).
+
+    Raises
+    ------
+    ValueError
+        For a value out of range or unknown.
+    """
+    if chunklen < 1:
+        raise ValueError(f"chunklen must be >= 1, not {chunklen}")
+    if not 1 <= chunks_per_superchunk <= 1 << 20:
+        raise ValueError(f"chunks_per_superchunk must be in 1..2**20, "
+                         f"not {chunks_per_superchunk}")
+    if checksum not in layout.CHECKSUMS:
+        raise ValueError(f"checksum must be one of {sorted(layout.CHECKSUMS)}, "
+                         f"not {checksum!r}")
+    if blocksize < 0:
+        raise ValueError(f"blocksize must be >= 0, not {blocksize}")
+    if bytedelta not in layout.BYTEDELTA_MODES:
+        raise ValueError(f"bytedelta must be one of {layout.BYTEDELTA_MODES}, "
+                         f"not {bytedelta!r}")
 
 
 def check_item_kind(dtype: np.dtype, vlen: str | None) -> None:
@@ -457,6 +479,16 @@ def _check_item_kind_json(dtype: np.dtype, vlen: Any, version: int, path: str | 
                                f"datasets are version {layout.VLEN_FORMAT_VERSION})", path=path)
 
 
+def _ints(values) -> tuple[int, ...]:
+    """A JSON list (or the default empty tuple) of integers, as a tuple."""
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"expected a list of integers, found {values!r}")
+    for value in values:
+        if type(value) is not int:  # JSON's integers: never a bool, a float or a str
+            raise TypeError(f"expected an integer, found {value!r}")
+    return tuple(values)
+
+
 def _int(value) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"expected an integer, found {value!r}")
@@ -503,14 +535,14 @@ class Sizes:
             count (shape, bytes, epoch, cut) or a generation below 1.
         """
         try:
-            shape = tuple(_int(x) for x in obj["shape"])
-            if not shape or any(x < 0 for x in shape):
+            shape = _ints(obj["shape"])
+            if not shape or min(shape) < 0:
                 raise ValueError(f"bad shape {shape}")
-            gens = tuple(_int(g) for g in obj.get("generations", ()))
-            if any(g < 1 for g in gens):
+            gens = _ints(obj.get("generations", ()))
+            if gens and min(gens) < 1:
                 raise ValueError(f"bad generations {gens}")
             parts = tuple(_part(p, len(gens)) for p in obj.get("parts", ()))
-            if list(parts) != sorted(parts, key=lambda p: p[0]):
+            if parts and list(parts) != sorted(parts, key=lambda p: p[0]):
                 raise ValueError("parts are not in superchunk order")
             nbytes, cbytes = _int(obj.get("nbytes", 0)), _int(obj.get("cbytes", 0))
             epoch, cut = _int(obj.get("epoch", 0)), _int(obj.get("cut", 0))

@@ -46,10 +46,13 @@ NA_OBJECTS: dict[str, Any] = {"nan": float("nan"), "none": None}
 BOUND_BYTES = 32
 
 
+#: NumPy's StringDType class (None on NumPy 1, which has none).
+_STRING_DTYPE = getattr(getattr(np, "dtypes", None), "StringDType", None)
+
+
 def is_string(dtype: Any) -> bool:
     """Whether `dtype` is a NumPy ``StringDType`` (False on NumPy 1, which has none)."""
-    cls = getattr(getattr(np, "dtypes", None), "StringDType", None)
-    return cls is not None and isinstance(dtype, cls)
+    return _STRING_DTYPE is not None and isinstance(dtype, _STRING_DTYPE)
 
 
 def is_bytes(dtype: Any) -> bool:
@@ -63,6 +66,8 @@ def item_kind(dtype: Any) -> str | None:
     """The ``meta/storage["vlen"]`` value of a dataset of `dtype`: ``"utf8"``
     (StringDType), ``"bytes"`` (:data:`BYTES_DTYPE`), ``"pickle"`` (any other
     object dtype), or None (fixed-size items)."""
+    if getattr(dtype, "kind", None) not in ("T", "O"):  # the common case, asked first
+        return None
     if is_string(dtype):
         return "utf8"
     if is_bytes(dtype):

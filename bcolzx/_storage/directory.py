@@ -88,21 +88,22 @@ def _check_sizes(rootdir: str, storage: Storage, sizes: Sizes) -> None:
     CorruptDataError
         If the numbers do not agree.
     """
-    path = layout.meta_path(rootdir, layout.SIZES_FILE)
     rows = sizes.shape[0]
-    nchunks = ceil(rows / storage.chunklen)
+    nchunks = -(-rows // storage.chunklen)  # exact for any length (no float)
     per_row = layout.VLEN_ROW_NBYTES if storage.vlen else \
         storage.dtype.itemsize * prod(sizes.shape[1:])
     if sizes.nbytes != rows * per_row:
         raise CorruptDataError(f"nbytes is {sizes.nbytes}, but {rows} rows of {per_row} bytes "
-                               f"hold {rows * per_row}", path=path)
-    nfiles = ceil(nchunks / storage.chunks_per_superchunk)
+                               f"hold {rows * per_row}",
+                               path=layout.meta_path(rootdir, layout.SIZES_FILE))
+    nfiles = -(-nchunks // storage.chunks_per_superchunk)
     # One more when a stored last chunk holds rows past the length (a shrink
     # inside it keeps the chunk, format §1).
     if not nfiles <= len(sizes.generations) <= nfiles + 1:
         raise CorruptDataError(
             f"{rows} rows need {nfiles} superchunk files, but the file names the index "
-            f"generations of {len(sizes.generations)}", path=path)
+            f"generations of {len(sizes.generations)}",
+            path=layout.meta_path(rootdir, layout.SIZES_FILE))
 
 
 class DirectoryStore(ChunkStore):
@@ -153,7 +154,7 @@ class DirectoryStore(ChunkStore):
         self._journal_end = 0  # where the valid records end; 0: no valid journal
         # The state this store last knew: its commit and its journal file, to
         # tell whether another writer changed the dataset since (unchanged()).
-        self._known_sizes = sizes.to_json()
+        self._known_sizes = sizes
         self._known_journal = self._journal_stat()
         #: Files and directories written but not yet fsynced, which the next
         #: commit fsyncs before its ``meta/sizes`` (a new superchunk file's
@@ -470,7 +471,7 @@ class DirectoryStore(ChunkStore):
                             epoch=self.epoch, cut=self.cut)
         self._publish(committed, synced)
         self._generations = gens
-        self._known_sizes = committed.to_json()
+        self._known_sizes = committed
         self._journal_clear(committed)
 
     def _publish(self, committed: Sizes, synced: list[str]) -> None:
@@ -519,7 +520,7 @@ class DirectoryStore(ChunkStore):
             sizes = read_sizes(self.rootdir, self.storage)
         except (OSError, ValueError):
             return False
-        return sizes.to_json() == self._known_sizes and \
+        return sizes == self._known_sizes and \
             self._journal_stat() == self._known_journal
 
     def commit(self, sizes: Sizes) -> None:

@@ -31,9 +31,12 @@ def open_store(rootdir: str, readonly: bool = False) -> ChunkStore:
         If its metadata is damaged, or of a format or version bcolzx cannot read.
     """
     rootdir = os.fspath(rootdir)
-    if not os.path.isdir(rootdir):
-        raise FileNotFoundError(f"no dataset directory at {rootdir}")
-    obj, seal = read_storage_json(rootdir)
+    try:
+        obj, seal = read_storage_json(rootdir)
+    except (FileNotFoundError, NotADirectoryError):
+        if not os.path.isdir(rootdir):  # asked only when it matters
+            raise FileNotFoundError(f"no dataset directory at {rootdir}") from None
+        raise
     if "format" not in obj:
         return LegacyStore.open(rootdir, readonly, storage_json=obj)
     return DirectoryStore.open(rootdir, readonly, storage_from_sealed(rootdir, obj, seal))

@@ -106,3 +106,31 @@ def test_a_journal_makes_the_columns_open_at_once(path):
     t2 = bcolzx.open(path, mode="r")
     assert _unopened(t2) == [] and len(t2) == 5001
     assert tuple(t2[-1]) == (1, 2.0, 3)
+
+
+def test_opening_reads_each_metadata_file_once_and_nothing_more(path, tmp_path, monkeypatch):
+    """A carray opens with one read of meta/storage and one of meta/sizes; a table in
+    mode 'r' with one of __rootdirs__ and one meta/sizes per column; neither reads
+    a chunk, and what is missing is still named as before."""
+    from bcolzx._format import files
+
+    read = []
+    real = files.read_regular
+    monkeypatch.setattr(files, "read_regular", lambda p, *a, **k: (
+        read.append(os.path.relpath(p, path)), real(p, *a, **k))[1])
+    t = bcolzx.open(path, mode="r")
+    assert len(t) == 5000
+    t.close()
+    assert read == ["__rootdirs__", "a/meta/sizes", "b/meta/sizes", "c/meta/sizes"]
+    del read[:]
+    c = bcolzx.open(os.path.join(path, "b"), mode="r")
+    assert len(c) == 5000 and c.dtype == np.float64
+    c.close()
+    assert read == ["b/meta/storage", "b/meta/sizes"]
+    for missing in (str(tmp_path / "nothing"), str(tmp_path), os.path.join(path, "a", "meta")):
+        with pytest.raises(FileNotFoundError, match="no bcolzx carray or ctable"):
+            bcolzx.open(missing, mode="r")
+    with pytest.raises(FileNotFoundError, match="no dataset directory"):
+        bcolzx.carray(rootdir=str(tmp_path / "nothing"), mode="r")
+    with pytest.raises(FileNotFoundError, match="no dataset directory"):
+        bcolzx.carray(rootdir=os.path.join(path, "__rootdirs__"), mode="r")

@@ -625,3 +625,15 @@ def test_zero_chunk_of_an_ndim_carray_is_the_known_difference(workers):
         "c0.append(data('uint8', (268, 2), 18))",
         W("c0", "observe", "after:carray.append")])[-1]
     assert reply_differences(lrep, brep) and known.applies(op, lrep, brep)
+
+
+def test_empty_conversion_over_an_existing_rootdir_is_the_known_difference(workers):
+    """legacy-empty-conversion when the new carray's rootdir exists (stress run): legacy's
+    conversion bug is raised first; bcolzx converts, then refuses the directory."""
+    known = next(k for k in KNOWN if k.id == "legacy-empty-conversion")
+    op, lrep, brep = _replay(workers, [
+        "c1 = bcolz.carray(data('int32', 5, 3), rootdir='d0')", "c1.flush(); del c1",
+        W("c1 = bcolz.carray(data('bool', 0, 9, 'zeros'), dtype='float32', chunklen=64, "
+          "dflt=True, rootdir='d0')", "new.carray.carray", "rootdir")])[-1]
+    assert reply_differences(lrep, brep) and known.applies(op, lrep, brep)
+    assert brep["result"][1] == "FileExistsError"
