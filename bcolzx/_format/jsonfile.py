@@ -14,6 +14,26 @@ from bcolzx.errors import CorruptDataError
 #: JSON file of a sealed (bcolzx-format) dataset (docs/format/README.md §2c).
 FLOAT_KEY = "$float"
 _NONFINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+#: json's own scanner (what json.loads runs once it has skipped the whitespace
+#: around the value, which the files bcolzx writes have none of).
+_SCAN = json.JSONDecoder().scan_once
+
+
+def _decode(text: str) -> Any:
+    """``json.loads(text)``, sooner for a value without whitespace around it.
+
+    Raises
+    ------
+    ValueError, RecursionError
+        As ``json.loads`` (which then says what is wrong).
+    """
+    try:
+        obj, end = _SCAN(text, 0)
+        if end == len(text):
+            return obj
+    except StopIteration:  # not a JSON value where one starts
+        pass
+    return json.loads(text)
 
 
 def is_float_object(obj: Any) -> bool:
@@ -288,7 +308,7 @@ def loads_sealed(raw: bytes, name: str, path: str | None = None, *,
         As :func:`read_json_sealed`.
     """
     try:
-        obj = json.loads(raw.decode("utf-8"))
+        obj = _decode(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise CorruptDataError(f"invalid JSON: {exc}", path=path) from None
     if kind is not None and not isinstance(obj, kind):

@@ -100,3 +100,22 @@ def test_a_reserved_attribute_name_is_refused(tmp_path):
     with pytest.raises(ValueError, match="reserved"):
         c.attrs["__crc32c__"] = 1
     assert c.attrs.getall() == {}
+
+
+@pytest.mark.parametrize("text", ['{"a": 1}', ' {"a": [1, 2.5, null]}\n', '{"a": NaN}', "[]",
+                                  '"x"', "7", "{", "", "nul", '{"a": 1} x', '{"a": 1}}',
+                                  '[' * 100 + ']' * 100])
+def test_json_files_decode_as_json_loads_does(text):
+    """The files' decoder (json's scanner, without the whitespace skipping) gives
+    json.loads's value, or its exception and message."""
+    from bcolzx._format.jsonfile import _decode
+
+    try:
+        expected = json.loads(text)
+    except ValueError as exc:
+        with pytest.raises(type(exc)) as info:
+            _decode(text)
+        assert str(info.value) == str(exc)
+    else:
+        got = _decode(text)
+        assert json.dumps(got) == json.dumps(expected) and type(got) is type(expected)
