@@ -731,6 +731,23 @@ def _(op, leg, bz):
         and ok(bz["result"])
 
 
+@_k("legacy-trim-mode-r", "legacy bug: trim() of a persistent carray opened in mode 'r' "
+    "removed the rows from the carray in memory and their chunk files from the directory "
+    "(a later open failed: chunkfile not found), then raised IOError or not at all; bcolzx "
+    "raises ReadOnlyError first and changes nothing")
+def _(op, leg, bz):
+    lr, br = leg["result"], bz["result"]
+    if "mode_r" not in op.tags:
+        return False
+    if op.kind == "carray.trim":  # the trim itself, when legacy did not even raise
+        return ok(lr) and raised(br, "ReadOnlyError")
+    if op.kind != "observe" or "after:carray.trim" not in op.tags or br[0] != "carray":
+        return False
+    if raised(lr, "ValueError"):  # the files it removed, read again
+        return "not found" in lr[3]
+    return lr[0] == "carray" and lr[3] < br[3] and _same_values(lr[4], br[4][:lr[3]])
+
+
 @_k("legacy-attrs-failed-write", "legacy bug: an attribute value that cannot be written "
     "(TypeError, not JSON) stayed in memory all the same; bcolzx keeps the attributes as they "
     "were")
@@ -927,6 +944,9 @@ WITNESSES: dict[str, list] = {
     "legacy-flush-mode-r": ["c0 = bcolz.carray(np.arange(6), chunklen=4, rootdir='d0')",
                             "c0.flush(); del c0", "c0 = bcolz.open('d0', mode='r')",
                             W("c0.flush()", "carray.flush", "mode_r")],
+    "legacy-trim-mode-r": ["c0 = bcolz.carray(np.arange(20), chunklen=3, rootdir='d0')",
+                           "c0.flush(); del c0", "c0 = bcolz.open('d0', mode='r')",
+                           W("c0.trim(5)", "carray.trim", "mode_r", mutates=True)],
     "legacy-attrs-failed-write": [
         "c0 = bcolz.carray(np.arange(3), rootdir='d0')",
         W("c0.attrs['k'] = b'raw'", "attrs.set", "persistent",

@@ -637,3 +637,15 @@ def test_empty_conversion_over_an_existing_rootdir_is_the_known_difference(worke
           "dflt=True, rootdir='d0')", "new.carray.carray", "rootdir")])[-1]
     assert reply_differences(lrep, brep) and known.applies(op, lrep, brep)
     assert brep["result"][1] == "FileExistsError"
+
+
+def test_trim_in_mode_r_is_the_known_difference(workers):
+    """legacy-trim-mode-r as the stress run drew it: an S3 carray with a default, reopened
+    in mode 'r'; legacy's trim raises after removing rows, bcolzx's changes nothing."""
+    known = next(k for k in KNOWN if k.id == "legacy-trim-mode-r")
+    op, lrep, brep = _replay(workers, [
+        "c0 = bcolz.carray(data('S3', 431, 3), chunklen=3, dflt=b'abc', rootdir='d0', "
+        "mode='a')", "c0.flush(); del c0", "c1 = bcolz.open('d0', mode='r')",
+        "c1.trim(120)", W("c1", "observe", "after:carray.trim", "mode_r")])[-1]
+    assert reply_differences(lrep, brep) and known.applies(op, lrep, brep)
+    assert brep["result"][3] == 431
