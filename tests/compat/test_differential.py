@@ -123,6 +123,9 @@ def _legacy_missing() -> str | None:
 class WorkerFailureError(Exception):
     """A worker crashed, hung or broke the protocol."""
 
+    #: The roles of the workers that failed (set by :meth:`Pair._both`).
+    roles: frozenset = frozenset()
+
 
 class Worker:
     """One worker process (role 'legacy' or 'bcolzx') in its own directory."""
@@ -229,7 +232,10 @@ class Worker:
             self.proc.kill()
             self.proc.wait()
         for stream in (self.proc.stdin, self.proc.stdout):
-            stream.close()
+            try:
+                stream.close()
+            except OSError:  # a request left in the buffer of a dead worker's pipe
+                pass
         self.stderr.close()
         self.proc = None
 
@@ -241,12 +247,13 @@ class Pair:
         self.legacy, self.bcolzx = legacy, bcolzx
 
     def _both(self, request: dict) -> tuple[dict, dict]:
-        failures = []
+        failures, roles = [], set()
         for worker in (self.legacy, self.bcolzx):
             try:
                 worker.send(request)
             except WorkerFailureError as exc:
                 failures.append(exc)
+                roles.add(worker.role)
         replies = []
         if not failures:
             for worker in (self.legacy, self.bcolzx):
@@ -256,14 +263,26 @@ class Pair:
                     replies.append(worker.receive())
                 except WorkerFailureError as exc:
                     failures.append(exc)
+                    roles.add(worker.role)
         if failures:
             for worker in (self.legacy, self.bcolzx):
                 worker.restart()  # a clean pair for whatever runs next
-            raise WorkerFailureError("; ".join(str(f) for f in failures))
+            error = WorkerFailureError("; ".join(str(f) for f in failures))
+            error.roles = frozenset(roles)
+            raise error
         return replies[0], replies[1]
 
     def reset(self) -> None:
-        lrep, brep = self._both({"cmd": "reset"})
+        try:
+            lrep, brep = self._both({"cmd": "reset"})
+        except WorkerFailureError as exc:
+            # Legacy's heap can be left corrupted by a known legacy bug of the
+            # previous program (CORRUPTS_LEGACY; found by the stress run: "double
+            # free or corruption" as the reset freed its objects): the pair was
+            # restarted, so reset the new pair. bcolzx dying here is a failure.
+            if exc.roles != {"legacy"}:
+                raise
+            lrep, brep = self._both({"cmd": "reset"})
         for rep, worker in ((lrep, self.legacy), (brep, self.bcolzx)):
             if rep["result"][0] == "raise":
                 worker.restart()
@@ -649,3 +668,20 @@ def test_trim_in_mode_r_is_the_known_difference(workers):
         "c1.trim(120)", W("c1", "observe", "after:carray.trim", "mode_r")])[-1]
     assert reply_differences(lrep, brep) and known.applies(op, lrep, brep)
     assert brep["result"][3] == 431
+
+
+def test_a_legacy_worker_dying_at_reset_is_replaced(workers):
+    """Legacy's heap may be corrupted by a known bug of the previous program, so that it
+    dies as the reset frees that program's objects (stress run: "double free or
+    corruption"): the next program starts on a new pair. bcolzx dying there is a failure."""
+    workers.legacy.proc.kill()
+    workers.legacy.proc.wait()
+    workers.reset()
+    op, lrep, brep = _replay(workers, [W("bcolz.arange(3).sum()", "carray.sum")])[-1]
+    assert reply_differences(lrep, brep) is None
+    workers.bcolzx.proc.kill()
+    workers.bcolzx.proc.wait()
+    with pytest.raises(WorkerFailureError) as info:
+        workers.reset()
+    assert info.value.roles == {"bcolzx"}
+    workers.reset()  # the pair was restarted after the failure
