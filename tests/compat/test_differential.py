@@ -326,15 +326,7 @@ class DifferenceError(AssertionError):
 
 
 class AbandonError(Exception):
-    """A worker failed (legacy bcolz alone, or any while collecting): this program
-    cannot go on."""
-
-
-#: What a program's session notes when legacy bcolz's worker crashed on an op (its
-#: own heap corrupted by one of its bugs: "malloc_consolidate(): invalid chunk size",
-#: "double free or corruption"); there is no legacy result to compare, so the program
-#: ends there. bcolzx's worker crashing is always a failure.
-LEGACY_CRASH = "legacy-crash"
+    """Collecting: a worker failed (recorded); this program cannot go on."""
 
 
 @dataclass
@@ -363,9 +355,11 @@ class Session:
             return self.pair.run(op)
         except WorkerFailureError as exc:
             self.lines.append(op.line)
-            if exc.roles == {"legacy"}:  # the pair was restarted; nothing to compare
-                self.known_seen.add(LEGACY_CRASH)
-                raise AbandonError() from exc
+            # Legacy bcolz crashing on an op (its heap corrupted by one of its bugs;
+            # stress run: "malloc_consolidate(): invalid chunk size") fails the run
+            # too: ending the program there instead makes hypothesis see programs
+            # that draw differently from one run to the next (the crash depends on
+            # the heap the earlier programs left), and it stops as flaky.
             if self.collect:
                 self._record(f"worker-failure|{op.kind}", str(exc)[:2000])
                 raise AbandonError() from exc
@@ -700,20 +694,3 @@ def test_a_legacy_worker_dying_at_reset_is_replaced(workers):
     assert info.value.roles == {"bcolzx"}
     workers.reset()  # the pair was restarted after the failure
 
-
-_ABORT_IN = "__import__('os').abort() if bcolz.carray.__module__.startswith({!r}) else 0"
-
-
-def test_a_legacy_crash_ends_the_program_and_a_bcolzx_crash_fails(workers):
-    """Legacy bcolz crashing on an op (its heap corrupted by one of its bugs; stress run:
-    "malloc_consolidate(): invalid chunk size") leaves nothing to compare: the program
-    ends there, on a restarted pair. bcolzx crashing is a failure."""
-    session = Session(workers)
-    with pytest.raises(AbandonError):
-        session.run(W(_ABORT_IN.format("bcolz."), "misc"))
-    assert LEGACY_CRASH in session.known_seen
-    session = Session(workers)
-    with pytest.raises(DifferenceError, match="worker failure at the last line: bcolzx"):
-        session.run(W(_ABORT_IN.format("bcolzx."), "misc"))
-    session = Session(workers)  # a working pair again
-    session.run(W("bcolz.arange(3).sum()", "carray.sum"))
