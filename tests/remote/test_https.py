@@ -34,14 +34,21 @@ def _certificate(tmp_path, tool=None):
 @pytest.fixture
 def https(tmp_path):
     """``(directory, server, storage_options trusting its certificate)``."""
+    from fsspec.implementations.http import HTTPFileSystem
+
     root = tmp_path / "www"
     root.mkdir()
     cert, key = _certificate(tmp_path)
+    # A new server may get the port of an earlier test's: no filesystem instance (its
+    # session, its pooled connections) is shared with another server (a CI run read an
+    # earlier dataset at this URL instead of failing on the untrusted certificate).
+    HTTPFileSystem.clear_instance_cache()
     server = webserver.start(str(root), cwd=BCOLZX_PARENT, tls=(cert, key))
     try:
         yield root, server, {"ssl": ssl.create_default_context(cafile=cert)}
     finally:
         server.stop()
+        HTTPFileSystem.clear_instance_cache()
 
 
 def test_https_reads(https):
