@@ -57,6 +57,12 @@ extensions = [
         ["bcolzx/_ext/checksum.pyx"],
         extra_compile_args=CFLAGS,
     ),
+    # A dataset's small metadata files read, looked up and their seals checked (opening).
+    Extension(
+        "bcolzx._ext.metafiles",
+        ["bcolzx/_ext/metafiles.pyx"],
+        extra_compile_args=CFLAGS,
+    ),
     Extension(
         "bcolzx._ext.writeback",
         ["bcolzx/_ext/writeback.pyx"],

@@ -20,6 +20,7 @@ import numpy as _np
 
 from bcolzx._ext import codec as _codec
 from bcolzx._format import layout as _layout
+from bcolzx._format.files import is_regular as _is_regular
 from bcolzx._query import evaluate as _evaluate
 from bcolzx._query.expr import compile_expression as _compile
 from bcolzx._query.scope import caller_scope as _caller_scope
@@ -515,7 +516,7 @@ def open(rootdir, mode: str = "a", *, lock_timeout=None,  # legacy name, shadows
     if isinstance(where, _Objects):
         return _open_objects(where, mode, lock_timeout, allow_pickle)
     rootdir = where
-    if _os.path.isfile(_os.path.join(rootdir, _layout.ROOTDIRS_FILE)):
+    if _is_regular(f"{rootdir}/{_layout.ROOTDIRS_FILE}"):
         return _open_ctable(rootdir, mode, lock_timeout, allow_pickle)
     try:  # a carray: its meta/storage is read once, by the carray (no stat before)
         return _open_carray(rootdir, mode, lock_timeout, allow_pickle)

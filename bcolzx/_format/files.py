@@ -31,10 +31,12 @@ import re
 import secrets
 import stat
 
+from bcolzx._ext import metafiles as _metafiles
 from bcolzx.errors import UnsafeFileError
 
 __all__ = ["NOFOLLOW", "READ_FLAGS", "open_own", "open_dir", "check_own_dir", "create_temp",
-           "unique_temp", "describe", "check_regular", "read_regular", "own_subdir"]
+           "unique_temp", "describe", "check_regular", "read_regular", "read_whole",
+           "stat_file", "is_regular", "own_subdir"]
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -249,6 +251,38 @@ def unique_temp(directory_fd: int, prefix: str, directory: str) -> tuple[int, st
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, "no free temporary name", directory)
+
+
+#: ``os.stat`` of a path as ``(st_mode, st_ino, st_size, st_mtime_ns)``, or None
+#: when nothing is there, without an exception for that (made in C: opening
+#: asks whether a table's ``__rootdirs__`` and a ``meta/journal`` exist).
+stat_file = _metafiles.stat_file
+
+
+def is_regular(path: str) -> bool:
+    """``os.path.isfile(path)``: whether a regular file is at `path` (following
+    links), False when it cannot be told."""
+    try:
+        st = stat_file(path)
+    except (OSError, ValueError):
+        return False
+    return st is not None and stat.S_ISREG(st[0])
+
+
+def read_whole(path: str) -> bytes:
+    """The bytes of the file at `path`: :func:`read_regular` without a limit or
+    the ``fstat`` returned, its system calls made in C (_ext/metafiles.pyx), for
+    the small files every open reads.
+
+    Raises
+    ------
+    FileNotFoundError, UnsafeFileError, OSError
+        As :func:`read_regular`.
+    """
+    raw, mode = _metafiles.read_whole(path, READ_FLAGS)
+    if raw is None:
+        raise UnsafeFileError(path, describe(mode))
+    return raw
 
 
 def read_regular(path: str, limit: int | None = None) -> tuple[bytes, os.stat_result]:

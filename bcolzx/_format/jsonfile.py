@@ -293,7 +293,7 @@ def read_json_sealed(path: str, *, kind: type | None = dict) -> tuple[Any, _seal
     UnsafeFileError
         If it is a FIFO, a device or a directory.
     """
-    raw = _files.read_regular(path)[0]
+    raw = _files.read_whole(path)
     return loads_sealed(raw, os.path.basename(path), path, kind=kind)
 
 

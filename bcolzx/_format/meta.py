@@ -196,10 +196,10 @@ class CParams:
             raise CorruptDataError("cparams must be a JSON object", path=path)
         try:
             shuffle = obj.get("shuffle", 1)
-            return cls(clevel=int(obj.get("clevel", 5)),
-                       shuffle=int(shuffle) if not isinstance(shuffle, bool) else int(shuffle),
-                       cname=str(obj.get("cname", "blosclz")),
-                       quantize=int(obj.get("quantize", 0)))
+            return _made(cls, clevel=int(obj.get("clevel", 5)),
+                         shuffle=int(shuffle) if not isinstance(shuffle, bool) else int(shuffle),
+                         cname=str(obj.get("cname", "blosclz")),
+                         quantize=int(obj.get("quantize", 0)))
         except (TypeError, ValueError) as exc:
             raise CorruptDataError(f"invalid cparams {obj!r}: {exc}", path=path) from None
 
@@ -343,9 +343,17 @@ class Storage:
         # Every field is now what __post_init__ would make of it (the dtype and
         # its item encoding checked by _stored_dtype, the default decoded for
         # that dtype): the instance is made without running the checks twice.
-        out = object.__new__(cls)
-        out.__dict__.update(fields)
-        return out
+        return _made(cls, **fields)
+
+
+def _made(cls, **fields):
+    """An instance of the frozen dataclass `cls` holding `fields` (every one of
+    its fields, each already checked), made without its ``__init__``: that sets
+    each field through ``object.__setattr__`` and runs ``__post_init__``'s
+    checks again, a cost paid at every open."""
+    out = object.__new__(cls)
+    out.__dict__.update(fields)
+    return out
 
 
 def _check_layout(chunklen: int, chunks_per_superchunk: int, checksum: Any, blocksize: int,
@@ -541,18 +549,18 @@ class Sizes:
             gens = _ints(obj.get("generations", ()))
             if gens and min(gens) < 1:
                 raise ValueError(f"bad generations {gens}")
-            parts = tuple(_part(p, len(gens)) for p in obj.get("parts", ()))
+            parts = () if "parts" not in obj else \
+                tuple(_part(p, len(gens)) for p in obj["parts"])
             if parts and list(parts) != sorted(parts, key=lambda p: p[0]):
                 raise ValueError("parts are not in superchunk order")
-            nbytes, cbytes = _int(obj.get("nbytes", 0)), _int(obj.get("cbytes", 0))
-            epoch, cut = _int(obj.get("epoch", 0)), _int(obj.get("cut", 0))
-            for name, value in (("nbytes", nbytes), ("cbytes", cbytes), ("epoch", epoch),
-                                ("cut", cut)):
-                if value < 0:
-                    raise ValueError(f"negative {name} {value}")
-            return cls(shape, nbytes, cbytes, gens, epoch, cut, parts)
+            counts = {"nbytes": obj.get("nbytes", 0), "cbytes": obj.get("cbytes", 0),
+                      "epoch": obj.get("epoch", 0), "cut": obj.get("cut", 0)}
+            if min(_ints(tuple(counts.values()))) < 0:
+                name = next(k for k, v in counts.items() if v < 0)
+                raise ValueError(f"negative {name} {counts[name]}")
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptDataError(f"invalid sizes metadata: {exc}", path=path) from None
+        return _made(cls, shape=shape, generations=gens, parts=parts, **counts)
 
 
 def _part(obj: Any, nfiles: int) -> tuple[int, int, int]:

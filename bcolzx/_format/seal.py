@@ -20,24 +20,21 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from bcolzx._ext import checksum
+from bcolzx._ext import checksum, metafiles
 from bcolzx.errors import CorruptDataError
 
 __all__ = ["CRC_KEY", "UID_KEY", "Seal", "new_uid", "seal", "unseal"]
 
 CRC_KEY = "__crc32c__"
 UID_KEY = "__uid__"
-_TAIL = re.compile(rb'"__crc32c__": (0|[1-9][0-9]{0,9})\}\Z')
-_TAIL_KEY = b'"__crc32c__": '
 _UID = re.compile(r"[0-9a-f]{16}\Z")
 
 
-@dataclass(frozen=True)
-class Seal:
-    """What a JSON file's seal said: whether it had one, and the dataset it names."""
+class Seal(NamedTuple):
+    """What a JSON file's seal said: whether it had one, and the dataset it names
+    (an immutable record, made at every open: a named tuple is made fastest)."""
 
     sealed: bool = False
     uid: str | None = None
@@ -53,13 +50,17 @@ def new_uid() -> str:
 _NAME_CRC: dict[str, int] = {}
 
 
-def _crc(name: str, body: bytes) -> int:
+def _name_crc(name: str) -> int:
     start = _NAME_CRC.get(name)
     if start is None:
         start = checksum.crc32c(name.encode("utf-8") + b"\0")
         if len(_NAME_CRC) < 64:
             _NAME_CRC[name] = start
-    return checksum.crc32c(body, start)
+    return start
+
+
+def _crc(name: str, body: bytes) -> int:
+    return checksum.crc32c(body, _name_crc(name))
 
 
 def seal(obj: dict, name: str, uid: str | None = None) -> bytes:
@@ -119,20 +120,13 @@ def unseal(raw: bytes, obj: Any, name: str, path: str | None = None) -> tuple[An
     if CRC_KEY not in obj:
         raise CorruptDataError(f"the file names a dataset ({UID_KEY}) but has no {CRC_KEY} "
                                "checksum: it was damaged", path=path)
-    # Only the last occurrence of the key can run to the end of the file.
-    m = _TAIL.match(raw, max(raw.rfind(_TAIL_KEY), 0))
-    if m is None:
+    # The member found, and the checksum computed, in C (_ext/metafiles.pyx).
+    found, stored, crc = metafiles.seal_crc(raw, _name_crc(name))
+    if found == metafiles.NO_TAIL:
         raise CorruptDataError(f"the {CRC_KEY} checksum is not the file's last member: the "
                                "file was damaged", path=path)
-    head = raw[:m.start()]
-    if head.endswith(b", "):
-        body = head[:-2] + b"}"
-    elif head == b"{":
-        body = b"{}"
-    else:
+    if found == metafiles.MALFORMED:
         raise CorruptDataError(f"malformed {CRC_KEY} member: the file was damaged", path=path)
-    stored = int(m.group(1))
-    crc = _crc(name, body)
     if crc != stored or obj[CRC_KEY] != stored:
         raise CorruptDataError(f"checksum mismatch (stored {stored:#010x}, computed {crc:#010x}): "
                                "the file was damaged, or is another file of the dataset",

@@ -13,6 +13,7 @@ import errno
 import os
 import secrets
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,9 +39,9 @@ class Special:
     value: bytes | None = None
 
 
-@dataclass(frozen=True)
-class Geometry:
-    """What every superchunk of a dataset shares (from ``meta/storage``)."""
+class Geometry(NamedTuple):
+    """What every superchunk of a dataset shares (from ``meta/storage``; an
+    immutable record, made at every open: a named tuple is made fastest)."""
 
     nslots: int          # K
     chunk_size: int      # uncompressed bytes of a full chunk

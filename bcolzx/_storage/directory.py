@@ -360,11 +360,8 @@ class DirectoryStore(ChunkStore):
         return layout.meta_path(self.rootdir, layout.JOURNAL_FILE)
 
     def _journal_stat(self) -> tuple | None:
-        try:
-            st = os.stat(self._journal_path())
-        except FileNotFoundError:
-            return None
-        return st.st_ino, st.st_size, st.st_mtime_ns
+        st = _files.stat_file(self._journal_path())
+        return None if st is None else st[1:]  # (st_ino, st_size, st_mtime_ns)
 
     def journal_rows(self, max_rows: int) -> bytes:
         if self._known_journal is None:  # none when this store read its commit: none since

@@ -16,7 +16,6 @@ from __future__ import annotations
 import itertools
 import threading
 import warnings
-import weakref
 from collections import deque
 from concurrent.futures import wait
 from math import prod
@@ -88,7 +87,7 @@ class ChunkedArray(ChunkReader):
         if store.rootdir is not None and not store.readonly:
             flight.on_disk.add(self)
         self.dtype = st.dtype
-        self.rowshape = tuple(int(x) for x in store.rowshape)
+        self.rowshape = tuple(map(int, store.rowshape))
         length = store.length
         self.chunklen = st.chunklen
         # Variable-length items (VlenArray) count one unit per row: their
@@ -119,9 +118,9 @@ class ChunkedArray(ChunkReader):
         if hasattr(self, "_owner"):  # re-read (_storage/writer.py): the old state goes
             DECODED.drop_owner(self._owner, True)
         # This state's key in the decompressed-chunk cache: a new one each
-        # time the array is (re)read, its entries dropped when it goes.
+        # time the array is (re)read, its entries dropped when it goes
+        # (:meth:`__del__`).
         self._owner = next(_owners)
-        weakref.finalize(self, DECODED.forget, self._owner)
         self._zones = ZoneMap(store, self.dtype, store.native and self.rowshape == ()
                               and zonemap.has_zonemap(self.dtype), empty=length == 0)
         self._zones.partial = self.nfull if self.nleft else None
@@ -142,7 +141,8 @@ class ChunkedArray(ChunkReader):
         """
         if nthreads == self.nthreads:
             return
-        self.settle()  # the chunks in flight were handed off under the old count
+        if self._pending:
+            self.settle()  # the chunks in flight were handed off under the old count
         self._window = nthreads + max(1, min(8, flight.FLIGHT_BYTES // max(self.chunk_bytes, 1)))
         self.nthreads = nthreads
         if self._enc is not None:  # else made on first use: readers never need one
@@ -962,3 +962,6 @@ class ChunkedArray(ChunkReader):
             except Exception as exc:  # pragma: no cover - nothing to raise into
                 warnings.warn(f"bcolzx could not flush at garbage collection: {exc!r}",
                               ResourceWarning, stacklevel=1)
+        owner = getattr(self, "_owner", None)
+        if owner is not None:  # its decompressed chunks go at the cache's next use
+            DECODED.forget(owner)

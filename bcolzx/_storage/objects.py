@@ -94,6 +94,9 @@ def resolve(rootdir: Any, storage_options: dict | None = None,
     ImportError
         If fsspec (or the filesystem the URL needs) is not installed.
     """
+    if type(rootdir) is str and "://" not in rootdir and filesystem is None \
+            and not storage_options:
+        return rootdir  # a plain local path (the common case, at every open)
     if isinstance(rootdir, Objects):
         if storage_options or filesystem is not None:
             raise ValueError("storage_options and filesystem go with a URL or a path, not "

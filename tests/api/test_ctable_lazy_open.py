@@ -115,9 +115,10 @@ def test_opening_reads_each_metadata_file_once_and_nothing_more(path, tmp_path, 
     from bcolzx._format import files
 
     read = []
-    real = files.read_regular
-    monkeypatch.setattr(files, "read_regular", lambda p, *a, **k: (
-        read.append(os.path.relpath(p, path)), real(p, *a, **k))[1])
+    for reader in ("read_regular", "read_whole"):  # every read of a whole small file
+        real = getattr(files, reader)
+        monkeypatch.setattr(files, reader, lambda p, *a, real=real, **k: (
+            read.append(os.path.relpath(p, path)), real(p, *a, **k))[1])
     t = bcolzx.open(path, mode="r")
     assert len(t) == 5000
     t.close()
