@@ -1,7 +1,13 @@
 SEALED: int
 NO_TAIL: int
 MALFORMED: int
+UNSEALED: int
+NO_CHECKSUM: int
+MISMATCH: int
+BAD_UID: int
 
 def read_whole(path: str | bytes, flags: int) -> tuple[bytes, int] | tuple[None, int]: ...
 def stat_file(path: str | bytes) -> tuple[int, int, int, int] | None: ...
+def unseal(raw: bytes | bytearray | memoryview, obj: dict, name_crc: int
+           ) -> tuple[int, int, int, object]: ...
 def seal_crc(raw: bytes | bytearray | memoryview, name_crc: int) -> tuple[int, int, int]: ...

@@ -12,6 +12,7 @@ them finds wrong is reported by the Python callers (``_format.files``,
 ``_format.seal``), with their messages.
 """
 
+from cpython.buffer cimport PyBuffer_Release
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.errno cimport errno, EINTR, ENOENT, ENOTDIR
 from libc.stdint cimport uint32_t, uint64_t
@@ -21,6 +22,7 @@ from posix.fcntl cimport open as c_open
 from posix.stat cimport struct_stat, fstat, stat, S_ISREG
 from posix.unistd cimport read as c_read, close as c_close
 
+from bcolzx._ext._buffers cimport get_buffer
 from bcolzx._ext.checksum cimport crc32c_update
 
 cdef extern from "Python.h":
@@ -34,10 +36,18 @@ cdef enum:
     _KEYLEN = 14
     _NOGIL_BYTES = 1 << 16  # a checksum over more releases the GIL
 
-#: What :func:`seal_crc` found.
-SEALED = 0        # a well-formed seal member ends the file
+#: What :func:`seal_crc` and :func:`unseal` found.
+SEALED = 0        # a well-formed seal member ends the file (and, for unseal, it matches)
 NO_TAIL = 1       # the file does not end with ``"__crc32c__": N}``
 MALFORMED = 2     # it does, but what precedes the member is not ``{`` or ``..., ``
+UNSEALED = 3      # unseal: the object has neither seal member
+NO_CHECKSUM = 4   # unseal: a uid member without the checksum member
+MISMATCH = 5      # unseal: the checksum is not that of the bytes (or of the member read)
+BAD_UID = 6       # unseal: the uid member is not 16 lowercase hex digits
+
+#: The seal's members (docs/format/README.md §2c).
+cdef str _CRC_KEY = "__crc32c__"
+cdef str _UID_KEY = "__uid__"
 
 
 cdef int _read_fd(int fd, char** out, Py_ssize_t* size, Py_ssize_t expected) noexcept nogil:
@@ -175,7 +185,7 @@ cdef Py_ssize_t _rfind_key(const unsigned char* p, Py_ssize_t n) noexcept nogil:
     return -1
 
 
-def seal_crc(const unsigned char[::1] raw not None, uint32_t name_crc):
+def seal_crc(raw, uint32_t name_crc):
     """The seal member ending a sealed JSON file, and the checksum it must hold.
 
     Parameters
@@ -192,9 +202,71 @@ def seal_crc(const unsigned char[::1] raw not None, uint32_t name_crc):
         ``(SEALED, stored, computed)``: the number the member holds and the
         CRC-32C of the name and of the file without the member; or
         ``(NO_TAIL, 0, 0)`` / ``(MALFORMED, 0, 0)`` (see the module's constants).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If `raw` is not a C-contiguous buffer.
     """
-    cdef const unsigned char* p = &raw[0] if raw.shape[0] else NULL
-    cdef Py_ssize_t n = raw.shape[0]
+    cdef Py_buffer view
+    get_buffer(raw, &view, False, "raw")
+    try:
+        return _seal_crc(<const unsigned char*>view.buf, view.len, name_crc)
+    finally:
+        PyBuffer_Release(&view)
+
+
+def unseal(raw, dict obj, uint32_t name_crc):
+    """Check the seal of a sealed JSON file's bytes `raw`, decoded as `obj`, and
+    take its members off `obj` (in place) when it matches.
+
+    Returns
+    -------
+    (int, int, int, object)
+        ``(status, stored, computed, uid)``: :data:`SEALED` (the members are
+        taken off; `uid` is the dataset's, or None) or :data:`UNSEALED` (no
+        seal member), else what is wrong (:data:`NO_CHECKSUM`,
+        :data:`NO_TAIL`, :data:`MALFORMED`, :data:`MISMATCH`: `stored` and
+        `computed` say how; :data:`BAD_UID`: `uid` is the value found), and
+        `obj` is left as it was.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If `raw` is not a C-contiguous buffer.
+    """
+    cdef Py_buffer view
+    if _CRC_KEY not in obj:
+        return (NO_CHECKSUM if _UID_KEY in obj else UNSEALED), 0, 0, None
+    get_buffer(raw, &view, False, "raw")
+    try:
+        found, stored, crc = _seal_crc(<const unsigned char*>view.buf, view.len, name_crc)
+    finally:
+        PyBuffer_Release(&view)
+    if found != SEALED:
+        return found, 0, 0, None
+    if crc != stored or obj[_CRC_KEY] != stored:
+        return MISMATCH, stored, crc, None
+    uid = obj.get(_UID_KEY)
+    if uid is not None and not _is_uid(uid):
+        return BAD_UID, stored, crc, uid
+    del obj[_CRC_KEY]
+    obj.pop(_UID_KEY, None)  # (a null uid too)
+    return SEALED, stored, crc, uid
+
+
+cdef bint _is_uid(object uid):
+    """Whether `uid` is a dataset uid: a str of 16 lowercase hex digits."""
+    cdef Py_UCS4 c
+    if not isinstance(uid, str) or len(<str>uid) != 16:
+        return False
+    for c in <str>uid:
+        if not (c'0' <= c <= c'9' or c'a' <= c <= c'f'):
+            return False
+    return True
+
+
+cdef tuple _seal_crc(const unsigned char* p, Py_ssize_t n, uint32_t name_crc):
     cdef Py_ssize_t at, i, digits
     cdef uint64_t stored = 0
     cdef uint32_t crc

@@ -139,6 +139,8 @@ def dflt_from_json(obj: Any, dtype: np.dtype, path: str | None = None) -> np.nda
     CorruptDataError
         If `obj` cannot be a value of `dtype`.
     """
+    if type(obj) in _JSON_NUMBERS and dtype.kind in "biufc":  # (never structured: "V")
+        return _dflt_array(obj, dtype, path)  # the common case: a number, a numeric dtype
     if strings.is_string(dtype):
         if obj is None and hasattr(dtype, "na_object"):
             return np.array(dtype.na_object, dtype=dtype)
@@ -172,6 +174,24 @@ def dflt_from_json(obj: Any, dtype: np.dtype, path: str | None = None) -> np.nda
             obj = obj.encode("latin-1")
         if dtype.kind in "Mm" and isinstance(obj, int):
             return np.array(obj, dtype=np.int64).view(dtype).reshape(())
+    except (TypeError, ValueError, OverflowError, UnicodeError) as exc:
+        raise CorruptDataError(f"invalid dflt {obj!r} for {dtype}: {exc}", path=path) from None
+    return _dflt_array(obj, dtype, path)
+
+
+#: The Python types of JSON's numbers (and booleans).
+_JSON_NUMBERS = (int, float, bool)
+
+
+def _dflt_array(obj: Any, dtype: np.dtype, path: str | None) -> np.ndarray:
+    """`obj` as a 0-d array of `dtype` (NumPy's conversion).
+
+    Raises
+    ------
+    CorruptDataError
+        If NumPy cannot convert it.
+    """
+    try:
         return np.array(obj, dtype=dtype).reshape(())
     except (TypeError, ValueError, OverflowError, UnicodeError) as exc:
         raise CorruptDataError(f"invalid dflt {obj!r} for {dtype}: {exc}", path=path) from None

@@ -115,28 +115,29 @@ def unseal(raw: bytes, obj: Any, name: str, path: str | None = None) -> tuple[An
         If the seal does not match the bytes, is malformed, or a uid comes
         without a checksum.
     """
-    if not isinstance(obj, dict) or (CRC_KEY not in obj and UID_KEY not in obj):
+    if not isinstance(obj, dict):
         return obj, Seal()
-    if CRC_KEY not in obj:
-        raise CorruptDataError(f"the file names a dataset ({UID_KEY}) but has no {CRC_KEY} "
-                               "checksum: it was damaged", path=path)
-    # The member found, and the checksum computed, in C (_ext/metafiles.pyx).
-    found, stored, crc = metafiles.seal_crc(raw, _name_crc(name))
-    if found == metafiles.NO_TAIL:
-        raise CorruptDataError(f"the {CRC_KEY} checksum is not the file's last member: the "
-                               "file was damaged", path=path)
-    if found == metafiles.MALFORMED:
-        raise CorruptDataError(f"malformed {CRC_KEY} member: the file was damaged", path=path)
-    if crc != stored or obj[CRC_KEY] != stored:
-        raise CorruptDataError(f"checksum mismatch (stored {stored:#010x}, computed {crc:#010x}): "
-                               "the file was damaged, or is another file of the dataset",
-                               path=path)
-    uid = obj.get(UID_KEY)
-    if uid is not None and (not isinstance(uid, str) or not _UID.match(uid)):
-        raise CorruptDataError(f"malformed dataset uid {uid!r}", path=path)
-    del obj[CRC_KEY]
-    obj.pop(UID_KEY, None)
-    return obj, Seal(True, uid)
+    # Checked, and the members taken off, in C (_ext/metafiles.pyx).
+    found, stored, crc, uid = metafiles.unseal(raw, obj, _name_crc(name))
+    if found == metafiles.SEALED:
+        return obj, Seal(True, uid)
+    if found == metafiles.UNSEALED:
+        return obj, _UNSEALED
+    raise CorruptDataError(_FAILURES[found].format(stored=stored, crc=crc, uid=uid), path=path)
+
+
+_UNSEALED = Seal()
+#: Why a seal was refused, by what metafiles.unseal found.
+_FAILURES = {
+    metafiles.NO_CHECKSUM: f"the file names a dataset ({UID_KEY}) but has no {CRC_KEY} "
+                           "checksum: it was damaged",
+    metafiles.NO_TAIL: f"the {CRC_KEY} checksum is not the file's last member: the file was "
+                       "damaged",
+    metafiles.MALFORMED: f"malformed {CRC_KEY} member: the file was damaged",
+    metafiles.MISMATCH: "checksum mismatch (stored {stored:#010x}, computed {crc:#010x}): "
+                        "the file was damaged, or is another file of the dataset",
+    metafiles.BAD_UID: "malformed dataset uid {uid!r}",
+}
 
 
 def check_member(found: Seal, dataset: Seal, what: str, path: str | None) -> None:

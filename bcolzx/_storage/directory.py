@@ -131,7 +131,7 @@ class DirectoryStore(ChunkStore):
         self.geometry, rowbytes = geometry_of(storage, self.rowshape, self.rootdir)
         self.chunk_bytes = self.geometry.chunk_size
         self.length = length = sizes.shape[0]
-        self.nchunks = ceil(length / storage.chunklen)
+        self.nchunks = -(-length // storage.chunklen)  # exact for any length (no float)
         self._last_size = (length - (self.nchunks - 1) * storage.chunklen) * rowbytes \
             if self.nchunks else 0
         self.cbytes = sizes.cbytes

@@ -2,6 +2,7 @@
 what Python's own calls, or the seal's definition (docs/format/README.md §2c),
 say about the same bytes and paths."""
 
+import json
 import os
 import re
 import stat
@@ -155,3 +156,64 @@ def test_seal_crc_matches_the_definition_on_damaged_files(sealed, edits):
         raw = raw[:at] + new + raw[at + len(new) // 2:]
     assert metafiles.seal_crc(raw, _name_crc(name)) == _reference(raw, name)
     assert metafiles.seal_crc(bytearray(raw), _name_crc(name)) == _reference(raw, name)
+
+
+# -- unseal --------------------------------------------------------------------------
+
+def _reference_unseal(raw: bytes, obj: dict, name: str):
+    """§2c's rules for a decoded sealed file, spelled out: (status, uid), and the
+    object as it must be left."""
+    if "__crc32c__" not in obj:
+        return (metafiles.NO_CHECKSUM if "__uid__" in obj else metafiles.UNSEALED), None, obj
+    found, stored, crc = _reference(raw, name)
+    if found != metafiles.SEALED:
+        return found, None, obj
+    if crc != stored or obj["__crc32c__"] != stored:
+        return metafiles.MISMATCH, None, obj
+    uid = obj.get("__uid__")
+    if uid is not None and (not isinstance(uid, str) or not re.fullmatch("[0-9a-f]{16}", uid)):
+        return metafiles.BAD_UID, uid, obj
+    return metafiles.SEALED, uid, {k: v for k, v in obj.items()
+                                   if k not in ("__crc32c__", "__uid__")}
+
+
+def _check_unseal(raw: bytes, name: str):
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return
+    if not isinstance(obj, dict):
+        return
+    want, want_uid, want_obj = _reference_unseal(raw, dict(obj), name)
+    found, _, _, uid = metafiles.unseal(raw, obj, _name_crc(name))
+    assert (found, uid if found in (metafiles.SEALED, metafiles.BAD_UID) else None) == \
+        (want, want_uid)
+    assert obj == want_obj
+
+
+@pytest.mark.parametrize("uid", [UID, None, "0123456789ABCDEF", "0123456789abcde", 12,
+                                 "0123456789abcdef0", "０123456789abcde", ["x"]])
+def test_unseal_checks_the_uid_member(uid):
+    body = json.dumps({"a": 1, "__uid__": uid}).encode()
+    raw = body[:-1] + b', "__crc32c__": %d}' % checksum.crc32c(b"f\0" + body)
+    _check_unseal(raw, "f")
+    _check_unseal(raw, "g")  # another file's name: the checksum does not match
+
+
+@pytest.mark.parametrize("member", [b'"__crc32c__": 5', b'"__uid__": "%s"' % UID.encode(),
+                                   b'"__crc32c__": 5.0', b'"__crc32c__": "5"'])
+def test_unseal_of_stray_members(member):
+    _check_unseal(b'{"a": 1, ' + member + b'}', "f")
+    _check_unseal(b'{' + member + b', "a": 1}', "f")
+
+
+@settings(max_examples=300, deadline=None)
+@given(_sealed_files, st.lists(st.tuples(st.integers(0, 400), st.binary(max_size=3)),
+                               max_size=3))
+def test_unseal_matches_the_definition_on_damaged_files(sealed, edits):
+    raw, name = sealed
+    _check_unseal(raw, name)
+    for at, new in edits:
+        at = min(at, len(raw))
+        raw = raw[:at] + new + raw[at + len(new) // 2:]
+    _check_unseal(raw, name)
