@@ -216,10 +216,10 @@ class CParams:
             raise CorruptDataError("cparams must be a JSON object", path=path)
         try:
             shuffle = obj.get("shuffle", 1)
-            return _made(cls, clevel=int(obj.get("clevel", 5)),
-                         shuffle=int(shuffle) if not isinstance(shuffle, bool) else int(shuffle),
-                         cname=str(obj.get("cname", "blosclz")),
-                         quantize=int(obj.get("quantize", 0)))
+            return _made(cls, {"clevel": int(obj.get("clevel", 5)),
+                               "shuffle": int(shuffle),
+                               "cname": str(obj.get("cname", "blosclz")),
+                               "quantize": int(obj.get("quantize", 0))})
         except (TypeError, ValueError) as exc:
             raise CorruptDataError(f"invalid cparams {obj!r}: {exc}", path=path) from None
 
@@ -329,9 +329,8 @@ class Storage:
             raise UnsupportedFormatError(
                 f"{path}: format version {version} is newer than this bcolzx reads "
                 f"({layout.FORMAT_VERSION}); upgrade bcolzx")
-        missing = [k for k in ("dtype", "cparams", "chunklen", "chunks_per_superchunk",
-                               "checksum") if k not in obj]
-        if missing:
+        if not obj.keys() >= _STORAGE_KEYS:
+            missing = [k for k in _STORAGE_KEYS if k not in obj]
             raise CorruptDataError(f"missing keys {missing}", path=path)
         vlen = obj.get("vlen")
         dtype = _stored_dtype(obj, vlen, version, path)
@@ -363,10 +362,15 @@ class Storage:
         # Every field is now what __post_init__ would make of it (the dtype and
         # its item encoding checked by _stored_dtype, the default decoded for
         # that dtype): the instance is made without running the checks twice.
-        return _made(cls, **fields)
+        return _made(cls, fields)
 
 
-def _made(cls, **fields):
+#: The keys every ``meta/storage`` of the bcolzx format has (in this order in messages).
+_STORAGE_KEYS = dict.fromkeys(("dtype", "cparams", "chunklen", "chunks_per_superchunk",
+                               "checksum")).keys()
+
+
+def _made(cls, fields: dict):
     """An instance of the frozen dataclass `cls` holding `fields` (every one of
     its fields, each already checked), made without its ``__init__``: that sets
     each field through ``object.__setattr__`` and runs ``__post_init__``'s
@@ -580,7 +584,8 @@ class Sizes:
                 raise ValueError(f"negative {name} {counts[name]}")
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptDataError(f"invalid sizes metadata: {exc}", path=path) from None
-        return _made(cls, shape=shape, generations=gens, parts=parts, **counts)
+        counts.update(shape=shape, generations=gens, parts=parts)
+        return _made(cls, counts)
 
 
 def _part(obj: Any, nfiles: int) -> tuple[int, int, int]:
