@@ -100,6 +100,7 @@ class ChunkedArray(ChunkReader):
             raise ValueError(f"chunks of {self.chunk_bytes} bytes are not supported "
                              f"(rows of {self.rowbytes} bytes, chunklen {self.chunklen})")
         self._enc: Encoder | None = None
+        self._decoder: codec.Decompressor | None = None
         self.nthreads = 0
         self.set_nthreads(nthreads)
         self.nfull, self.nleft = divmod(length, self.chunklen)
@@ -147,7 +148,20 @@ class ChunkedArray(ChunkReader):
         self.nthreads = nthreads
         if self._enc is not None:  # else made on first use: readers never need one
             self._enc = self._new_encoder(self._enc)
-        self._dec = codec.Decompressor(nthreads)
+        self._decoder = None  # made on first use (:attr:`_dec`), with this count
+
+    @property
+    def _dec(self) -> codec.Decompressor:
+        """The decompressor of this array's chunks, made on the first read (its
+        C-Blosc2 contexts cost more than the rest of an open that reads none)."""
+        dec = self._decoder
+        if dec is None:  # two first readers at once make one each: either is right
+            dec = self._decoder = codec.Decompressor(self.nthreads)
+        return dec
+
+    @_dec.setter
+    def _dec(self, dec) -> None:  # (a test's counting wrapper)
+        self._decoder = dec
 
     def _new_encoder(self, previous: Encoder | None) -> Encoder:
         return Encoder(self.store.storage, self.itemsize, self._store.native, self.nthreads,

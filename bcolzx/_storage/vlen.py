@@ -132,7 +132,7 @@ class VlenArray(ChunkedArray):
             own = codec.Compressor(cp.cname, cp.clevel, shuffle, 1, st.blocksize, nthreads,
                                    split=False)
         self._comp = own  # one pipeline: items are bytes (typesize 1), no byte-delta
-        self._dec = codec.Decompressor(nthreads)
+        self._decoder = None  # made on first use, with this count (ChunkedArray._dec)
         self.nthreads = nthreads
 
     def _hand_off(self) -> bool:

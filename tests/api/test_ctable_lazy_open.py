@@ -126,6 +126,8 @@ def test_opening_reads_each_metadata_file_once_and_nothing_more(path, tmp_path, 
     del read[:]
     c = bcolzx.open(os.path.join(path, "b"), mode="r")
     assert len(c) == 5000 and c.dtype == np.float64
+    assert c.engine._decoder is None  # no codec context either, until a chunk is read
+    assert c[4999] == 2499.5 and c.engine._decoder is not None
     c.close()
     assert read == ["b/meta/storage", "b/meta/sizes"]
     for missing in (str(tmp_path / "nothing"), str(tmp_path), os.path.join(path, "a", "meta")):
