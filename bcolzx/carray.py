@@ -723,7 +723,7 @@ class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
         OSError
             If the flush fails (the lock is given up all the same).
         """
-        if self._rootdir is not None:
+        if self._rootdir is not None and self._mode != "r":  # mode 'r': no lock, no change
             writer.release_engine(self._engine)
 
     def free_cachemem(self) -> None:
