@@ -326,7 +326,8 @@ class DifferenceError(AssertionError):
 
 
 class AbandonError(Exception):
-    """Collecting: a worker failed (recorded); this program cannot go on."""
+    """This program cannot go on: collecting, a worker failed (recorded); or legacy
+    showed a bug that corrupts its heap (CORRUPTS_LEGACY)."""
 
 
 @dataclass
@@ -390,6 +391,12 @@ class Session:
             elif self.only is None or sig.startswith(self.only):
                 self._fail(f"difference at the last line ({op.kind}): {found}")
             diverged = True
+        if self.known_seen & CORRUPTS_LEGACY:
+            # Legacy's heap may be corrupted from here on (stress run: it crashed
+            # later in the program, or in a later one, "malloc_consolidate(): invalid
+            # chunk size"): the program ends, and legacy restarts (run_programs).
+            # Decided by this program's own replies: hypothesis sees it draw the same.
+            raise AbandonError()
         ok_ = lrep["result"][0] != "raise"
         if diverged:
             self._drop(op)
@@ -416,6 +423,13 @@ class Session:
                 self.model.rootdirs[op.rootdir] = "dirty"
 
 
+def _after_program(session: Session) -> None:
+    """Restart legacy after a program that showed one of its heap-corrupting bugs
+    (CORRUPTS_LEGACY): the next program starts on a clean heap."""
+    if session.known_seen & CORRUPTS_LEGACY:
+        session.pair.legacy.restart()
+
+
 def _settings(examples: int, derandomize: bool, shrink: bool = True):
     phases = list(Phase) if shrink else [p for p in Phase if p is not Phase.shrink]
     return settings(max_examples=examples, derandomize=derandomize, database=None, phases=phases,
@@ -439,6 +453,8 @@ def run_programs(pair: Pair, examples: int, steps: int, random_seed: int | None 
                 session.run(data.draw(step(session.model)))
         except AbandonError:
             pass
+        finally:
+            _after_program(session)
         seen.update(session.known_seen)
 
     if random_seed is not None:
@@ -580,7 +596,7 @@ def test_harness_catches_a_planted_difference(workers, tmp_path):
         pair = Pair(workers.legacy, planted)
         with pytest.raises(DifferenceError) as info:
             # Not shrunk here, to stay quick (shrunk, it is c0 = carray([]); c0.append(<4 rows>)).
-            run_programs(pair, 100, 10, only="observe|value:carray|value:carray", shrink=False)
+            run_programs(pair, 200, 10, only="observe|value:carray|value:carray", shrink=False)
     finally:
         planted.close()
     message = str(info.value)
@@ -637,6 +653,26 @@ def test_empty_fancy_key_of_an_empty_ndim_copy_is_the_known_difference(workers):
         "c1 = bcolz.carray(data('S3', (0, 2), 9, 'range'), chunklen=16)", "c1.trim(0)",
         "c0 = c1.copy()", W("c0[[]]", "carray.getitem", "ndim", "mask", "empty")])[-1]
     assert reply_differences(lrep, brep) and known.applies(op, lrep, brep)
+
+
+def test_a_program_ends_at_a_legacy_bug_that_corrupts_its_heap(workers):
+    """Legacy's heap may be corrupted after a CORRUPTS_LEGACY difference: the
+    program ends there (nothing after it is compared) and legacy restarts."""
+    pid = workers.legacy.proc.pid
+    session = Session(workers)
+    for line in WITNESSES["legacy-ndim-zero-chunk"][:-1]:
+        session.run(W(line, "setup"))
+    assert workers.legacy.proc.pid == pid and not session.known_seen
+    with pytest.raises(AbandonError):
+        session.run(WITNESSES["legacy-ndim-zero-chunk"][-1])
+    assert session.known_seen == {"legacy-ndim-zero-chunk"}
+    _after_program(session)
+    assert workers.legacy.proc.pid != pid
+    after = Session(workers)  # the next program, on the restarted legacy
+    after.run(W("c0 = bcolz.arange(5)", "setup"))
+    after.run(W("c0", "observe"))
+    _after_program(after)
+    assert not after.known_seen and workers.legacy.proc.pid != pid
 
 
 def test_zero_chunk_of_an_ndim_carray_is_the_known_difference(workers):
