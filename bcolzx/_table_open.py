@@ -21,6 +21,7 @@ from bcolzx import _table, _threads
 from bcolzx import attrs as _attrs
 from bcolzx._analytics import delete as _deletion
 from bcolzx._columns import Unopened, cols
+from bcolzx._format import files as _files
 from bcolzx._format import jsonfile, layout
 from bcolzx._storage import snapshot, writer
 from bcolzx.carray import carray
@@ -46,11 +47,10 @@ def _lengths_without_opening(rootdir: str, names: list[str]) -> dict[str, int] |
     for name in names:
         path = os.path.join(rootdir, name)
         try:
-            if os.stat(layout.meta_path(path, layout.JOURNAL_FILE)).st_size:
-                return None
-        except FileNotFoundError:
-            pass
-        except OSError:
+            journal = _files.stat_file(layout.meta_path(path, layout.JOURNAL_FILE))
+        except (OSError, ValueError):
+            return None
+        if journal is not None and journal[2]:  # (its st_size)
             return None
         try:
             sizes, seal = jsonfile.read_json_sealed(layout.meta_path(path, layout.SIZES_FILE))
@@ -204,7 +204,7 @@ class Opening(TableHost):
                                     ) from None
         names = layout.column_names(meta, path)
         # A recorded deletion leaves columns at two lengths (bcolzx._analytics.delete).
-        deleting = os.path.exists(os.path.join(rootdir, _deletion.INTENT))
+        deleting = _files.exists(os.path.join(rootdir, _deletion.INTENT))
         if self._mode == "r" and not deleting:
             lengths = _lengths_without_opening(rootdir, names)
             if lengths is not None:  # each column opened (and checked in full) when used

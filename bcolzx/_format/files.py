@@ -36,7 +36,7 @@ from bcolzx.errors import UnsafeFileError
 
 __all__ = ["NOFOLLOW", "READ_FLAGS", "open_own", "open_dir", "check_own_dir", "create_temp",
            "unique_temp", "describe", "check_regular", "read_regular", "read_whole",
-           "stat_file", "is_regular", "own_subdir"]
+           "stat_file", "exists", "is_regular", "own_subdir"]
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -259,13 +259,22 @@ def unique_temp(directory_fd: int, prefix: str, directory: str) -> tuple[int, st
 stat_file = _metafiles.stat_file
 
 
+def _stat_or_none(path: str) -> tuple | None:
+    try:
+        return stat_file(path)
+    except (OSError, ValueError):  # (as os.path's tests: nothing that can be told)
+        return None
+
+
+def exists(path: str) -> bool:
+    """``os.path.exists(path)``, without an exception inside for a missing path."""
+    return _stat_or_none(path) is not None
+
+
 def is_regular(path: str) -> bool:
     """``os.path.isfile(path)``: whether a regular file is at `path` (following
     links), False when it cannot be told."""
-    try:
-        st = stat_file(path)
-    except (OSError, ValueError):
-        return False
+    st = _stat_or_none(path)
     return st is not None and stat.S_ISREG(st[0])
 
 

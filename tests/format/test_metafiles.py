@@ -70,7 +70,7 @@ def test_stat_file_is_os_stat_or_none(tmp_path):
         metafiles.stat_file(str(tmp_path / "f") + "\0")
 
 
-def test_is_regular_is_os_path_isfile(tmp_path):
+def test_is_regular_and_exists_are_those_of_os_path(tmp_path):
     (tmp_path / "f").write_bytes(b"x")
     os.symlink(tmp_path / "f", tmp_path / "link")
     os.symlink(tmp_path / "gone", tmp_path / "dangling")
@@ -78,7 +78,8 @@ def test_is_regular_is_os_path_isfile(tmp_path):
     for name in ("f", "link", "dangling", "fifo", "nothing", "f/below", "f\0"):
         path = str(tmp_path / name) if "\0" not in name else str(tmp_path) + "/" + name
         assert files.is_regular(path) == os.path.isfile(path), name
-    assert files.is_regular(str(tmp_path)) is False
+        assert files.exists(path) == os.path.exists(path), name
+    assert files.is_regular(str(tmp_path)) is False and files.exists(str(tmp_path))
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads any directory: no EACCES to test")
