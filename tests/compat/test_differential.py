@@ -326,8 +326,7 @@ class DifferenceError(AssertionError):
 
 
 class AbandonError(Exception):
-    """This program cannot go on: collecting, a worker failed (recorded); or legacy
-    showed a bug that corrupts its heap (CORRUPTS_LEGACY)."""
+    """Collecting: a worker failed (recorded); this program cannot go on."""
 
 
 @dataclass
@@ -391,12 +390,6 @@ class Session:
             elif self.only is None or sig.startswith(self.only):
                 self._fail(f"difference at the last line ({op.kind}): {found}")
             diverged = True
-        if self.known_seen & CORRUPTS_LEGACY:
-            # Legacy's heap may be corrupted from here on (stress run: it crashed
-            # later in the program, or in a later one, "malloc_consolidate(): invalid
-            # chunk size"): the program ends, and legacy restarts (run_programs).
-            # Decided by this program's own replies: hypothesis sees it draw the same.
-            raise AbandonError()
         ok_ = lrep["result"][0] != "raise"
         if diverged:
             self._drop(op)
@@ -425,7 +418,11 @@ class Session:
 
 def _after_program(session: Session) -> None:
     """Restart legacy after a program that showed one of its heap-corrupting bugs
-    (CORRUPTS_LEGACY): the next program starts on a clean heap."""
+    (CORRUPTS_LEGACY): the next program starts on a clean heap (the stress run
+    crashed legacy in a later program: "malloc_consolidate(): invalid chunk
+    size").  The program itself runs to its end: ending it there would make its
+    draws depend on legacy reading memory it does not own, which differs from
+    one run to the next (hypothesis stops as flaky)."""
     if session.known_seen & CORRUPTS_LEGACY:
         session.pair.legacy.restart()
 
@@ -596,7 +593,7 @@ def test_harness_catches_a_planted_difference(workers, tmp_path):
         pair = Pair(workers.legacy, planted)
         with pytest.raises(DifferenceError) as info:
             # Not shrunk here, to stay quick (shrunk, it is c0 = carray([]); c0.append(<4 rows>)).
-            run_programs(pair, 200, 10, only="observe|value:carray|value:carray", shrink=False)
+            run_programs(pair, 100, 10, only="observe|value:carray|value:carray", shrink=False)
     finally:
         planted.close()
     message = str(info.value)
@@ -655,16 +652,16 @@ def test_empty_fancy_key_of_an_empty_ndim_copy_is_the_known_difference(workers):
     assert reply_differences(lrep, brep) and known.applies(op, lrep, brep)
 
 
-def test_a_program_ends_at_a_legacy_bug_that_corrupts_its_heap(workers):
-    """Legacy's heap may be corrupted after a CORRUPTS_LEGACY difference: the
-    program ends there (nothing after it is compared) and legacy restarts."""
+def test_legacy_restarts_after_a_program_that_corrupts_its_heap(workers):
+    """Legacy's heap may be corrupted after a CORRUPTS_LEGACY difference: the next
+    program runs on a restarted legacy."""
     pid = workers.legacy.proc.pid
     session = Session(workers)
     for line in WITNESSES["legacy-ndim-zero-chunk"][:-1]:
         session.run(W(line, "setup"))
+    _after_program(session)
     assert workers.legacy.proc.pid == pid and not session.known_seen
-    with pytest.raises(AbandonError):
-        session.run(WITNESSES["legacy-ndim-zero-chunk"][-1])
+    session.run(WITNESSES["legacy-ndim-zero-chunk"][-1])
     assert session.known_seen == {"legacy-ndim-zero-chunk"}
     _after_program(session)
     assert workers.legacy.proc.pid != pid
