@@ -7,9 +7,10 @@ Opening a dataset reads two small sealed JSON files (``meta/storage``,
 released (the checks of ``bcolzx._format.files.read_regular``: a regular
 file only, read to its end); :func:`stat_file` asks about a file without
 raising for a missing one; :func:`seal_crc` finds a file's seal member and
-computes the checksum it must hold, without copying the file.  What any of
-them finds wrong is reported by the Python callers (``_format.files``,
-``_format.seal``), with their messages.
+computes the checksum it must hold, without copying the file, and
+:func:`unseal` applies every rule of the seal to a decoded file and takes
+its members off.  What any of them finds wrong is reported by the Python
+callers (``_format.files``, ``_format.seal``), with their messages.
 """
 
 from cpython.buffer cimport PyBuffer_Release
