@@ -9,8 +9,12 @@ file only, read to its end); :func:`stat_file` asks about a file without
 raising for a missing one; :func:`seal_crc` finds a file's seal member and
 computes the checksum it must hold, without copying the file, and
 :func:`unseal` applies every rule of the seal to a decoded file and takes
-its members off.  What any of them finds wrong is reported by the Python
-callers (``_format.files``, ``_format.seal``), with their messages.
+its members off; :func:`loads` decodes their JSON as ``json.loads`` does
+(leaving to ``json`` what it does not take), and :func:`plain_storage` and
+:func:`plain_sizes` make the ``Storage`` and ``Sizes`` of the usual files.
+What any of them finds wrong is reported by the Python callers
+(``_format.files``, ``_format.seal``, ``_format.jsonfile``, ``_format.meta``),
+with their messages.
 """
 
 from cpython.buffer cimport PyBuffer_Release
@@ -18,7 +22,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.errno cimport errno, EINTR, ENOENT, ENOTDIR
 from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memcmp
+from libc.string cimport memcmp, memcpy
 from posix.fcntl cimport open as c_open
 from posix.stat cimport struct_stat, fstat, stat, S_ISREG
 from posix.unistd cimport read as c_read, close as c_close
@@ -300,3 +304,356 @@ cdef tuple _seal_crc(const unsigned char* p, Py_ssize_t n, uint32_t name_crc):
     else:
         return MALFORMED, 0, 0
     return SEALED, stored, crc
+
+
+# -- JSON of the metadata files -------------------------------------------------
+#
+# The metadata files are small JSON objects written by ``json.dumps``: strings
+# without escapes (ASCII names, dtypes, codecs), integers, a few floats.
+# :func:`loads` decodes what it can of JSON (RFC 8259) exactly as ``json.loads``
+# would, and gives up on the rest (escapes in strings, NaN and infinities,
+# nesting deeper than _MAX_DEPTH, anything that is not JSON), which the caller
+# then hands to ``json`` (for its value, or its error message).
+
+#: What :func:`loads` returns for a document it leaves to ``json``.
+UNPARSED = object()
+cdef object _UNPARSED = UNPARSED
+
+cdef enum:
+    _MAX_DEPTH = 256    # json's own limit is the interpreter's recursion limit
+    _MAX_INT_DIGITS = 18  # fits an int64: no overflow to check
+    _MAX_NUMBER = 64    # characters of a float handed to the C parser
+
+cdef extern from "Python.h":
+    double PyOS_string_to_double(const char* s, char** endptr, void* overflow_exception) \
+        except? -1.0
+
+
+cdef struct _Cursor:
+    const unsigned char* p
+    Py_ssize_t n
+    Py_ssize_t i
+
+
+cdef inline void _skip_ws(_Cursor* c) noexcept:
+    cdef unsigned char b
+    while c.i < c.n:
+        b = c.p[c.i]
+        if b != c' ' and b != c'\n' and b != c'\r' and b != c'\t':
+            return
+        c.i += 1
+
+
+def loads(raw):
+    """The JSON value in the UTF-8 bytes `raw`, as ``json.loads(raw)`` decodes
+    it, or :data:`UNPARSED` for a document this parser leaves to ``json``
+    (anything it would not decode to the same value, and anything invalid).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If `raw` is not a C-contiguous buffer.
+    """
+    cdef Py_buffer view
+    cdef _Cursor c
+    get_buffer(raw, &view, False, "raw")
+    try:
+        c.p = <const unsigned char*>view.buf
+        c.n = view.len
+        c.i = 0
+        _skip_ws(&c)
+        value = _value(&c, 0)
+        if value is not _UNPARSED:
+            _skip_ws(&c)
+            if c.i != c.n:  # more after the value: json says "Extra data"
+                return _UNPARSED
+        return value
+    finally:
+        PyBuffer_Release(&view)
+
+
+cdef object _value(_Cursor* c, int depth):
+    cdef unsigned char b
+    if c.i >= c.n:
+        return _UNPARSED
+    b = c.p[c.i]
+    if b == c'"':
+        return _string(c)
+    if b == c'{':
+        return _object(c, depth + 1)
+    if b == c'[':
+        return _array(c, depth + 1)
+    if b == c'-' or c'0' <= b <= c'9':
+        return _number(c)
+    if _literal(c, b"true", 4):
+        return True
+    if _literal(c, b"false", 5):
+        return False
+    if _literal(c, b"null", 4):
+        return None
+    return _UNPARSED
+
+
+cdef inline bint _literal(_Cursor* c, const char* word, Py_ssize_t k) noexcept:
+    if c.n - c.i >= k and memcmp(c.p + c.i, word, k) == 0:
+        c.i += k
+        return True
+    return False
+
+
+cdef object _string(_Cursor* c):
+    """A string without escapes or control characters (json's other cases)."""
+    cdef Py_ssize_t start = c.i + 1
+    cdef Py_ssize_t i = start
+    cdef unsigned char b
+    cdef bint ascii = True
+    while i < c.n:
+        b = c.p[i]
+        if b == c'"':
+            break
+        if b == c'\\' or b < 0x20:
+            return _UNPARSED
+        if b >= 0x80:
+            ascii = False
+        i += 1
+    else:
+        return _UNPARSED  # unterminated
+    c.i = i + 1
+    if ascii:
+        return (<const char*>c.p + start)[:i - start].decode("ascii")
+    try:
+        return (<const char*>c.p + start)[:i - start].decode("utf-8")
+    except UnicodeDecodeError:  # json's decoding of the whole document says what is wrong
+        return _UNPARSED
+
+
+cdef object _number(_Cursor* c):
+    """-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?  as json reads it: an int
+    without a fraction or an exponent, else a float."""
+    cdef Py_ssize_t start = c.i
+    cdef Py_ssize_t i = start
+    cdef Py_ssize_t digits
+    cdef bint negative = False
+    cdef bint is_float = False
+    cdef long long value = 0
+    cdef char text[_MAX_NUMBER + 1]
+    cdef char* end
+    cdef double d
+    if c.p[i] == c'-':
+        negative = True
+        i += 1
+    if i >= c.n or not c'0' <= c.p[i] <= c'9':
+        return _UNPARSED  # "-Infinity", or not a number
+    if c.p[i] == c'0':
+        i += 1
+        if i < c.n and c'0' <= c.p[i] <= c'9':
+            return _UNPARSED  # a leading zero
+        digits = 1
+    else:
+        digits = 0
+        while i < c.n and c'0' <= c.p[i] <= c'9':
+            if digits < _MAX_INT_DIGITS:
+                value = value * 10 + (c.p[i] - c'0')
+            digits += 1
+            i += 1
+    if i < c.n and c.p[i] == c'.':
+        is_float = True
+        i += 1
+        if i >= c.n or not c'0' <= c.p[i] <= c'9':
+            return _UNPARSED
+        while i < c.n and c'0' <= c.p[i] <= c'9':
+            i += 1
+    if i < c.n and (c.p[i] == c'e' or c.p[i] == c'E'):
+        is_float = True
+        i += 1
+        if i < c.n and (c.p[i] == c'+' or c.p[i] == c'-'):
+            i += 1
+        if i >= c.n or not c'0' <= c.p[i] <= c'9':
+            return _UNPARSED
+        while i < c.n and c'0' <= c.p[i] <= c'9':
+            i += 1
+    if not is_float:
+        if digits > _MAX_INT_DIGITS:
+            return _UNPARSED  # json's int() (and its limit on digits)
+        c.i = i
+        return -value if negative else value
+    if i - start > _MAX_NUMBER:
+        return _UNPARSED
+    memcpy(text, c.p + start, i - start)
+    text[i - start] = 0
+    d = PyOS_string_to_double(text, &end, NULL)  # float()'s conversion, as json's
+    if end != text + (i - start):
+        return _UNPARSED
+    c.i = i
+    return d
+
+
+cdef int _enter(_Cursor* c, int depth, unsigned char close) noexcept:
+    """Past a container's opening bracket: 1 if it closes at once, 0 if members
+    follow, -1 when nested too deep."""
+    if depth > _MAX_DEPTH:
+        return -1
+    c.i += 1
+    _skip_ws(c)
+    if c.i < c.n and c.p[c.i] == close:
+        c.i += 1
+        return 1
+    return 0
+
+
+cdef int _after_member(_Cursor* c, unsigned char close) noexcept:
+    """Past what follows a container's member: 1 at its end, 0 if another
+    follows, -1 for anything else."""
+    _skip_ws(c)
+    if c.i >= c.n:
+        return -1
+    if c.p[c.i] == c',':
+        c.i += 1
+        _skip_ws(c)
+        return 0
+    if c.p[c.i] == close:
+        c.i += 1
+        return 1
+    return -1
+
+
+cdef object _array(_Cursor* c, int depth):
+    cdef list out = []
+    cdef int state = _enter(c, depth, c']')
+    while state == 0:
+        item = _value(c, depth)
+        if item is _UNPARSED:
+            return _UNPARSED
+        out.append(item)
+        state = _after_member(c, c']')
+    return out if state == 1 else _UNPARSED
+
+
+cdef object _object(_Cursor* c, int depth):
+    cdef dict out = {}
+    cdef int state = _enter(c, depth, c'}')
+    while state == 0:
+        if c.i >= c.n or c.p[c.i] != c'"':
+            return _UNPARSED
+        key = _string(c)
+        if key is _UNPARSED:
+            return _UNPARSED
+        _skip_ws(c)
+        if c.i >= c.n or c.p[c.i] != c':':
+            return _UNPARSED
+        c.i += 1
+        _skip_ws(c)
+        item = _value(c, depth)
+        if item is _UNPARSED:
+            return _UNPARSED
+        out[key] = item  # a repeated key: the last value, in the first's place (as json)
+        state = _after_member(c, c'}')
+    return out if state == 1 else _UNPARSED
+
+
+# -- meta/storage and meta/sizes of the usual kind ---------------------------------
+#
+# The checks of ``Storage.from_json`` and ``Sizes.from_json`` (``_format/meta.py``)
+# for the files nearly every dataset has: a fixed-size dtype named by a string,
+# a numeric default, every number a JSON integer.  Anything else (and anything
+# those checks would refuse) is left to them: these return None, and the Python
+# decoding, the definition, says what is wrong.
+
+cdef object _new = object.__new__
+
+
+cdef inline bint _count(object value) noexcept:
+    """A JSON integer >= 0 (never a bool, whose type is not int)."""
+    return type(value) is int and value >= 0
+
+
+def plain_storage(dict obj, object seal, tuple known):
+    """The ``Storage`` of a ``meta/storage`` object `obj` of the usual kind read
+    with `seal`, made as ``Storage.from_json`` makes it, or None for any other
+    (then decoded, or refused, by ``Storage.from_json``).
+
+    `known` is ``(storage class, cparams class, numpy.dtype, numpy.array,
+    format name, newest version, parts version, codecs, checksums, bytedelta
+    modes, most chunks per superchunk)``.
+    """
+    cdef object storage_cls, cparams_cls, dtype_of, array, name, newest, parted, codecs, \
+        checksums, modes, most
+    (storage_cls, cparams_cls, dtype_of, array, name, newest, parted, codecs, checksums,
+     modes, most) = known
+    if seal is None or obj.get("format") != name:
+        return None
+    version = obj.get("format_version")
+    if type(version) is not int or not 1 <= version <= newest:
+        return None
+    if obj.get("vlen") is not None or obj.get("na_object") is not None:
+        return None
+    cp = obj.get("cparams")
+    if type(cp) is not dict:
+        return None
+    clevel, shuffle = (<dict>cp).get("clevel", 5), (<dict>cp).get("shuffle", 1)
+    cname, quantize = (<dict>cp).get("cname", "blosclz"), (<dict>cp).get("quantize", 0)
+    if not (_count(clevel) and clevel <= 9 and _count(shuffle) and shuffle <= 2
+            and _count(quantize) and type(cname) is str and cname in codecs):
+        return None
+    chunklen, cps = obj.get("chunklen"), obj.get("chunks_per_superchunk")
+    expectedlen, blocksize = obj.get("expectedlen", 0), obj.get("blocksize", 0)
+    checksum, bytedelta = obj.get("checksum"), obj.get("bytedelta", "off")
+    if not (_count(chunklen) and chunklen >= 1 and _count(cps) and 1 <= cps <= most
+            and type(expectedlen) is int and _count(blocksize)
+            and type(checksum) is str and checksum in checksums
+            and type(bytedelta) is str and bytedelta in modes):
+        return None
+    raw, dflt = obj.get("dtype"), obj.get("dflt", 0)
+    if type(raw) is not str or not (type(dflt) is float or type(dflt) is int
+                                    or type(dflt) is bool):
+        return None
+    try:
+        dtype = dtype_of(raw)
+    except (TypeError, ValueError):
+        return None
+    if dtype.hasobject or dtype.kind not in ("b", "i", "u", "f", "c"):
+        return None
+    try:
+        dflt = array(dflt, dtype=dtype).reshape(())
+    except (TypeError, ValueError, OverflowError):
+        return None
+    cparams = _new(cparams_cls)
+    cparams.__dict__.update({"clevel": clevel, "shuffle": shuffle, "cname": cname,
+                             "quantize": quantize})
+    out = _new(storage_cls)
+    out.__dict__.update({
+        "dtype": dtype, "chunklen": chunklen, "cparams": cparams, "expectedlen": expectedlen,
+        "dflt": dflt, "chunks_per_superchunk": cps, "checksum": checksum,
+        "blocksize": blocksize, "bytedelta": bytedelta, "vlen": None,
+        "uid": seal[1], "sealed": seal[0], "parted": version >= parted})
+    return out
+
+
+def plain_sizes(dict obj, object sizes_cls):
+    """The ``Sizes`` of a ``meta/sizes`` object `obj` without parts, made as
+    ``Sizes.from_json`` makes it, or None for any other (then decoded, or
+    refused, by ``Sizes.from_json``)."""
+    shape = obj.get("shape")
+    if type(shape) is not list or not shape or "parts" in obj:
+        return None
+    for value in <list>shape:
+        if not _count(value):
+            return None
+    gens = obj.get("generations")
+    if gens is None:
+        if "generations" in obj:
+            return None
+        gens = ()
+    elif type(gens) is not list:
+        return None
+    for value in gens:
+        if type(value) is not int or value < 1:
+            return None
+    nbytes, cbytes = obj.get("nbytes", 0), obj.get("cbytes", 0)
+    epoch, cut = obj.get("epoch", 0), obj.get("cut", 0)
+    if not (_count(nbytes) and _count(cbytes) and _count(epoch) and _count(cut)):
+        return None
+    out = _new(sizes_cls)
+    out.__dict__.update({"nbytes": nbytes, "cbytes": cbytes, "epoch": epoch, "cut": cut,
+                         "shape": tuple(shape), "generations": tuple(gens), "parts": ()})
+    return out

@@ -6,6 +6,7 @@ import json
 import os
 from typing import Any
 
+from bcolzx._ext import metafiles
 from bcolzx._format import files as _files
 from bcolzx._format import seal as _seal
 from bcolzx.errors import CorruptDataError
@@ -19,14 +20,19 @@ _NONFINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float(
 _SCAN = json.JSONDecoder().scan_once
 
 
-def _decode(text: str) -> Any:
-    """``json.loads(text)``, sooner for a value without whitespace around it.
+def _decode(raw: bytes) -> Any:
+    """``json.loads(raw)``: in C for what the metadata files hold
+    (``_ext/metafiles.pyx``), by ``json`` for the rest and for the errors.
 
     Raises
     ------
-    ValueError, RecursionError
-        As ``json.loads`` (which then says what is wrong).
+    UnicodeDecodeError, ValueError, RecursionError
+        As ``json.loads`` of `raw` decoded as UTF-8 (which then says what is wrong).
     """
+    obj = metafiles.loads(raw)
+    if obj is not metafiles.UNPARSED:
+        return obj
+    text = raw.decode("utf-8")
     try:
         obj, end = _SCAN(text, 0)
         if end == len(text):
@@ -308,7 +314,7 @@ def loads_sealed(raw: bytes, name: str, path: str | None = None, *,
         As :func:`read_json_sealed`.
     """
     try:
-        obj = _decode(raw.decode("utf-8"))
+        obj = _decode(raw)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise CorruptDataError(f"invalid JSON: {exc}", path=path) from None
     if kind is not None and not isinstance(obj, kind):

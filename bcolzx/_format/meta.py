@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from bcolzx._ext import codec as _codec
+from bcolzx._ext import metafiles
 from bcolzx._format import files as _files
 from bcolzx._format import layout, strings
 from bcolzx._format import seal as _seal
@@ -318,6 +319,20 @@ class Storage:
         CorruptDataError
             For missing or invalid keys.
         """
+        # The usual kind of file in C (every check of _decode, for what it takes).
+        made = metafiles.plain_storage(obj, seal, _PLAIN_STORAGE) \
+            if cls is Storage and type(obj) is dict else None
+        return cls._decode(obj, path, seal) if made is None else made
+
+    @classmethod
+    def _decode(cls, obj: dict, path: str | None, seal: "_seal.Seal | None") -> "Storage":
+        """:meth:`from_json` in Python: every kind of file, and what is wrong with one.
+
+        Raises
+        ------
+        UnsupportedFormatError, CorruptDataError
+            As :meth:`from_json`.
+        """
         if obj.get("format") != layout.FORMAT_NAME:
             raise UnsupportedFormatError(
                 f"{path}: not a bcolzx-format dataset (format {obj.get('format')!r}; legacy "
@@ -365,6 +380,13 @@ class Storage:
         return _made(cls, fields)
 
 
+#: The most chunks a superchunk file holds.
+_MOST_CHUNKS = 1 << 20
+#: What metafiles.plain_storage checks a ``meta/storage`` against, and makes.
+_PLAIN_STORAGE = (Storage, CParams, np.dtype, np.array, layout.FORMAT_NAME,
+                  layout.FORMAT_VERSION, layout.PARTS_FORMAT_VERSION, _codec.CODECS,
+                  layout.CHECKSUMS, layout.BYTEDELTA_MODES, _MOST_CHUNKS)
+
 #: The keys every ``meta/storage`` of the bcolzx format has (in this order in messages).
 _STORAGE_KEYS = dict.fromkeys(("dtype", "cparams", "chunklen", "chunks_per_superchunk",
                                "checksum")).keys()
@@ -391,7 +413,7 @@ def _check_layout(chunklen: int, chunks_per_superchunk: int, checksum: Any, bloc
     """
     if chunklen < 1:
         raise ValueError(f"chunklen must be >= 1, not {chunklen}")
-    if not 1 <= chunks_per_superchunk <= 1 << 20:
+    if not 1 <= chunks_per_superchunk <= _MOST_CHUNKS:
         raise ValueError(f"chunks_per_superchunk must be in 1..2**20, "
                          f"not {chunks_per_superchunk}")
     if checksum not in layout.CHECKSUMS:
@@ -565,6 +587,20 @@ class Sizes:
         CorruptDataError
             For a missing key, a value of the wrong type, or a negative
             count (shape, bytes, epoch, cut) or a generation below 1.
+        """
+        # The usual kind of file in C (every check of _decode, for what it takes).
+        made = metafiles.plain_sizes(obj, Sizes) if cls is Sizes and type(obj) is dict \
+            else None
+        return cls._decode(obj, path) if made is None else made
+
+    @classmethod
+    def _decode(cls, obj: dict, path: str | None) -> "Sizes":
+        """:meth:`from_json` in Python: every kind of file, and what is wrong with one.
+
+        Raises
+        ------
+        CorruptDataError
+            As :meth:`from_json`.
         """
         try:
             shape = _ints(obj["shape"])

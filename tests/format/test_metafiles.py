@@ -7,6 +7,7 @@ import os
 import re
 import stat
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -218,3 +219,194 @@ def test_unseal_matches_the_definition_on_damaged_files(sealed, edits):
         at = min(at, len(raw))
         raw = raw[:at] + new + raw[at + len(new) // 2:]
     _check_unseal(raw, name)
+
+
+# -- loads ---------------------------------------------------------------------------
+
+def _same(a, b) -> bool:
+    """Equal values of the same JSON types all the way down (1 == 1.0 == True in Python;
+    -0.0 == 0.0 but a reader of a dflt sees the sign)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float):
+        return repr(a) == repr(b)
+    return a == b
+
+
+def _check_loads(raw: bytes) -> None:
+    """metafiles.loads(raw) is json.loads(raw), or UNPARSED when json would not
+    decode it (then the caller's json says why)."""
+    got = metafiles.loads(raw)
+    try:
+        want = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        assert got is metafiles.UNPARSED, (raw, got)
+        return
+    if got is not metafiles.UNPARSED:
+        assert _same(got, want), (raw, got, want)
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) |
+    st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
+                                                                 max_size=4),
+    max_leaves=20)
+
+
+@pytest.mark.parametrize("raw", [
+    b"0", b"-0", b"-0.0", b"1", b"-1", b"123456789012345678", b"-123456789012345678",
+    b"1234567890123456789", b"1" * 5000, b"0.5", b"1e999", b"-1e999", b"1e-400", b"1E+2",
+    b"2.5e-3", b"0.1", b"3.141592653589793", b"1.7976931348623157e308", b"5e-324",
+    b"01", b"-", b"-a", b"1.", b".5", b"1e", b"1e+", b"+1", b"0x10", b"1_000",
+    b"NaN", b"Infinity", b"-Infinity", b"nan", b"true", b"false", b"null", b"tru", b"nul",
+    b'""', b'"a"', b'"\\n"', b'"\\u00e9"', b'"\xc3\xa9"', b'"\xff"', b'"\xed\xa0\x80"',
+    b'"a\x01"', b'"a', b"", b" ", b"\xef\xbb\xbf{}", b"{}", b"[]", b"[ ]", b"{ }",
+    b'{"a": 1, "a": 2, "b": 3}', b'{"a":1,}', b"[1,]", b"[1 2]", b'{"a" 1}', b"{1: 2}",
+    b"{} {}", b"[] x", b" \t\r\n[1 , {\"x\" :\n[true,false,null]} ]\n ", b"[" * 300 + b"]" * 300,
+    b"[" * 2000 + b"]" * 2000, b"\x00", b"[\x00]",
+])
+def test_loads_is_json_loads_or_leaves_it_to_json(raw):
+    _check_loads(raw)
+
+
+def test_loads_decodes_what_bcolzx_writes():
+    meta = {"dtype": "float64", "cparams": {"clevel": 5, "shuffle": 1, "cname": "lz4"},
+            "chunklen": 131072, "dflt": -0.0, "shape": [10, 3], "na": None, "ok": True}
+    raw = seal(meta, "storage", UID)
+    assert _same(metafiles.loads(raw), json.loads(raw))
+    for escaped in ("é", "a\nb", 'q"'):  # escapes: json's
+        assert metafiles.loads(json.dumps({"s": escaped}).encode()) is metafiles.UNPARSED
+
+
+@settings(max_examples=400, deadline=None)
+@given(_json_values, st.sampled_from([None, 0, 2]), st.sampled_from([(", ", ": "), (",", ":")]),
+       st.booleans())
+def test_loads_matches_json_on_any_document(value, indent, separators, ascii_only):
+    raw = json.dumps(value, indent=indent, separators=separators,
+                     ensure_ascii=ascii_only).encode("utf-8")
+    got = metafiles.loads(raw)
+    _check_loads(raw)
+    if b"\\" not in raw and b"NaN" not in raw and b"Infinity" not in raw and \
+            not re.search(rb"\d{19}", raw):
+        assert got is not metafiles.UNPARSED, raw  # the common case is decoded in C
+
+
+@settings(max_examples=400, deadline=None)
+@given(_json_values, st.lists(st.tuples(st.integers(0, 200), st.binary(max_size=3)),
+                              max_size=3))
+def test_loads_matches_json_on_damaged_documents(value, edits):
+    raw = bytearray(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+    for at, new in edits:
+        at = min(at, len(raw))
+        raw[at:at + len(new) // 2] = new
+    _check_loads(bytes(raw))
+
+
+def test_loads_takes_any_buffer():
+    assert metafiles.loads(bytearray(b'{"a": [1]}')) == {"a": [1]}
+    assert metafiles.loads(memoryview(b"[1, 2]")) == [1, 2]
+    with pytest.raises(TypeError):
+        metafiles.loads("[1]")
+
+
+# -- plain_storage / plain_sizes -----------------------------------------------------
+
+_ODD = [None, True, False, -1, 0, 1, 9, 10, 2, 3, 255, 1 << 20, (1 << 20) + 1, 1.0, 5.0, 1.5,
+        -0.0, "", "x", "lz4", "zstd", "crc32c", "adler32", "off", "auto", "float64", "<i4",
+        "T", "|O", "O", "S3", "bcolzx", [], [1], {}, {"clevel": 5}, 2 ** 70, "3"]
+
+
+def _mutated(obj: dict, edits) -> dict:
+    obj = json.loads(json.dumps(obj))  # deep copy
+    for where, key, value in edits:
+        target = obj["cparams"] if where and isinstance(obj.get("cparams"), dict) else obj
+        keys = sorted(target) + ["vlen", "na_object", "generations", "parts", "extra"]
+        key = keys[key % len(keys)]
+        if value is _DELETE:
+            target.pop(key, None)
+        else:
+            target[key] = value
+    return obj
+
+
+_DELETE = object()
+
+
+def _storage_fields(s) -> tuple:
+    return (s.dtype, type(s.dflt), s.dflt.dtype, s.dflt.tobytes(), s.chunklen, s.cparams,
+            s.expectedlen, s.chunks_per_superchunk, s.checksum, s.blocksize, s.bytedelta,
+            s.vlen, s.uid, s.sealed, s.parted, tuple(s.__dict__))
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")  # both ways
+@settings(max_examples=500, deadline=None)
+@given(st.sampled_from(["float64", "int8", "uint64", "bool", "complex64", "float16", "S5",
+                        "U3", "M8[ns]", "m8[s]", "object", "(2,)i4"]),
+       st.sampled_from([0, 1, -1, 2.5, -0.0, True, 300, 2 ** 64]),
+       st.lists(st.tuples(st.booleans(), st.integers(0, 30),
+                          st.sampled_from(_ODD + [_DELETE])), max_size=3),
+       st.sampled_from([(True, UID), (True, None), (False, None)]))
+def test_plain_storage_is_storage_decoding(dtype, dflt, edits, sealed):
+    from bcolzx._format import meta
+    from bcolzx._format.seal import Seal
+    from bcolzx.errors import CorruptDataError, UnsupportedFormatError
+
+    base = meta.Storage(dtype=np.dtype(dtype), chunklen=1000,
+                        vlen="pickle" if dtype == "object" else None).to_json()
+    base["dflt"] = dflt
+    obj, seal_ = _mutated(base, edits), Seal(*sealed)
+    fast = metafiles.plain_storage(json.loads(json.dumps(obj)), seal_, meta._PLAIN_STORAGE)
+    try:
+        slow = meta.Storage._decode(obj, "p", seal_)
+    except (CorruptDataError, UnsupportedFormatError):
+        assert fast is None
+        return
+    if fast is not None:
+        assert _storage_fields(fast) == _storage_fields(slow)
+        assert fast == slow and repr(fast) == repr(slow)
+    if dtype in ("float64", "int8") and not edits and type(dflt) is not int or \
+            dflt in (0, 1, -1) and dtype == "int8" and not edits:
+        assert fast is not None  # the usual file is decoded in C
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=3),
+       st.lists(st.integers(1, 9), max_size=3),
+       st.lists(st.tuples(st.booleans(), st.integers(0, 30),
+                          st.sampled_from(_ODD + [_DELETE])), max_size=3))
+def test_plain_sizes_is_sizes_decoding(shape, gens, edits):
+    from bcolzx._format import meta
+    from bcolzx.errors import CorruptDataError
+
+    obj = _mutated(meta.Sizes(tuple(shape), 8, 4, tuple(gens), 1, 2).to_json(),
+                   [(False, *e[1:]) for e in edits])
+    fast = metafiles.plain_sizes(json.loads(json.dumps(obj)), meta.Sizes)
+    try:
+        slow = meta.Sizes._decode(obj, "p")
+    except CorruptDataError:
+        assert fast is None
+        return
+    if fast is not None:
+        assert fast == slow and tuple(fast.__dict__) == tuple(slow.__dict__)
+        assert [type(x) for x in fast.shape + fast.generations] == \
+            [type(x) for x in slow.shape + slow.generations]
+    else:
+        assert "parts" in obj or edits  # the usual file is decoded in C
+
+
+def test_storage_and_sizes_are_decoded_in_c_for_the_usual_file(tmp_path, monkeypatch):
+    import bcolzx
+    from bcolzx._format import meta
+
+    bcolzx.carray(np.arange(10.0), rootdir=str(tmp_path / "a"), mode="w")
+
+    def python_decoding(*args):
+        raise AssertionError("decoded in Python")
+    monkeypatch.setattr(meta.Storage, "_decode", classmethod(python_decoding))
+    monkeypatch.setattr(meta.Sizes, "_decode", classmethod(python_decoding))
+    assert bcolzx.open(str(tmp_path / "a"), "r")[:].tolist() == list(np.arange(10.0))

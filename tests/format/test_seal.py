@@ -106,16 +106,16 @@ def test_a_reserved_attribute_name_is_refused(tmp_path):
                                   '"x"', "7", "{", "", "nul", '{"a": 1} x', '{"a": 1}}',
                                   '[' * 100 + ']' * 100])
 def test_json_files_decode_as_json_loads_does(text):
-    """The files' decoder (json's scanner, without the whitespace skipping) gives
-    json.loads's value, or its exception and message."""
+    """The files' decoder (metafiles.loads in C, else json's scanner without the
+    whitespace skipping) gives json.loads's value, or its exception and message."""
     from bcolzx._format.jsonfile import _decode
 
     try:
         expected = json.loads(text)
     except ValueError as exc:
         with pytest.raises(type(exc)) as info:
-            _decode(text)
+            _decode(text.encode())
         assert str(info.value) == str(exc)
     else:
-        got = _decode(text)
+        got = _decode(text.encode())
         assert json.dumps(got) == json.dumps(expected) and type(got) is type(expected)
