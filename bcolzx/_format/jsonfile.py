@@ -300,7 +300,8 @@ def read_json_sealed(path: str, *, kind: type | None = dict) -> tuple[Any, _seal
         If it is a FIFO, a device or a directory.
     """
     raw = _files.read_whole(path)
-    return loads_sealed(raw, os.path.basename(path), path, kind=kind)
+    name = path.rpartition("/")[2] if type(path) is str else os.path.basename(path)
+    return loads_sealed(raw, name, path, kind=kind)
 
 
 def loads_sealed(raw: bytes, name: str, path: str | None = None, *,

@@ -730,7 +730,8 @@ def sizes_from_sealed(obj: dict, seal, storage: Storage | None, path: str | None
         As :func:`read_sizes`.
     """
     if storage is not None:
-        _seal.check_member(seal, _seal.Seal(storage.sealed, storage.uid), "meta/sizes", path)
+        _seal.check_member(seal, _seal.make_seal((storage.sealed, storage.uid)), "meta/sizes",
+                           path)
         if seal.sealed and not storage.sealed:
             raise CorruptDataError(
                 f"meta/storage has no {_seal.CRC_KEY} checksum although meta/sizes has one: "

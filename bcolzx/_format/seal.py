@@ -20,12 +20,13 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from functools import partial
 from typing import Any, NamedTuple
 
 from bcolzx._ext import checksum, metafiles
 from bcolzx.errors import CorruptDataError
 
-__all__ = ["CRC_KEY", "UID_KEY", "Seal", "new_uid", "seal", "unseal"]
+__all__ = ["CRC_KEY", "UID_KEY", "Seal", "make_seal", "new_uid", "seal", "unseal"]
 
 CRC_KEY = "__crc32c__"
 UID_KEY = "__uid__"
@@ -38,6 +39,11 @@ class Seal(NamedTuple):
 
     sealed: bool = False
     uid: str | None = None
+
+
+#: ``Seal(sealed, uid)`` of a ``(sealed, uid)`` pair, without the named tuple's
+#: ``__new__`` (a Python function): a seal is made several times per open.
+make_seal = partial(tuple.__new__, Seal)
 
 
 def new_uid() -> str:
@@ -120,7 +126,7 @@ def unseal(raw: bytes, obj: Any, name: str, path: str | None = None) -> tuple[An
     # Checked, and the members taken off, in C (_ext/metafiles.pyx).
     found, stored, crc, uid = metafiles.unseal(raw, obj, _name_crc(name))
     if found == metafiles.SEALED:
-        return obj, Seal(True, uid)
+        return obj, make_seal((True, uid))
     if found == metafiles.UNSEALED:
         return obj, _UNSEALED
     raise CorruptDataError(_FAILURES[found].format(stored=stored, crc=crc, uid=uid), path=path)

@@ -14,8 +14,8 @@ the budget of :mod:`bcolzx._storage.flight`.
 from __future__ import annotations
 
 import itertools
-import threading
 import warnings
+from _thread import RLock as _RLock  # threading.RLock's C lock, without its wrapper
 from collections import deque
 from concurrent.futures import wait
 from math import prod
@@ -67,6 +67,9 @@ class ChunkedArray(ChunkReader):
         If the stored leftover chunk cannot be read back.
     """
 
+    #: This state's key in the decompressed-chunk cache (set by the constructor).
+    _owner: int | None = None
+
     #: Whether this engine reads variable-length items (only VlenArray does:
     #: decoding their chunks as fixed-size items would read pickles as pointers).
     _vlen_items = False
@@ -81,7 +84,7 @@ class ChunkedArray(ChunkReader):
         # store from pool threads (:meth:`_hand_off`): every access to the
         # store through :attr:`store` waits for them first.
         self._pending: deque = deque()
-        self._settle_lock = threading.RLock()
+        self._settle_lock = _RLock()
         self._window = 0
         writer.bind(self)  # its lock (if any) may pass on while this holds nothing unsaved
         if store.rootdir is not None and not store.readonly:
@@ -116,7 +119,7 @@ class ChunkedArray(ChunkReader):
         self._dirty = False
         self._closed = False
         self._cache = ChunkCache()
-        if hasattr(self, "_owner"):  # re-read (_storage/writer.py): the old state goes
+        if self._owner is not None:  # re-read (_storage/writer.py): the old state goes
             DECODED.drop_owner(self._owner, True)
         # This state's key in the decompressed-chunk cache: a new one each
         # time the array is (re)read, its entries dropped when it goes
@@ -976,6 +979,6 @@ class ChunkedArray(ChunkReader):
             except Exception as exc:  # pragma: no cover - nothing to raise into
                 warnings.warn(f"bcolzx could not flush at garbage collection: {exc!r}",
                               ResourceWarning, stacklevel=1)
-        owner = getattr(self, "_owner", None)
+        owner = self._owner
         if owner is not None:  # its decompressed chunks go at the cache's next use
             DECODED.forget(owner)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from bcolzx._format.meta import read_storage_json, storage_from_sealed
-from bcolzx._format.seal import Seal
+from bcolzx._format.seal import Seal, make_seal
 from bcolzx._storage.base import ChunkStore
 from bcolzx._storage.directory import DirectoryStore
 from bcolzx._storage.legacy import LegacyStore
@@ -45,4 +45,4 @@ def open_store(rootdir: str, readonly: bool = False) -> ChunkStore:
 def seal_of(store: ChunkStore) -> Seal:
     """How the files of `store`'s dataset are sealed (docs/format/README.md §2c)."""
     st = store.storage
-    return Seal(bool(getattr(st, "sealed", False)), getattr(st, "uid", None))
+    return make_seal((bool(getattr(st, "sealed", False)), getattr(st, "uid", None)))
