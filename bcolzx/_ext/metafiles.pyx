@@ -34,6 +34,7 @@ cdef extern from "Python.h":
     bytes PyUnicode_EncodeFSDefault(object unicode)
 
 import os
+from sys import intern as _intern
 
 #: The seal member's key, as it precedes the checksum (``"__crc32c__": N}``).
 cdef const char* _KEY = b'"__crc32c__": '
@@ -401,25 +402,66 @@ cdef inline bint _literal(_Cursor* c, const char* word, Py_ssize_t k) noexcept:
     return False
 
 
-cdef object _string(_Cursor* c):
-    """A string without escapes or control characters (json's other cases)."""
+# What each byte is inside a JSON string: itself (0), its end (1), an escape
+# or a control character (2: left to json), or part of a non-ASCII character (3).
+cdef unsigned char _IN_STRING[256]
+for _b in range(256):
+    _IN_STRING[_b] = 1 if _b == 0x22 else 2 if _b == 0x5C or _b < 0x20 else 3 if _b >= 0x80 \
+        else 0
+
+# Member names seen before, as the str made of their bytes then (interned: its
+# hash is computed once): a file's names are a handful of the same few, and
+# making each anew was most of the cost of decoding one.  A name is looked up
+# by its bytes; at most _NAMES of them (of up to _NAME_BYTES) are kept.
+cdef enum:
+    _NAMES = 64
+    _NAME_BYTES = 32
+cdef list _names = []  # (bytes, str) pairs, which own what _name_data points to
+cdef const char* _name_data[_NAMES]
+cdef Py_ssize_t _name_len[_NAMES]
+cdef Py_ssize_t _nnames = 0
+
+
+cdef object _name(const unsigned char* p, Py_ssize_t n):
+    """The ASCII member name of `n` bytes at `p`, as a str."""
+    global _nnames
+    cdef Py_ssize_t k
+    cdef bytes raw
+    for k in range(_nnames):
+        if _name_len[k] == n and memcmp(_name_data[k], p, n) == 0:
+            return (<tuple>_names[k])[1]
+    raw = (<const char*>p)[:n]
+    name = _intern(raw.decode("ascii"))
+    if _nnames < _NAMES and n <= _NAME_BYTES:
+        _names.append((raw, name))
+        _name_data[_nnames] = raw
+        _name_len[_nnames] = n
+        _nnames += 1
+    return name
+
+
+cdef object _string(_Cursor* c, bint name=False):
+    """A string without escapes or control characters (json's other cases); a
+    member's `name` is made once (:func:`_name`)."""
     cdef Py_ssize_t start = c.i + 1
     cdef Py_ssize_t i = start
-    cdef unsigned char b
+    cdef unsigned char kind
     cdef bint ascii = True
     while i < c.n:
-        b = c.p[i]
-        if b == c'"':
-            break
-        if b == c'\\' or b < 0x20:
-            return _UNPARSED
-        if b >= 0x80:
+        kind = _IN_STRING[c.p[i]]
+        if kind:
+            if kind == 1:
+                break
+            if kind == 2:
+                return _UNPARSED
             ascii = False
         i += 1
     else:
         return _UNPARSED  # unterminated
     c.i = i + 1
     if ascii:
+        if name:
+            return _name(c.p + start, i - start)
         return (<const char*>c.p + start)[:i - start].decode("ascii")
     try:
         return (<const char*>c.p + start)[:i - start].decode("utf-8")
@@ -535,7 +577,7 @@ cdef object _object(_Cursor* c, int depth):
     while state == 0:
         if c.i >= c.n or c.p[c.i] != c'"':
             return _UNPARSED
-        key = _string(c)
+        key = _string(c, True)
         if key is _UNPARSED:
             return _UNPARSED
         _skip_ws(c)

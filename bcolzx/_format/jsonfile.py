@@ -21,17 +21,14 @@ _SCAN = json.JSONDecoder().scan_once
 
 
 def _decode(raw: bytes) -> Any:
-    """``json.loads(raw)``: in C for what the metadata files hold
-    (``_ext/metafiles.pyx``), by ``json`` for the rest and for the errors.
+    """``json.loads(raw)``, sooner for a value without whitespace around it: what
+    ``metafiles.loads`` leaves to json (escapes, NaN, errors).
 
     Raises
     ------
     UnicodeDecodeError, ValueError, RecursionError
         As ``json.loads`` of `raw` decoded as UTF-8 (which then says what is wrong).
     """
-    obj = metafiles.loads(raw)
-    if obj is not metafiles.UNPARSED:
-        return obj
     text = raw.decode("utf-8")
     try:
         obj, end = _SCAN(text, 0)
@@ -314,8 +311,10 @@ def loads_sealed(raw: bytes, name: str, path: str | None = None, *,
     CorruptDataError
         As :func:`read_json_sealed`.
     """
+    obj = metafiles.loads(raw)  # in C: what the metadata files hold (json: the rest)
     try:
-        obj = _decode(raw)
+        if obj is metafiles.UNPARSED:
+            obj = _decode(raw)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise CorruptDataError(f"invalid JSON: {exc}", path=path) from None
     if kind is not None and not isinstance(obj, kind):

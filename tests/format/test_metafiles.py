@@ -410,3 +410,14 @@ def test_storage_and_sizes_are_decoded_in_c_for_the_usual_file(tmp_path, monkeyp
     monkeypatch.setattr(meta.Storage, "_decode", classmethod(python_decoding))
     monkeypatch.setattr(meta.Sizes, "_decode", classmethod(python_decoding))
     assert bcolzx.open(str(tmp_path / "a"), "r")[:].tolist() == list(np.arange(10.0))
+
+
+def test_loads_makes_a_member_name_once_and_any_number_of_them():
+    first = metafiles.loads(b'{"chunklen": 1, "x": {"chunklen": 2}}')
+    again = metafiles.loads(b'{"chunklen": 3}')
+    assert next(iter(first)) is next(iter(again)) is next(iter(first["x"]))
+    many = {f"name{i}" * (1 + i % 9): i for i in range(300)}  # past the names kept, and longer
+    raw = json.dumps(many).encode()
+    for _ in range(2):
+        assert _same(metafiles.loads(raw), many)
+    assert metafiles.loads(b'{"n": "name1", "name1": "n"}') == {"n": "name1", "name1": "n"}

@@ -106,8 +106,9 @@ def test_a_reserved_attribute_name_is_refused(tmp_path):
                                   '"x"', "7", "{", "", "nul", '{"a": 1} x', '{"a": 1}}',
                                   '[' * 100 + ']' * 100])
 def test_json_files_decode_as_json_loads_does(text):
-    """The files' decoder (metafiles.loads in C, else json's scanner without the
-    whitespace skipping) gives json.loads's value, or its exception and message."""
+    """The files' decoder (json's scanner, without the whitespace skipping) gives
+    json.loads's value, or its exception and message (metafiles.loads leaves to it
+    what it does not decode: tests/format/test_metafiles.py)."""
     from bcolzx._format.jsonfile import _decode
 
     try:
