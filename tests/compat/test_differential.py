@@ -573,34 +573,39 @@ def test_fixed_finding_runs_the_same(workers, finding):
 
 
 #: Makes bcolzx's carray.append drop the last row of every block of more than 3 rows.
+#: A bug planted in bcolzx's carray: built from 4 rows or more, it drops the last.
+#: Most programs build such a carray.  (The bug planted here before was in
+#: append, whose effect shows in a later observation: 100 programs may have no
+#: carray append at all, as which programs run depends on legacy's replies,
+#: some of which are garbage; the test failed when other tests ran first.)
 PLANTED_BUG = """
-_append = bcolz.carray.append
-def _planted(self, array, _append=_append):
-    array = np.asarray(array)
-    if array.ndim > len(self.shape) - 1 and len(array) > 3:
-        array = array[:-1]
-    return _append(self, array)
-bcolz.carray.append = _planted
+_init = bcolz.carray.__init__
+def _planted(self, array=None, *args, _init=_init, **kwargs):
+    if array is not None and not isinstance(array, (str, dict)) and np.ndim(array) >= 1 \\
+            and len(array) > 3:
+        array = np.asarray(array)[:-1]
+    _init(self, array, *args, **kwargs)
+bcolz.carray.__init__ = _planted
 """
 
 
 def test_harness_catches_a_planted_difference(workers, tmp_path):
-    """The harness can fail: a bug planted in a third worker is found and shrunk."""
+    """The harness can fail: a bug planted in a third worker is found."""
     planted = Worker("bcolzx", tmp_path / "planted")
     try:
         planted.send({"cmd": "run", "code": PLANTED_BUG, "target": None, "ref": None})
         assert planted.receive()["result"] == ("none",)
         pair = Pair(workers.legacy, planted)
         with pytest.raises(DifferenceError) as info:
-            # Not shrunk here, to stay quick (shrunk, it is c0 = carray([]); c0.append(<4 rows>)).
-            run_programs(pair, 100, 10, only="observe|value:carray|value:carray", shrink=False)
+            # Not shrunk here, to stay quick.
+            run_programs(pair, 100, 10, only="new.carray.", shrink=False)
     finally:
         planted.close()
     message = str(info.value)
-    assert message.startswith("difference at the last line (observe): result: carray shape"), \
-        message
+    assert message.startswith("difference at the last line (new.carray."), message
+    assert "result: carray shape legacy (" in message, message
     program = message.split("tests/compat/diff_worker.data):\n", 1)[1].splitlines()
-    assert ".append(" in program[-2], message
+    assert " = bcolz." in program[-1], message
 
 
 def test_a_str_beyond_unicode_travels_as_garbage():
