@@ -125,9 +125,9 @@ class ChunkedArray(ChunkReader):
         # time the array is (re)read, its entries dropped when it goes
         # (:meth:`__del__`).
         self._owner = next(_owners)
-        self._zones = ZoneMap(store, self.dtype, store.native and self.rowshape == ()
-                              and zonemap.has_zonemap(self.dtype), empty=length == 0)
-        self._zones.partial = self.nfull if self.nleft else None
+        # The zone map is made on first use (:attr:`_zones`), as it stands here.
+        self._zonemap: ZoneMap | None = None
+        self._zones_at_open = (length == 0, self.nfull if self.nleft else None)
         # The commit this array was read at, and the rows past it that are
         # safe against a crash of the process (the append journal).
         self._durable_len, self._durable_nfull = length, self.nfull
@@ -152,6 +152,20 @@ class ChunkedArray(ChunkReader):
         if self._enc is not None:  # else made on first use: readers never need one
             self._enc = self._new_encoder(self._enc)
         self._decoder = None  # made on first use (:attr:`_dec`), with this count
+
+    @property
+    def _zones(self) -> ZoneMap:
+        """The chunks' zone map, made on first use (most opens never query): as
+        the constructor found the array, as every change since went through it."""
+        zones = self._zonemap
+        if zones is None:  # two first users at once make one each: either is right
+            store = self._store
+            empty, partial = self._zones_at_open
+            zones = ZoneMap(store, self.dtype, store.native and self.rowshape == ()
+                            and zonemap.has_zonemap(self.dtype), empty=empty)
+            zones.partial = partial
+            self._zonemap = zones
+        return zones
 
     @property
     def _dec(self) -> codec.Decompressor:

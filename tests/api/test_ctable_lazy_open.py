@@ -127,7 +127,9 @@ def test_opening_reads_each_metadata_file_once_and_nothing_more(path, tmp_path, 
     c = bcolzx.open(os.path.join(path, "b"), mode="r")
     assert len(c) == 5000 and c.dtype == np.float64
     assert c.engine._decoder is None  # no codec context either, until a chunk is read
+    assert c.engine._zonemap is None  # nor a zone map, until a query or a change
     assert c[4999] == 2499.5 and c.engine._decoder is not None
+    assert c.engine._zonemap is None and c.engine._zones is c.engine._zonemap
     c.close()
     assert read == ["b/meta/storage", "b/meta/sizes"]
     for missing in (str(tmp_path / "nothing"), str(tmp_path), os.path.join(path, "a", "meta")):
