@@ -7,6 +7,7 @@ anchors installed in the test environment run.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -254,3 +255,19 @@ def test_checkpoints_hold_every_finished_group(tmp_path):
     doc = run(cfg, checkpoint=lambda d: seen.append(json.loads(json.dumps(d))))
     assert [sorted({r["size"] for r in d["results"]}) for d in seen] == [[1000], [1000, 2000]]
     assert seen[-1]["results"] == json.loads(json.dumps(doc["results"]))
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None,
+                    reason="valgrind is not installed: the instruction count needs it")
+def test_open_instructions_counts_what_one_open_executes(tmp_path):
+    """benchmarks/open_instructions.py: the difference of two children, per open."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
+    try:
+        import open_instructions
+    finally:
+        sys.path.pop(0)
+    paths = open_instructions.build(str(tmp_path))
+    count = open_instructions.per_open(paths["carray"], 3, None)
+    assert 20_000 < count < 2_000_000, count  # an open runs Python code, and not a chunk's worth
+    with pytest.raises(SystemExit):
+        open_instructions.main(["--what", "table"])
