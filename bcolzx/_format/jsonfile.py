@@ -297,6 +297,7 @@ def read_json_sealed(path: str, *, kind: type | None = dict) -> tuple[Any, _seal
         If it is a FIFO, a device or a directory.
     """
     raw = _files.read_whole(path)
+    # (os.path.basename, without its calls for the str path of every open)
     name = path.rpartition("/")[2] if type(path) is str else os.path.basename(path)
     return loads_sealed(raw, name, path, kind=kind)
 

@@ -124,7 +124,7 @@ def unseal(raw: bytes, obj: Any, name: str, path: str | None = None) -> tuple[An
     if not isinstance(obj, dict):
         return obj, Seal()
     # Checked, and the members taken off, in C (_ext/metafiles.pyx).
-    found, stored, crc, uid = metafiles.unseal(raw, obj, _NAME_CRC.get(name) or _name_crc(name))
+    found, stored, crc, uid = metafiles.unseal(raw, obj, _name_crc(name))
     if found == metafiles.SEALED:
         return obj, make_seal((True, uid))
     if found == metafiles.UNSEALED:
