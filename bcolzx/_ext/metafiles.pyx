@@ -10,8 +10,10 @@ raising for a missing one; :func:`seal_crc` finds a file's seal member and
 computes the checksum it must hold, without copying the file, and
 :func:`unseal` applies every rule of the seal to a decoded file and takes
 its members off; :func:`loads` decodes their JSON as ``json.loads`` does
-(leaving to ``json`` what it does not take), and :func:`plain_storage` and
-:func:`plain_sizes` make the ``Storage`` and ``Sizes`` of the usual files.
+(leaving to ``json`` what it does not take), :func:`plain_storage` and
+:func:`plain_sizes` make the ``Storage`` and ``Sizes`` of the usual files,
+and :func:`read_plain` does all of it for both files of a usual dataset in
+one call.
 What any of them finds wrong is reported by the Python callers
 (``_format.files``, ``_format.seal``, ``_format.jsonfile``, ``_format.meta``),
 with their messages.
@@ -22,7 +24,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.errno cimport errno, EINTR, ENOENT, ENOTDIR
 from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memchr, memcmp, memcpy
 from posix.fcntl cimport open as c_open
 from posix.stat cimport struct_stat, fstat, stat, S_ISREG
 from posix.unistd cimport read as c_read, close as c_close
@@ -98,7 +100,9 @@ cdef bytes _c_path(path):
         bpath = PyUnicode_EncodeFSDefault(path)
     else:
         bpath = os.fsencode(path)
-    if b"\0" in bpath:
+    # (memchr: ``b"\0" in bpath`` raises and clears a TypeError inside, as
+    # bytes.__contains__ first tries its argument as an int)
+    if memchr(<const char*>bpath, 0, len(bpath)) != NULL:
         raise ValueError("embedded null byte")
     return bpath
 
@@ -246,9 +250,14 @@ def unseal(raw, dict obj, uint32_t name_crc):
         return (NO_CHECKSUM if _UID_KEY in obj else UNSEALED), 0, 0, None
     get_buffer(raw, &view, False, "raw")
     try:
-        found, stored, crc = _seal_crc(<const unsigned char*>view.buf, view.len, name_crc)
+        return _unseal(<const unsigned char*>view.buf, view.len, obj, name_crc)
     finally:
         PyBuffer_Release(&view)
+
+
+cdef tuple _unseal(const unsigned char* p, Py_ssize_t n, dict obj, uint32_t name_crc):
+    """:func:`unseal` of the `n` bytes at `p`, for an `obj` holding the checksum member."""
+    found, stored, crc = _seal_crc(p, n, name_crc)
     if found != SEALED:
         return found, 0, 0, None
     if crc != stored or obj[_CRC_KEY] != stored:
@@ -356,21 +365,26 @@ def loads(raw):
         If `raw` is not a C-contiguous buffer.
     """
     cdef Py_buffer view
-    cdef _Cursor c
     get_buffer(raw, &view, False, "raw")
     try:
-        c.p = <const unsigned char*>view.buf
-        c.n = view.len
-        c.i = 0
-        _skip_ws(&c)
-        value = _value(&c, 0)
-        if value is not _UNPARSED:
-            _skip_ws(&c)
-            if c.i != c.n:  # more after the value: json says "Extra data"
-                return _UNPARSED
-        return value
+        return _loads(<const unsigned char*>view.buf, view.len)
     finally:
         PyBuffer_Release(&view)
+
+
+cdef object _loads(const unsigned char* p, Py_ssize_t n):
+    """:func:`loads` of the `n` bytes at `p`."""
+    cdef _Cursor c
+    c.p = p
+    c.n = n
+    c.i = 0
+    _skip_ws(&c)
+    value = _value(&c, 0)
+    if value is not _UNPARSED:
+        _skip_ws(&c)
+        if c.i != c.n:  # more after the value: json says "Extra data"
+            return _UNPARSED
+    return value
 
 
 cdef object _value(_Cursor* c, int depth):
@@ -618,6 +632,10 @@ def plain_storage(dict obj, object seal, tuple known):
     format name, newest version, parts version, codecs, checksums, bytedelta
     modes, most chunks per superchunk)``.
     """
+    return _plain_storage(obj, seal, known)
+
+
+cdef object _plain_storage(dict obj, object seal, tuple known):
     cdef object storage_cls, cparams_cls, dtype_of, array, name, newest, parted, codecs, \
         checksums, modes, most
     (storage_cls, cparams_cls, dtype_of, array, name, newest, parted, codecs, checksums,
@@ -675,6 +693,10 @@ def plain_sizes(dict obj, object sizes_cls):
     """The ``Sizes`` of a ``meta/sizes`` object `obj` without parts, made as
     ``Sizes.from_json`` makes it, or None for any other (then decoded, or
     refused, by ``Sizes.from_json``)."""
+    return _plain_sizes(obj, sizes_cls)
+
+
+cdef object _plain_sizes(dict obj, object sizes_cls):
     shape = obj.get("shape")
     if type(shape) is not list or not shape or "parts" in obj:
         return None
@@ -699,3 +721,110 @@ def plain_sizes(dict obj, object sizes_cls):
     out.__dict__.update({"nbytes": nbytes, "cbytes": cbytes, "epoch": epoch, "cut": cut,
                          "shape": tuple(shape), "generations": tuple(gens), "parts": ()})
     return out
+
+
+# -- the two files of a usual dataset, read and checked at once ---------------------
+#
+# Opening a dataset reads ``meta/storage`` and then ``meta/sizes``: two files
+# read whole, two JSON documents, two seals checked against each other, a
+# ``Storage`` and a ``Sizes``.  :func:`read_plain` does all of that in one
+# call for the usual dataset (both files sealed with one uid, of the kinds
+# _plain_storage and _plain_sizes take), with the same checks as the Python
+# path; for anything else, a failure included, it returns None and the Python
+# path reads the files again, and accepts them or says what is wrong.
+
+#: The token of a non-finite float in a sealed file (``_format/jsonfile.py``).
+cdef const char* _FLOAT_TOKEN = b'"$float"'
+
+
+cdef bint _has_float_token(const unsigned char* p, Py_ssize_t n) noexcept:
+    cdef Py_ssize_t i
+    for i in range(n - 7):
+        if p[i] == c'"' and memcmp(p + i, _FLOAT_TOKEN, 8) == 0:
+            return True
+    return False
+
+
+cdef bytes _read_file(bytes path, int flags):
+    """The bytes of the regular file at `path`, or None when it cannot be read
+    (:func:`read_whole` without its exceptions)."""
+    cdef const char* cpath = path
+    cdef int fd, rc = 0
+    cdef struct_stat st
+    cdef char* buf = NULL
+    cdef Py_ssize_t size = 0
+    with nogil:
+        fd = c_open(cpath, flags)
+        if fd < 0:
+            rc = -1
+        else:
+            if fstat(fd, &st) != 0 or not S_ISREG(st.st_mode):
+                rc = -1
+            else:
+                rc = _read_fd(fd, &buf, &size, st.st_size)
+            c_close(fd)
+    if rc != 0:
+        return None
+    try:
+        return PyBytes_FromStringAndSize(buf, size)
+    finally:
+        free(buf)
+
+
+cdef object _sealed_object(bytes raw, uint32_t name_crc):
+    """``(object, uid)`` of `raw` when it holds a JSON object sealed with a uid (its
+    members taken off) and no non-finite float, else None."""
+    cdef const unsigned char* p = <const unsigned char*><const char*>raw
+    cdef Py_ssize_t size = len(raw)
+    if _has_float_token(p, size):
+        return None
+    obj = _loads(p, size)
+    if type(obj) is not dict or _CRC_KEY not in <dict>obj:
+        return None
+    found, _, _, uid = _unseal(p, size, <dict>obj, name_crc)
+    if found != SEALED or uid is None:
+        return None
+    return obj, uid
+
+
+def read_plain(rootdir, int flags, uint32_t storage_crc, uint32_t sizes_crc, tuple known,
+               object sizes_cls):
+    """The ``(Storage, Sizes)`` of the dataset directory `rootdir` (a str) when it
+    is of the usual kind, read and checked in one call; else its ``meta/storage``'s
+    bytes, or None.
+
+    The usual kind: ``meta/storage`` and ``meta/sizes`` are regular files,
+    sealed with the same uid (read with `flags`; `storage_crc` and
+    `sizes_crc` start their seals' checksums), ``meta/storage`` is one that
+    :func:`plain_storage` makes (with `known`) and ``meta/sizes`` one that
+    :func:`plain_sizes` makes (with `sizes_cls`).  For any other dataset,
+    and for anything that fails (a missing file...), the bytes of its
+    ``meta/storage`` when that could be read as a regular file, else None:
+    the caller then decodes them (or reads it) the long way, which takes the
+    dataset or says what is wrong.
+    """
+    if type(rootdir) is not str:
+        return None
+    cdef bytes prefix = PyUnicode_EncodeFSDefault(rootdir)
+    if memchr(<const char*>prefix, 0, len(prefix)) != NULL:
+        return None
+    raw = _read_file(prefix + b"/meta/storage", flags)
+    if raw is None:
+        return None
+    got = _sealed_object(raw, storage_crc)
+    if got is None:
+        return raw
+    obj, uid = got
+    storage = _plain_storage(obj, (True, uid), known)
+    if storage is None:
+        return raw
+    sizes_raw = _read_file(prefix + b"/meta/sizes", flags)
+    if sizes_raw is None:
+        return raw
+    got = _sealed_object(sizes_raw, sizes_crc)
+    if got is None or got[1] != uid:
+        return raw
+    sizes = _plain_sizes(got[0], sizes_cls)
+    if sizes is None:
+        return raw
+    return storage, sizes

@@ -323,7 +323,8 @@ def loads_sealed(raw: bytes, name: str, path: str | None = None, *,
                                path=path)
     obj, found = _seal.unseal(raw, obj, name, path)
     # Sealed files written before the stand-ins hold NaN tokens, which json reads too.
-    if found.sealed and b'"$float"' in raw:
+    # (find, not `in`: bytes.__contains__ raises and clears a TypeError inside)
+    if found.sealed and raw.find(b'"$float"') >= 0:
         obj = decode_nonfinite(obj, path)
     return obj, found
 

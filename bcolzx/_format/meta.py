@@ -15,7 +15,7 @@ from bcolzx._ext import metafiles
 from bcolzx._format import files as _files
 from bcolzx._format import layout, strings
 from bcolzx._format import seal as _seal
-from bcolzx._format.jsonfile import Staged, read_json_sealed, stage_json, write_json
+from bcolzx._format.jsonfile import Staged, loads_sealed, read_json_sealed, stage_json, write_json
 from bcolzx.errors import CorruptDataError, UnsupportedFormatError
 
 
@@ -386,6 +386,9 @@ _MOST_CHUNKS = 1 << 20
 _PLAIN_STORAGE = (Storage, CParams, np.dtype, np.array, layout.FORMAT_NAME,
                   layout.FORMAT_VERSION, layout.PARTS_FORMAT_VERSION, _codec.CODECS,
                   layout.CHECKSUMS, layout.BYTEDELTA_MODES, _MOST_CHUNKS)
+#: Where the seals of ``meta/storage`` and ``meta/sizes`` start (for read_plain).
+_STORAGE_CRC = _seal.name_crc(layout.STORAGE_FILE)
+_SIZES_CRC = _seal.name_crc(layout.SIZES_FILE)
 
 #: The keys every ``meta/storage`` of the bcolzx format has (in this order in messages).
 _STORAGE_KEYS = dict.fromkeys(("dtype", "cparams", "chunklen", "chunks_per_superchunk",
@@ -634,10 +637,28 @@ def _part(obj: Any, nfiles: int) -> tuple[int, int, int]:
     return number, first, gen
 
 
-def read_storage_json(rootdir: str) -> tuple[dict, "_seal.Seal"]:
+def read_plain(rootdir: str) -> "tuple[Storage, Sizes] | bytes | None":
+    """The :class:`Storage` and :class:`Sizes` of a dataset of the usual kind,
+    read and checked in one call to C (``metafiles.read_plain``).
+
+    The usual kind: both files sealed with the dataset's uid, a fixed-size
+    dtype named by a string, a numeric default, no parts.  The checks are
+    those of :func:`read_storage_json`, :meth:`Storage.from_json` and
+    :func:`read_sizes` together.  For any other dataset, and any failure,
+    the bytes of its ``meta/storage`` when they could be read (else None):
+    the caller then decodes them with :func:`read_storage_json`, and reads
+    ``meta/sizes`` with :func:`read_sizes`, which accept the dataset or say
+    what is wrong.
+    """
+    return metafiles.read_plain(rootdir, _files.READ_FLAGS, _STORAGE_CRC, _SIZES_CRC,
+                                _PLAIN_STORAGE, Sizes)
+
+
+def read_storage_json(rootdir: str, raw: bytes | None = None) -> tuple[dict, "_seal.Seal"]:
     """``meta/storage`` as a JSON object, its seal checked (§2c), without
     interpreting it: the one read of the file when a dataset is opened, in
-    either format (a legacy one has no ``"format"`` key and no seal).
+    either format (a legacy one has no ``"format"`` key and no seal); `raw`:
+    its bytes, when already read.
 
     Raises
     ------
@@ -650,6 +671,8 @@ def read_storage_json(rootdir: str) -> tuple[dict, "_seal.Seal"]:
     """
     path = layout.meta_path(rootdir, layout.STORAGE_FILE)
     try:
+        if raw is not None:
+            return loads_sealed(raw, layout.STORAGE_FILE, path)
         return read_json_sealed(path)
     except CorruptDataError as exc:
         _newer_version(path, exc)

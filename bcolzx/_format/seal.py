@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 from bcolzx._ext import checksum, metafiles
 from bcolzx.errors import CorruptDataError
 
-__all__ = ["CRC_KEY", "UID_KEY", "Seal", "make_seal", "new_uid", "seal", "unseal"]
+__all__ = ["CRC_KEY", "UID_KEY", "Seal", "make_seal", "name_crc", "new_uid", "seal", "unseal"]
 
 CRC_KEY = "__crc32c__"
 UID_KEY = "__uid__"
@@ -56,7 +56,8 @@ def new_uid() -> str:
 _NAME_CRC: dict[str, int] = {}
 
 
-def _name_crc(name: str) -> int:
+def name_crc(name: str) -> int:
+    """The CRC-32C of the file name `name` and a NUL: where its seal's checksum starts."""
     start = _NAME_CRC.get(name)
     if start is None:
         start = checksum.crc32c(name.encode("utf-8") + b"\0")
@@ -66,7 +67,7 @@ def _name_crc(name: str) -> int:
 
 
 def _crc(name: str, body: bytes) -> int:
-    return checksum.crc32c(body, _name_crc(name))
+    return checksum.crc32c(body, name_crc(name))
 
 
 def seal(obj: dict, name: str, uid: str | None = None) -> bytes:
@@ -124,7 +125,7 @@ def unseal(raw: bytes, obj: Any, name: str, path: str | None = None) -> tuple[An
     if not isinstance(obj, dict):
         return obj, Seal()
     # Checked, and the members taken off, in C (_ext/metafiles.pyx).
-    found, stored, crc, uid = metafiles.unseal(raw, obj, _name_crc(name))
+    found, stored, crc, uid = metafiles.unseal(raw, obj, name_crc(name))
     if found == metafiles.SEALED:
         return obj, make_seal((True, uid))
     if found == metafiles.UNSEALED:

@@ -212,9 +212,10 @@ class DirectoryStore(ChunkStore):
         return store
 
     @classmethod
-    def open(cls, rootdir: str, readonly: bool = False, storage: Storage | None = None
-             ) -> "DirectoryStore":
-        """Open an existing dataset directory (its `storage` metadata when already read).
+    def open(cls, rootdir: str, readonly: bool = False, storage: Storage | None = None,
+             sizes: Sizes | None = None) -> "DirectoryStore":
+        """Open an existing dataset directory (its `storage` metadata, and `sizes`
+        checked against it, when already read).
 
         Raises
         ------
@@ -228,7 +229,8 @@ class DirectoryStore(ChunkStore):
             if not os.path.isdir(rootdir):
                 raise FileNotFoundError(f"no dataset directory at {rootdir}")
             storage = read_storage(rootdir)
-        sizes = read_sizes(rootdir, storage)
+        if sizes is None:
+            sizes = read_sizes(rootdir, storage)
         if sizes.parts:  # superchunks continued in parts (docs/format §5): immutable objects
             from bcolzx._storage import remote
             from bcolzx._storage.objects import LocalObjects

@@ -4,14 +4,17 @@ A dataset is in the bcolzx format when its ``meta/storage`` has a
 ``"format"`` key, and legacy bcolz's (format v1) otherwise.  That file is
 read and its seal checked once; the store is made from what was read (and
 ``meta/sizes``), and the seal it implies is passed on to whoever reads the
-dataset's other files (its attributes).
+dataset's other files (its attributes).  The usual dataset has both files
+read, checked and decoded in one call to C (``meta.read_plain``); any other
+(legacy, parted, unsealed, damaged) is decoded the long way from the bytes
+of ``meta/storage`` that call read, which accepts it or says what is wrong.
 """
 
 from __future__ import annotations
 
 import os
 
-from bcolzx._format.meta import read_storage_json, storage_from_sealed
+from bcolzx._format.meta import read_plain, read_storage_json, storage_from_sealed
 from bcolzx._format.seal import Seal, make_seal
 from bcolzx._storage.base import ChunkStore
 from bcolzx._storage.directory import DirectoryStore
@@ -31,8 +34,11 @@ def open_store(rootdir: str, readonly: bool = False) -> ChunkStore:
         If its metadata is damaged, or of a format or version bcolzx cannot read.
     """
     rootdir = os.fspath(rootdir)
-    try:
-        obj, seal = read_storage_json(rootdir)
+    plain = read_plain(rootdir)  # the usual dataset: both files read and checked in C
+    if type(plain) is tuple:
+        return DirectoryStore.open(rootdir, readonly, *plain)
+    try:  # any other: the long way, from meta/storage's bytes when they were read
+        obj, seal = read_storage_json(rootdir, plain)
     except (FileNotFoundError, NotADirectoryError):
         if not os.path.isdir(rootdir):  # asked only when it matters
             raise FileNotFoundError(f"no dataset directory at {rootdir}") from None

@@ -2,6 +2,7 @@
 what Python's own calls, or the seal's definition (docs/format/README.md §2c),
 say about the same bytes and paths."""
 
+import copy
 import json
 import os
 import re
@@ -329,8 +330,8 @@ def _mutated(obj: dict, edits) -> dict:
         key = keys[key % len(keys)]
         if value is _DELETE:
             target.pop(key, None)
-        else:
-            target[key] = value
+        else:  # (a copy: a later edit must not change the shared value)
+            target[key] = copy.deepcopy(value)
     return obj
 
 
@@ -421,3 +422,238 @@ def test_loads_makes_a_member_name_once_and_any_number_of_them():
     for _ in range(2):
         assert _same(metafiles.loads(raw), many)
     assert metafiles.loads(b'{"n": "name1", "name1": "n"}') == {"n": "name1", "name1": "n"}
+
+
+# -- read_plain: both files of a usual dataset at once -------------------------------
+
+LEGACY = os.path.join(os.path.dirname(__file__), "..", "data", "legacy_bcolz")
+
+
+def _long_way(rootdir):
+    """What the Python path makes of a dataset's two files: ``(Storage, Sizes)``,
+    "legacy", or the class of the exception it raises."""
+    from bcolzx._format import meta
+
+    try:
+        obj, seal_ = meta.read_storage_json(rootdir)
+        if "format" not in obj:
+            return "legacy"
+        storage = meta.storage_from_sealed(rootdir, obj, seal_)
+        return storage, meta.read_sizes(rootdir, storage)
+    except Exception as exc:  # noqa: BLE001 - the class is the answer
+        return type(exc)
+
+
+def _check_read_plain(rootdir, usual: bool | None = None):
+    """read_plain gives what the long way gives, or no answer (always where the
+    long way refuses): meta/storage's bytes as read, or None; with `usual`,
+    whether it must answer.  Returns (answer or None, the long way's)."""
+    from bcolzx._format import meta
+
+    fast, slow = meta.read_plain(rootdir), _long_way(rootdir)
+    if usual is not None:
+        assert (type(fast) is tuple) == usual, (fast, slow)
+    if type(fast) is bytes:  # no answer, and the bytes of meta/storage for the long way
+        with open(os.path.join(os.fsdecode(rootdir), "meta", "storage"), "rb") as f:
+            assert fast == f.read()
+        fast = None
+    if fast is not None:
+        assert isinstance(slow, tuple), slow
+        assert _storage_fields(fast[0]) == _storage_fields(slow[0])
+        assert fast[0] == slow[0] and repr(fast[0]) == repr(slow[0])
+        assert fast[1] == slow[1] and tuple(fast[1].__dict__) == tuple(slow[1].__dict__)
+    return fast, slow
+
+
+@pytest.mark.parametrize("kind", ["float64", "int8-dflt", "rows", "empty", "shrunk", "bool",
+                                  "complex", "strings", "objects", "legacy", "parts",
+                                  "bytes-path"])
+def test_read_plain_is_the_long_way_for_every_kind_of_dataset(tmp_path, kind):
+    import bcolzx
+    from bcolzx._storage.objects import LocalObjects
+
+    d = str(tmp_path / "d")
+    if kind == "float64":
+        bcolzx.carray(np.linspace(0, 1, 1000), rootdir=d, mode="w", chunklen=64).flush()
+    elif kind == "int8-dflt":
+        bcolzx.carray(np.arange(100, dtype=np.int8), dflt=-3, rootdir=d, mode="w").flush()
+    elif kind == "rows":
+        bcolzx.carray(np.ones((50, 3)), rootdir=d, mode="w", chunklen=8).flush()
+    elif kind == "empty":
+        bcolzx.carray(np.empty(0, np.int32), rootdir=d, mode="w").flush()
+    elif kind == "shrunk":
+        c = bcolzx.carray(np.arange(1000), rootdir=d, mode="w", chunklen=100)
+        c.resize(250)
+        c.flush()
+    elif kind == "bool":
+        bcolzx.carray(np.ones(10, bool), rootdir=d, mode="w").flush()
+    elif kind == "complex":
+        bcolzx.carray(np.ones(10, np.complex64), rootdir=d, mode="w").flush()
+    elif kind == "strings":
+        bcolzx.carray(np.array(["a", "bc"], np.dtypes.StringDType()), rootdir=d,
+                      mode="w").flush()
+    elif kind == "objects":
+        bcolzx.carray(np.array([{1: 2}, None], object), rootdir=d, mode="w",
+                      allow_pickle=True).flush()
+    elif kind == "legacy":
+        import shutil
+
+        shutil.copytree(os.path.join(LEGACY, "ca_float64_default"), d)
+    elif kind == "parts":  # superchunks continued in part objects (format §5)
+        bcolzx.carray(np.arange(100), rootdir=LocalObjects(d), mode="w", chunklen=10)
+        c = bcolzx.open(LocalObjects(d), "a")
+        c.append(np.arange(5))
+        c.flush()
+    else:
+        bcolzx.carray(np.arange(10), rootdir=d, mode="w").flush()
+    # (a complex default is stored as a pair, left to the long way)
+    # (a bytes path too: the long way takes str paths, and says what it makes of it)
+    usual = None if kind == "complex" else \
+        kind not in ("strings", "objects", "legacy", "parts", "bytes-path")
+    fast, slow = _check_read_plain(os.fsencode(d) if kind == "bytes-path" else d, usual)
+    if kind == "legacy":
+        assert slow == "legacy"
+    if kind == "bytes-path":
+        assert slow is TypeError
+    opened = bcolzx.open(d, "r", allow_pickle=True)
+    assert opened[:].shape[0] == len(opened)
+
+
+def _edit(raw: bytes, edits) -> bytes:
+    for at, new in edits:
+        at = min(at, len(raw))
+        raw = raw[:at] + new + raw[at + len(new) // 2:]
+    return raw
+
+
+@pytest.fixture(scope="module")
+def usual_dataset(tmp_path_factory):
+    import bcolzx
+
+    d = str(tmp_path_factory.mktemp("plain") / "d")
+    bcolzx.carray(np.linspace(0, 1, 300), rootdir=d, mode="w", chunklen=64).flush()
+    return {name: open(f"{d}/meta/{name}", "rb").read() for name in ("storage", "sizes")}
+
+
+def _dataset_of(where, files_: dict) -> str:
+    import shutil
+
+    d = os.path.join(where, "d")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(f"{d}/meta")
+    for name, raw in files_.items():
+        with open(f"{d}/meta/{name}", "wb") as f:
+            f.write(raw)
+    return d
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["storage", "sizes"]),
+       st.lists(st.tuples(st.integers(0, 400), st.binary(max_size=3)), min_size=1, max_size=3))
+def test_read_plain_on_damaged_files(tmp_path_factory, usual_dataset, name, edits):
+    """Bytes replaced, inserted or cut anywhere in either file: the same answer as
+    the long way, or None (then the long way reports)."""
+    raw = _edit(usual_dataset[name], edits)
+    d = _dataset_of(str(tmp_path_factory.getbasetemp()), {**usual_dataset, name: raw})
+    _check_read_plain(d)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["storage", "sizes"]),
+       st.lists(st.tuples(st.booleans(), st.integers(0, 30),
+                          st.sampled_from(_ODD + [_DELETE])), min_size=1, max_size=3),
+       st.sampled_from([UID, None, "fedcba9876543210"]))
+def test_read_plain_on_lying_files_with_valid_seals(tmp_path_factory, usual_dataset, name,
+                                                   edits, uid):
+    """Values changed, deleted or added, and the file sealed again with a valid
+    checksum (under the dataset's uid, another, or none): the same answer as the
+    long way, or None."""
+    obj = json.loads(usual_dataset[name])
+    del obj["__crc32c__"]
+    own = obj.pop("__uid__")
+    raw = seal(_mutated(obj, edits), name, own if uid == UID else uid)
+    d = _dataset_of(str(tmp_path_factory.getbasetemp()), {**usual_dataset, name: raw})
+    _check_read_plain(d)
+
+
+def test_read_plain_leaves_every_odd_file_to_the_long_way(tmp_path, usual_dataset):
+    import bcolzx
+    from bcolzx.errors import CorruptDataError
+
+    where = str(tmp_path)
+
+    def answer(files_, usual=False):
+        return _check_read_plain(_dataset_of(where, files_), usual)
+    assert answer(usual_dataset, True)[0] is not None
+    for name in ("storage", "sizes"):
+        # missing, unsealed, a NaN token, a directory, a FIFO (never waited on)
+        assert answer({k: v for k, v in usual_dataset.items() if k != name})[1] \
+            is FileNotFoundError
+        obj = json.loads(usual_dataset[name])
+        del obj["__crc32c__"], obj["__uid__"]
+        assert answer({**usual_dataset, name: json.dumps(obj).encode()})[1] is CorruptDataError
+        d = _dataset_of(where, usual_dataset)
+        os.remove(f"{d}/meta/{name}")
+        os.mkdir(f"{d}/meta/{name}")
+        assert not isinstance(_check_read_plain(d, False)[1], tuple)
+        os.rmdir(f"{d}/meta/{name}")
+        os.mkfifo(f"{d}/meta/{name}")
+        assert not isinstance(_check_read_plain(d, False)[1], tuple)
+    # the files of two datasets: each sealed, with two uids
+    other = str(tmp_path / "other")
+    bcolzx.carray(np.linspace(0, 1, 300), rootdir=other, mode="w", chunklen=64).flush()
+    foreign = open(f"{other}/meta/sizes", "rb").read()
+    assert answer({**usual_dataset, "sizes": foreign})[1] is CorruptDataError
+    d = _dataset_of(where, {**usual_dataset, "sizes": foreign})
+    with pytest.raises(CorruptDataError, match="another dataset"):
+        bcolzx.open(d, "r")
+    # a NaN token in a sealed file is decoded by the long way (jsonfile)
+    obj = json.loads(usual_dataset["storage"])
+    del obj["__crc32c__"]
+    obj["note"] = {"$float": "nan"}
+    answer({**usual_dataset, "storage": seal(obj, "storage", obj.pop("__uid__"))})
+
+
+def test_read_plain_follows_a_link_as_reading_does(tmp_path, usual_dataset):
+    d = _dataset_of(str(tmp_path), usual_dataset)
+    os.rename(f"{d}/meta/storage", str(tmp_path / "elsewhere"))
+    os.symlink(str(tmp_path / "elsewhere"), f"{d}/meta/storage")
+    _check_read_plain(d, True)
+
+
+def test_opening_a_usual_dataset_reads_its_files_once_in_c(tmp_path, monkeypatch):
+    import bcolzx
+    from bcolzx._format import meta
+
+    d = str(tmp_path / "a")
+    bcolzx.carray(np.arange(10.0), rootdir=d, mode="w")
+
+    def long_way(*args, **kwargs):
+        raise AssertionError("read the long way")
+    for name in ("read_storage_json", "read_sizes", "storage_from_sealed"):
+        monkeypatch.setattr(meta, name, long_way)
+    monkeypatch.setattr("bcolzx._storage.opening.read_storage_json", long_way)
+    monkeypatch.setattr("bcolzx._storage.directory.read_sizes", long_way)
+    for mode in ("r", "a"):
+        assert bcolzx.open(d, mode)[:].tolist() == list(np.arange(10.0))
+
+
+@pytest.mark.parametrize("name", ["ca_float64_default", "ct_mixed"])
+def test_any_other_dataset_reads_meta_storage_once(tmp_path, monkeypatch, name):
+    """A legacy dataset (and any other read_plain does not take) is decoded the
+    long way from the bytes read_plain read: meta/storage is not read again."""
+    import shutil
+
+    import bcolzx
+    from bcolzx._format import meta
+
+    d = str(tmp_path / name)
+    shutil.copytree(os.path.join(LEGACY, name), d)
+    want = bcolzx.open(d, "r")[:]
+
+    def read_again(path, *args, **kwargs):
+        raise AssertionError(f"{path} read again")
+    monkeypatch.setattr(meta, "read_json_sealed", read_again)
+    np.testing.assert_array_equal(bcolzx.open(d, "r")[:], want)
