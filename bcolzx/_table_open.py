@@ -23,6 +23,7 @@ from bcolzx._analytics import delete as _deletion
 from bcolzx._columns import Unopened, cols
 from bcolzx._format import files as _files
 from bcolzx._format import jsonfile, layout
+from bcolzx._format import meta as _meta
 from bcolzx._storage import snapshot, writer
 from bcolzx.carray import carray
 from bcolzx.defaults import defaults
@@ -35,33 +36,6 @@ else:
     TableHost = object
 
 __all__ = ["Opening", "discard", "remove_made"]
-
-
-
-
-def _lengths_without_opening(rootdir: str, names: list[str]) -> dict[str, int] | None:
-    """Each column's committed length from its sealed ``meta/sizes`` alone, when
-    that is the whole story: every column in the bcolzx format (sealed), no
-    append journal, all the same length.  None otherwise (open them all)."""
-    lengths = {}
-    for name in names:
-        path = os.path.join(rootdir, name)
-        try:
-            journal = _files.stat_file(layout.meta_path(path, layout.JOURNAL_FILE))
-        except (OSError, ValueError):
-            return None
-        if journal is not None and journal[2]:  # (its st_size)
-            return None
-        try:
-            sizes, seal = jsonfile.read_json_sealed(layout.meta_path(path, layout.SIZES_FILE))
-        except (OSError, ValueError):
-            return None  # reported as it should be by opening the column
-        shape = sizes.get("shape") if isinstance(sizes, dict) else None
-        if not (seal.sealed and isinstance(shape, list) and shape
-                and type(shape[0]) is int and shape[0] >= 0):
-            return None
-        lengths[name] = shape[0]
-    return lengths if len(set(lengths.values())) <= 1 else None
 
 
 def remove_made(rootdir: str, existed: bool) -> None:
@@ -206,7 +180,9 @@ class Opening(TableHost):
         # A recorded deletion leaves columns at two lengths (bcolzx._analytics.delete).
         deleting = _files.exists(os.path.join(rootdir, _deletion.INTENT))
         if self._mode == "r" and not deleting:
-            lengths = _lengths_without_opening(rootdir, names)
+            # each column's length from its sealed meta/sizes alone, when that is
+            # the whole story (no journal, one length; else None: all opened)
+            lengths = _meta.column_lengths(rootdir, names)
             if lengths is not None:  # each column opened (and checked in full) when used
                 kwargs = {"lock_timeout": self._lock_timeout, "allow_pickle": self._allow_pickle}
                 self._cols = cols(names, [Unopened(os.path.join(rootdir, n), lengths[n], kwargs)

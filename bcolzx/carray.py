@@ -326,9 +326,8 @@ class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
         self._cp = None  # the stored cparams, made on first use (most readers never ask)
         if io is not None:  # object storage: __attrs__ came with the batch that opened it
             self._attrs = _attrs.attrs(None, mode, _seal=seal_of(store), _io=io)
-        elif mode == "r":  # read on first use: most readers never look
+        elif mode == "r":  # read on first use (with the seal): most readers never look
             self._attrs = None
-            self._attrs_of = (rootdir, seal_of(store))
         else:  # a missing legacy __attrs__ is written at opening, as legacy does
             self._attrs = _attrs.attrs(rootdir, mode, _seal=seal_of(store))
 
@@ -359,8 +358,7 @@ class carray(Values, Keys, Iteration, ArrayExchange, Reductions):
     def attrs(self) -> _attrs.attrs:
         """User attributes (persisted in ``__attrs__`` on disk)."""
         if self._attrs is None:
-            rootdir, seal = self._attrs_of
-            self._attrs = _attrs.attrs(rootdir, "r", _seal=seal)
+            self._attrs = _attrs.attrs(self._rootdir, "r", _seal=seal_of(self._engine.store))
         return self._attrs
 
     @property

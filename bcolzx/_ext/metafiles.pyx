@@ -12,8 +12,9 @@ computes the checksum it must hold, without copying the file, and
 its members off; :func:`loads` decodes their JSON as ``json.loads`` does
 (leaving to ``json`` what it does not take), :func:`plain_storage` and
 :func:`plain_sizes` make the ``Storage`` and ``Sizes`` of the usual files,
-and :func:`read_plain` does all of it for both files of a usual dataset in
-one call.
+:func:`read_plain` does all of it for both files of a usual dataset in one
+call, and :func:`column_lengths` reads a table's columns' lengths from their
+``meta/sizes``.
 What any of them finds wrong is reported by the Python callers
 (``_format.files``, ``_format.seal``, ``_format.jsonfile``, ``_format.meta``),
 with their messages.
@@ -771,9 +772,10 @@ cdef bytes _read_file(bytes path, int flags):
         free(buf)
 
 
-cdef object _sealed_object(bytes raw, uint32_t name_crc):
-    """``(object, uid)`` of `raw` when it holds a JSON object sealed with a uid (its
-    members taken off) and no non-finite float, else None."""
+cdef object _sealed_object(bytes raw, uint32_t name_crc, bint with_uid=True):
+    """``(object, uid)`` of `raw` when it holds a sealed JSON object (with a uid,
+    unless not `with_uid`; its members taken off) and no non-finite float,
+    else None."""
     cdef const unsigned char* p = <const unsigned char*><const char*>raw
     cdef Py_ssize_t size = len(raw)
     if _has_float_token(p, size):
@@ -782,7 +784,7 @@ cdef object _sealed_object(bytes raw, uint32_t name_crc):
     if type(obj) is not dict or _CRC_KEY not in <dict>obj:
         return None
     found, _, _, uid = _unseal(p, size, <dict>obj, name_crc)
-    if found != SEALED or uid is None:
+    if found != SEALED or (with_uid and uid is None):
         return None
     return obj, uid
 
@@ -828,3 +830,54 @@ def read_plain(rootdir, int flags, uint32_t storage_crc, uint32_t sizes_crc, tup
     if sizes is None:
         return raw
     return storage, sizes
+
+
+def column_lengths(rootdir, list names, int flags, uint32_t sizes_crc):
+    """Each column's committed length, ``{name: rows}``, read from its sealed
+    ``meta/sizes`` alone, when that is the whole story: every column of the
+    table at `rootdir` (a str) has a sealed ``meta/sizes`` (read with
+    `flags`; `sizes_crc` starts its seal's checksum) whose ``shape`` starts
+    with a JSON integer >= 0, no non-empty append journal, and all have the
+    same length.  None otherwise, and for anything that fails: the caller
+    then opens every column, which checks everything and says what is wrong.
+    """
+    cdef bytes prefix, base
+    cdef const char* cpath
+    cdef struct_stat st
+    cdef int rc, err
+    cdef dict lengths = {}
+    if type(rootdir) is not str:
+        return None
+    prefix = PyUnicode_EncodeFSDefault(rootdir) + b"/"
+    for name in names:
+        if type(name) is not str:
+            return None
+        base = prefix + PyUnicode_EncodeFSDefault(name)
+        if memchr(<const char*>base, 0, len(base)) != NULL:
+            return None
+        journal = base + b"/meta/journal"
+        cpath = journal
+        with nogil:
+            rc = stat(cpath, &st)
+            err = errno
+        if rc == 0:
+            if st.st_size != 0:
+                return None  # rows past the commit: the column knows its length
+        elif err != ENOENT and err != ENOTDIR:
+            return None
+        raw = _read_file(base + b"/meta/sizes", flags)
+        if raw is None:
+            return None
+        got = _sealed_object(raw, sizes_crc, False)
+        if got is None:
+            return None
+        shape = (<dict>got[0]).get("shape")
+        if type(shape) is not list or not shape:
+            return None
+        rows = (<list>shape)[0]
+        if type(rows) is not int or rows < 0:
+            return None
+        lengths[name] = rows
+    if len(set(lengths.values())) > 1:
+        return None
+    return lengths

@@ -228,7 +228,7 @@ def column_names(meta, path: str | None = None) -> list[str]:
     else:
         for name in names:
             if not isinstance(name, str) or name in ("", ".", "..") or \
-                    any(c in name for c in "/\\\0"):
+                    "/" in name or "\\" in name or "\0" in name:
                 bad = f"{name!r} is not a column directory name"
                 break
         else:

@@ -654,6 +654,16 @@ def read_plain(rootdir: str) -> "tuple[Storage, Sizes] | bytes | None":
                                 _PLAIN_STORAGE, Sizes)
 
 
+def column_lengths(rootdir: str, names: list[str]) -> dict[str, int] | None:
+    """Each column's committed length, ``{name: rows}``, from the sealed
+    ``meta/sizes`` of the table's columns alone (no append journal; all of
+    one length), read and checked in one call to C
+    (``metafiles.column_lengths``); None when that is not the whole story,
+    or anything fails (the caller then opens every column, which checks
+    everything and says what is wrong)."""
+    return metafiles.column_lengths(rootdir, names, _files.READ_FLAGS, _SIZES_CRC)
+
+
 def read_storage_json(rootdir: str, raw: bytes | None = None) -> tuple[dict, "_seal.Seal"]:
     """``meta/storage`` as a JSON object, its seal checked (§2c), without
     interpreting it: the one read of the file when a dataset is opened, in

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import replace
+from functools import partial
 from math import ceil, prod
 
 from bcolzx import _threads
@@ -71,8 +72,12 @@ def geometry_of(storage: Storage, rowshape: tuple, path: str | None) -> tuple[Ge
         raise CorruptDataError(f"chunks of {chunk_bytes} bytes are not supported "
                                "(1 byte to 2 GiB)", path=path)
     typesize = 1 if storage.vlen else storage.dtype.itemsize
-    return Geometry(storage.chunks_per_superchunk, chunk_bytes, typesize,
-                    layout.CHECKSUMS[storage.checksum]), rowbytes
+    return _make_geometry((storage.chunks_per_superchunk, chunk_bytes, typesize,
+                           layout.CHECKSUMS[storage.checksum])), rowbytes
+
+
+#: ``Geometry(*fields)`` without the named tuple's ``__new__`` (a Python function).
+_make_geometry = partial(tuple.__new__, Geometry)
 
 
 def _check_sizes(rootdir: str, storage: Storage, sizes: Sizes) -> None:
@@ -155,6 +160,7 @@ class DirectoryStore(ChunkStore):
         # The state this store last knew: its commit and its journal file, to
         # tell whether another writer changed the dataset since (unchanged()).
         self._known_sizes = sizes
+        self._journal_file = layout.meta_path(self.rootdir, layout.JOURNAL_FILE)
         self._known_journal = self._journal_stat()
         #: Files and directories written but not yet fsynced, which the next
         #: commit fsyncs before its ``meta/sizes`` (a new superchunk file's
@@ -359,10 +365,10 @@ class DirectoryStore(ChunkStore):
         return self._journal_header
 
     def _journal_path(self) -> str:
-        return layout.meta_path(self.rootdir, layout.JOURNAL_FILE)
+        return self._journal_file
 
     def _journal_stat(self) -> tuple | None:
-        st = _files.stat_file(self._journal_path())
+        st = _files.stat_file(self._journal_file)
         return None if st is None else st[1:]  # (st_ino, st_size, st_mtime_ns)
 
     def journal_rows(self, max_rows: int) -> bytes:

@@ -86,7 +86,8 @@ class ChunkedArray(ChunkReader):
         self._pending: deque = deque()
         self._settle_lock = _RLock()
         self._window = 0
-        writer.bind(self)  # its lock (if any) may pass on while this holds nothing unsaved
+        if store.lock is not None:  # it may pass on while this holds nothing unsaved
+            writer.bind(self)
         if store.rootdir is not None and not store.readonly:
             flight.on_disk.add(self)
         self.dtype = st.dtype
@@ -115,7 +116,8 @@ class ChunkedArray(ChunkReader):
         # use (:attr:`_leftover`): opening reads no chunk.
         self._left_buf: np.ndarray | None = None
         self._left_to_load = bool(self.nleft)
-        self._leftover_stored = bool(self.nleft)
+        # (:attr:`_leftover_stored`, without its setter's call)
+        self._stored_flag, self._left_cbytes = bool(self.nleft), None
         self._dirty = False
         self._closed = False
         self._cache = ChunkCache()

@@ -126,6 +126,12 @@ def test_opening_reads_each_metadata_file_once_and_nothing_more(path, tmp_path, 
         read.extend(os.path.relpath(os.path.join(p, "meta", n), path) for n in ("storage", "sizes"))
         return real_plain(p, *a)
     monkeypatch.setattr(metafiles, "read_plain", read_plain)
+    real_lengths = metafiles.column_lengths  # a table's columns' meta/sizes in one call
+
+    def column_lengths(p, names, *a):
+        read.extend(os.path.relpath(os.path.join(p, n, "meta", "sizes"), path) for n in names)
+        return real_lengths(p, names, *a)
+    monkeypatch.setattr(metafiles, "column_lengths", column_lengths)
     t = bcolzx.open(path, mode="r")
     assert len(t) == 5000
     t.close()
@@ -146,3 +152,88 @@ def test_opening_reads_each_metadata_file_once_and_nothing_more(path, tmp_path, 
         bcolzx.carray(rootdir=str(tmp_path / "nothing"), mode="r")
     with pytest.raises(FileNotFoundError, match="no dataset directory"):
         bcolzx.carray(rootdir=os.path.join(path, "__rootdirs__"), mode="r")
+
+
+# -- the columns' lengths, read in C: what the Python reading of them gave -------------
+
+def _reference_lengths(rootdir, names):
+    """The columns' lengths as they were read in Python (the definition): None
+    unless every column has a sealed meta/sizes with a length, no non-empty
+    journal, and all agree."""
+    from bcolzx._format import files, jsonfile, layout
+
+    lengths = {}
+    for name in names:
+        path = os.path.join(rootdir, name)
+        try:
+            journal = files.stat_file(layout.meta_path(path, layout.JOURNAL_FILE))
+        except (OSError, ValueError):
+            return None
+        if journal is not None and journal[2]:
+            return None
+        try:
+            sizes, seal = jsonfile.read_json_sealed(layout.meta_path(path, layout.SIZES_FILE))
+        except (OSError, ValueError):
+            return None
+        shape = sizes.get("shape") if isinstance(sizes, dict) else None
+        if not (seal.sealed and isinstance(shape, list) and shape
+                and type(shape[0]) is int and shape[0] >= 0):
+            return None
+        lengths[name] = shape[0]
+    return lengths if len(set(lengths.values())) <= 1 else None
+
+
+_SHAPES = [[5000], [0], [], [-1], [True], [1.5], ["5000"], [5000, 3], [4999], [2 ** 70], None,
+           "5000", {"0": 5000}]
+
+
+@pytest.mark.parametrize("case", range(40))
+def test_column_lengths_are_those_the_python_reading_gave(path, case):
+    import json
+    import random
+
+    from bcolzx._format import meta
+    from bcolzx._format.seal import seal
+
+    rng = random.Random(case)
+    names = ["a", "b", "c"]
+    for name in rng.sample(names, rng.randint(1, 3)):
+        sizes = f"{path}/{name}/meta/sizes"
+        raw = open(sizes, "rb").read()
+        kind = rng.choice(["shape", "shape-unsealed", "bytes", "journal", "empty-journal",
+                           "missing", "directory", "uid"])
+        obj = json.loads(raw)
+        del obj["__crc32c__"]
+        uid = obj.pop("__uid__")
+        if kind in ("shape", "shape-unsealed"):
+            shape = rng.choice(_SHAPES)
+            if shape is None:
+                del obj["shape"]
+            else:
+                obj["shape"] = shape
+            raw = seal(obj, "sizes", uid) if kind == "shape" else json.dumps(obj).encode()
+        elif kind == "bytes":
+            at = rng.randrange(len(raw))
+            raw = raw[:at] + bytes([rng.randrange(256)]) + raw[at + 1:]
+        elif kind == "uid":  # sealed without a uid, or with another one
+            raw = seal(obj, "sizes", rng.choice([None, "fedcba9876543210"]))
+        elif kind in ("journal", "empty-journal"):
+            with open(f"{path}/{name}/meta/journal", "wb") as f:
+                f.write(b"x" * (kind == "journal"))
+        if kind == "missing":
+            os.remove(sizes)
+        elif kind == "directory":
+            os.remove(sizes)
+            os.mkdir(sizes)
+        elif kind not in ("journal", "empty-journal"):
+            with open(sizes, "wb") as f:
+                f.write(raw)
+    assert meta.column_lengths(path, names) == _reference_lengths(path, names)
+
+
+def test_column_lengths_of_a_usual_table(path):
+    from bcolzx._format import meta
+
+    assert meta.column_lengths(path, ["a", "b", "c"]) == {"a": 5000, "b": 5000, "c": 5000}
+    assert meta.column_lengths(path, ["a", "nothing"]) is None
+    assert meta.column_lengths(path + "/", ["a"]) == {"a": 5000}
