@@ -738,12 +738,12 @@ cdef object _plain_sizes(dict obj, object sizes_cls):
 cdef const char* _FLOAT_TOKEN = b'"$float"'
 
 
-cdef bint _has_float_token(const unsigned char* p, Py_ssize_t n) noexcept:
-    cdef Py_ssize_t i
-    for i in range(n - 7):
-        if p[i] == c'"' and memcmp(p + i, _FLOAT_TOKEN, 8) == 0:
-            return True
-    return False
+cdef extern from "string.h":  # (a GNU extension: Python.h defines _GNU_SOURCE)
+    void* memmem(const void* haystack, size_t n, const void* needle, size_t k) nogil
+
+
+cdef inline bint _has_float_token(const unsigned char* p, Py_ssize_t n) noexcept:
+    return memmem(p, n, _FLOAT_TOKEN, 8) != NULL
 
 
 cdef bytes _read_file(bytes path, int flags):
