@@ -611,8 +611,9 @@ cdef object _object(_Cursor* c, int depth):
 # -- meta/storage and meta/sizes of the usual kind ---------------------------------
 #
 # The checks of ``Storage.from_json`` and ``Sizes.from_json`` (``_format/meta.py``)
-# for the files nearly every dataset has: a fixed-size dtype named by a string,
-# a numeric default, every number a JSON integer.  Anything else (and anything
+# for the files nearly every dataset has: a fixed-size numeric dtype named by a
+# string and a numeric default, or strings (StringDType, no missing value) and
+# a str default; every number a JSON integer.  Anything else (and anything
 # those checks would refuse) is left to them: these return None, and the Python
 # decoding, the definition, says what is wrong.
 
@@ -631,22 +632,26 @@ def plain_storage(dict obj, object seal, tuple known):
 
     `known` is ``(storage class, cparams class, numpy.dtype, numpy.array,
     format name, newest version, parts version, codecs, checksums, bytedelta
-    modes, most chunks per superchunk)``.
+    modes, most chunks per superchunk, the StringDType maker, the first
+    version with variable-length items)``.  The usual kinds: a fixed-size
+    numeric dtype, and strings (StringDType) without a missing value.
     """
     return _plain_storage(obj, seal, known)
 
 
 cdef object _plain_storage(dict obj, object seal, tuple known):
     cdef object storage_cls, cparams_cls, dtype_of, array, name, newest, parted, codecs, \
-        checksums, modes, most
+        checksums, modes, most, string_dtype, vlen_version
     (storage_cls, cparams_cls, dtype_of, array, name, newest, parted, codecs, checksums,
-     modes, most) = known
+     modes, most, string_dtype, vlen_version) = known
     if seal is None or obj.get("format") != name:
         return None
     version = obj.get("format_version")
     if type(version) is not int or not 1 <= version <= newest:
         return None
-    if obj.get("vlen") is not None or obj.get("na_object") is not None:
+    vlen = obj.get("vlen")
+    if obj.get("na_object") is not None or \
+            vlen is not None and (vlen != "utf8" or version < vlen_version):
         return None
     cp = obj.get("cparams")
     if type(cp) is not dict:
@@ -665,19 +670,28 @@ cdef object _plain_storage(dict obj, object seal, tuple known):
             and type(bytedelta) is str and bytedelta in modes):
         return None
     raw, dflt = obj.get("dtype"), obj.get("dflt", 0)
-    if type(raw) is not str or not (type(dflt) is float or type(dflt) is int
-                                    or type(dflt) is bool):
-        return None
-    try:
-        dtype = dtype_of(raw)
-    except (TypeError, ValueError):
-        return None
-    if dtype.hasobject or dtype.kind not in ("b", "i", "u", "f", "c"):
-        return None
-    try:
-        dflt = array(dflt, dtype=dtype).reshape(())
-    except (TypeError, ValueError, OverflowError):
-        return None
+    if vlen is not None:  # strings: StringDType ("T"), a str default
+        if raw != "T" or type(dflt) is not str:
+            return None
+        try:
+            dtype = string_dtype()
+        except TypeError:  # NumPy 1
+            return None
+        dflt = array(dflt, dtype=dtype)
+    else:
+        if type(raw) is not str or not (type(dflt) is float or type(dflt) is int
+                                        or type(dflt) is bool):
+            return None
+        try:
+            dtype = dtype_of(raw)
+        except (TypeError, ValueError):
+            return None
+        if dtype.hasobject or dtype.kind not in ("b", "i", "u", "f", "c"):
+            return None
+        try:
+            dflt = array(dflt, dtype=dtype).reshape(())
+        except (TypeError, ValueError, OverflowError):
+            return None
     cparams = _new(cparams_cls)
     cparams.__dict__.update({"clevel": clevel, "shuffle": shuffle, "cname": cname,
                              "quantize": quantize})
@@ -685,7 +699,7 @@ cdef object _plain_storage(dict obj, object seal, tuple known):
     out.__dict__.update({
         "dtype": dtype, "chunklen": chunklen, "cparams": cparams, "expectedlen": expectedlen,
         "dflt": dflt, "chunks_per_superchunk": cps, "checksum": checksum,
-        "blocksize": blocksize, "bytedelta": bytedelta, "vlen": None,
+        "blocksize": blocksize, "bytedelta": bytedelta, "vlen": vlen,
         "uid": seal[1], "sealed": seal[0], "parted": version >= parted})
     return out
 

@@ -385,7 +385,8 @@ _MOST_CHUNKS = 1 << 20
 #: What metafiles.plain_storage checks a ``meta/storage`` against, and makes.
 _PLAIN_STORAGE = (Storage, CParams, np.dtype, np.array, layout.FORMAT_NAME,
                   layout.FORMAT_VERSION, layout.PARTS_FORMAT_VERSION, _codec.CODECS,
-                  layout.CHECKSUMS, layout.BYTEDELTA_MODES, _MOST_CHUNKS)
+                  layout.CHECKSUMS, layout.BYTEDELTA_MODES, _MOST_CHUNKS, strings.string_dtype,
+                  layout.VLEN_FORMAT_VERSION)
 #: Where the seals of ``meta/storage`` and ``meta/sizes`` start (for read_plain).
 _STORAGE_CRC = _seal.name_crc(layout.STORAGE_FILE)
 _SIZES_CRC = _seal.name_crc(layout.SIZES_FILE)
@@ -642,7 +643,8 @@ def read_plain(rootdir: str) -> "tuple[Storage, Sizes] | bytes | None":
     read and checked in one call to C (``metafiles.read_plain``).
 
     The usual kind: both files sealed with the dataset's uid, a fixed-size
-    dtype named by a string, a numeric default, no parts.  The checks are
+    numeric dtype named by a string and a numeric default (or strings
+    without a missing value and a str default), no parts.  The checks are
     those of :func:`read_storage_json`, :meth:`Storage.from_json` and
     :func:`read_sizes` together.  For any other dataset, and any failure,
     the bytes of its ``meta/storage`` when they could be read (else None):

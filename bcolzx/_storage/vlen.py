@@ -120,20 +120,32 @@ class VlenArray(ChunkedArray):
             return
         self.settle()
         self._window = 0  # nothing is handed to pool threads (_hand_off)
-        own = self.store.encoder(nthreads)
-        if own is None:
-            st = self.store.storage
-            cp = st.cparams
-            # A byte shuffle of typesize 1 leaves the bytes as they are, but
-            # C-Blosc2 still copies every block through it both ways: no
-            # shuffle stores the same bytes without the copies (the bit
-            # shuffle does change them and is kept).
-            shuffle = codec.NOSHUFFLE if cp.shuffle == codec.SHUFFLE else cp.shuffle
-            own = codec.Compressor(cp.cname, cp.clevel, shuffle, 1, st.blocksize, nthreads,
-                                   split=False)
-        self._comp = own  # one pipeline: items are bytes (typesize 1), no byte-delta
-        self._decoder = None  # made on first use, with this count (ChunkedArray._dec)
         self.nthreads = nthreads
+        # Both made on first use, with this count: the compressor at the first
+        # write (:attr:`_comp`; readers never need one), the decompressor at
+        # the first read (ChunkedArray._dec).
+        self._compressor: codec.Compressor | None = None
+        self._decoder = None
+
+    @property
+    def _comp(self):
+        """The compressor of this array's chunks: one pipeline, items are bytes
+        (typesize 1), no byte-delta; made at the first write."""
+        own = self._compressor
+        if own is None:  # two first writers at once make one each: either is right
+            own = self.store.encoder(self.nthreads)
+            if own is None:
+                st = self.store.storage
+                cp = st.cparams
+                # A byte shuffle of typesize 1 leaves the bytes as they are, but
+                # C-Blosc2 still copies every block through it both ways: no
+                # shuffle stores the same bytes without the copies (the bit
+                # shuffle does change them and is kept).
+                shuffle = codec.NOSHUFFLE if cp.shuffle == codec.SHUFFLE else cp.shuffle
+                own = codec.Compressor(cp.cname, cp.clevel, shuffle, 1, st.blocksize,
+                                       self.nthreads, split=False)
+            self._compressor = own
+        return own
 
     def _hand_off(self) -> bool:
         return False  # chunks are encoded on the appending thread

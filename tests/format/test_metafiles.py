@@ -339,7 +339,9 @@ _DELETE = object()
 
 
 def _storage_fields(s) -> tuple:
-    return (s.dtype, type(s.dflt), s.dflt.dtype, s.dflt.tobytes(), s.chunklen, s.cparams,
+    # (a StringDType array's bytes are its strings' addresses: its value instead)
+    value = s.dflt.item() if s.dflt.dtype.kind == "T" else s.dflt.tobytes()
+    return (s.dtype, type(s.dflt), s.dflt.dtype, value, s.chunklen, s.cparams,
             s.expectedlen, s.chunks_per_superchunk, s.checksum, s.blocksize, s.bytedelta,
             s.vlen, s.uid, s.sealed, s.parted, tuple(s.__dict__))
 
@@ -347,8 +349,8 @@ def _storage_fields(s) -> tuple:
 @pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")  # both ways
 @settings(max_examples=500, deadline=None)
 @given(st.sampled_from(["float64", "int8", "uint64", "bool", "complex64", "float16", "S5",
-                        "U3", "M8[ns]", "m8[s]", "object", "(2,)i4"]),
-       st.sampled_from([0, 1, -1, 2.5, -0.0, True, 300, 2 ** 64]),
+                        "U3", "M8[ns]", "m8[s]", "object", "(2,)i4", "T", "T-na"]),
+       st.sampled_from([0, 1, -1, 2.5, -0.0, True, 300, 2 ** 64, "", "ab", None]),
        st.lists(st.tuples(st.booleans(), st.integers(0, 30),
                           st.sampled_from(_ODD + [_DELETE])), max_size=3),
        st.sampled_from([(True, UID), (True, None), (False, None)]))
@@ -357,8 +359,14 @@ def test_plain_storage_is_storage_decoding(dtype, dflt, edits, sealed):
     from bcolzx._format.seal import Seal
     from bcolzx.errors import CorruptDataError, UnsupportedFormatError
 
-    base = meta.Storage(dtype=np.dtype(dtype), chunklen=1000,
-                        vlen="pickle" if dtype == "object" else None).to_json()
+    from bcolzx._format import strings
+
+    if dtype.startswith("T"):  # strings: StringDType, with a missing value or without
+        kind = strings.string_dtype("nan" if dtype == "T-na" else None)
+        base = meta.Storage(dtype=kind, chunklen=1000, vlen="utf8").to_json()
+    else:
+        base = meta.Storage(dtype=np.dtype(dtype), chunklen=1000,
+                            vlen="pickle" if dtype == "object" else None).to_json()
     base["dflt"] = dflt
     obj, seal_ = _mutated(base, edits), Seal(*sealed)
     fast = metafiles.plain_storage(json.loads(json.dumps(obj)), seal_, meta._PLAIN_STORAGE)
@@ -370,8 +378,9 @@ def test_plain_storage_is_storage_decoding(dtype, dflt, edits, sealed):
     if fast is not None:
         assert _storage_fields(fast) == _storage_fields(slow)
         assert fast == slow and repr(fast) == repr(slow)
-    if dtype in ("float64", "int8") and not edits and type(dflt) is not int or \
-            dflt in (0, 1, -1) and dtype == "int8" and not edits:
+    if dtype in ("float64", "int8") and not edits and type(dflt) in (float, bool) or \
+            dflt in (0, 1, -1) and type(dflt) is int and dtype == "int8" and not edits or \
+            dtype == "T" and type(dflt) is str and not edits:
         assert fast is not None  # the usual file is decoded in C
 
 
@@ -466,8 +475,8 @@ def _check_read_plain(rootdir, usual: bool | None = None):
 
 
 @pytest.mark.parametrize("kind", ["float64", "int8-dflt", "rows", "empty", "shrunk", "bool",
-                                  "complex", "strings", "objects", "legacy", "parts",
-                                  "bytes-path"])
+                                  "complex", "strings", "strings-na", "objects", "legacy",
+                                  "parts", "bytes-path"])
 def test_read_plain_is_the_long_way_for_every_kind_of_dataset(tmp_path, kind):
     import bcolzx
     from bcolzx._storage.objects import LocalObjects
@@ -492,6 +501,9 @@ def test_read_plain_is_the_long_way_for_every_kind_of_dataset(tmp_path, kind):
     elif kind == "strings":
         bcolzx.carray(np.array(["a", "bc"], np.dtypes.StringDType()), rootdir=d,
                       mode="w").flush()
+    elif kind == "strings-na":  # with a missing value: the long way
+        bcolzx.carray(np.array(["a", None], np.dtypes.StringDType(na_object=None)), rootdir=d,
+                      mode="w").flush()
     elif kind == "objects":
         bcolzx.carray(np.array([{1: 2}, None], object), rootdir=d, mode="w",
                       allow_pickle=True).flush()
@@ -509,7 +521,7 @@ def test_read_plain_is_the_long_way_for_every_kind_of_dataset(tmp_path, kind):
     # (a complex default is stored as a pair, left to the long way)
     # (a bytes path too: the long way takes str paths, and says what it makes of it)
     usual = None if kind == "complex" else \
-        kind not in ("strings", "objects", "legacy", "parts", "bytes-path")
+        kind not in ("strings-na", "objects", "legacy", "parts", "bytes-path")
     fast, slow = _check_read_plain(os.fsencode(d) if kind == "bytes-path" else d, usual)
     if kind == "legacy":
         assert slow == "legacy"

@@ -478,3 +478,23 @@ def test_string_chunks_are_one_block_and_their_bounds_are_found_on_the_pool(tmp_
         assert info["blocksize"] == min(info["nbytes"], c.cparams.blocksize)
         assert tuple(stats[k]) == strings.bounds(values[k * 1024:(k + 1) * 1024])
     assert c[:].tolist() == values.tolist()
+
+
+@pytest.mark.parametrize("kind", ["strings", "bytes", "objects"])
+def test_a_reader_of_variable_length_items_makes_no_compressor(tmp_path, kind):
+    """Opening and reading strings, bytes or pickles makes no compressor (its
+    C-Blosc2 context is made at the first write)."""
+    d = str(tmp_path / "v")
+    values = {"strings": np.array(["ab", "c", ""] * 50, dtype=np.dtypes.StringDType()),
+              "bytes": np.array([b"ab", b"c", b""] * 50, dtype=strings.BYTES_DTYPE),
+              "objects": np.array([{1: 2}, None, "x"] * 50, dtype=object)}[kind]
+    extra = {"allow_pickle": True} if kind == "objects" else {}
+    bcolzx.carray(values, rootdir=d, mode="w", chunklen=16, **extra).flush()
+    for mode in ("r", "a"):
+        c = bcolzx.open(d, mode, **extra)
+        assert list(c[:]) == list(values) and c[40] == values[40]
+        assert c.engine._compressor is None
+    c.append(values[:5])
+    c.flush()
+    assert c.engine._compressor is not None
+    assert list(bcolzx.open(d, "r", **extra)[:]) == list(values) + list(values[:5])
