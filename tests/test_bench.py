@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -271,3 +272,36 @@ def test_open_instructions_counts_what_one_open_executes(tmp_path):
     assert 20_000 < count < 2_000_000, count  # an open runs Python code, and not a chunk's worth
     with pytest.raises(SystemExit):
         open_instructions.main(["--what", "table"])
+
+
+def test_open_many_opens_every_dataset_once_a_round(tmp_path, monkeypatch, capsys):
+    """benchmarks/bench_open_many.py: each dataset of each system opened once per
+    round, its length checked; a record per system and kind, and the ratios."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
+    try:
+        import bench_open_many
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where it builds them
+    opened = []
+    real = bench_open_many.time_opens
+
+    def counting(s, what, paths, rows, rng):
+        opened.append((s.key, what, sorted(paths)))
+        return real(s, what, paths, rows, rng)
+    monkeypatch.setattr(bench_open_many, "time_opens", counting)
+    records = bench_open_many.run("bcolzx,npy", "array,table", 3, 50, 2)
+    assert [(r["what"], r["system"]) for r in records] == \
+        [("array", "bcolzx"), ("array", "npy"), ("table", "bcolzx"), ("table", "npy")]
+    assert all(r["median_us"] > 0 and r["datasets"] == 3 for r in records)
+    assert len(opened) == 8 and all(len(p) == 3 for _, _, p in opened)  # 2 rounds x 2 x 2
+    assert len({tuple(p) for _, _, p in opened}) == 4  # each system its own datasets
+    assert bench_open_many.main(["--datasets", "2", "--rows", "10", "--rounds", "1",
+                                 "--systems", "bcolzx,npy", "--what", "array",
+                                 "--json", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert "arrays: 2 datasets of 10 rows" in out and "x" in out.splitlines()[-1]
+    assert len(json.load(open(tmp_path / "r.json"))) == 2
+    assert os.listdir(tmp_path) == ["r.json"]  # the datasets were built here, then removed
+    with pytest.raises(SystemExit):
+        bench_open_many.main(["--datasets", "0"])
