@@ -108,6 +108,30 @@ cdef bytes _c_path(path):
     return bpath
 
 
+cdef int _read_path(const char* cpath, int flags, char** buf, Py_ssize_t* size,
+                    struct_stat* st, int* err) noexcept nogil:
+    """Open `cpath` with `flags` and, when it is a regular file, read it whole into
+    a new buffer (*buf, freed by the caller): 0; 1 when it is not a regular
+    file (*st says what it is; nothing read); -1 and *err on failure; -2 when
+    the buffer cannot be allocated."""
+    cdef int rc = 0
+    cdef int fd = c_open(cpath, flags)
+    while fd < 0 and errno == EINTR:
+        fd = c_open(cpath, flags)
+    if fd < 0:
+        rc = -1
+    elif fstat(fd, st) != 0:
+        rc = -1
+    elif not S_ISREG(st.st_mode):
+        rc = 1
+    else:
+        rc = _read_fd(fd, buf, size, st.st_size)
+    err[0] = errno
+    if fd >= 0:
+        c_close(fd)
+    return rc
+
+
 def read_whole(path, int flags):
     """The bytes of the file at `path` (a str or bytes path), opened with `flags`.
 
@@ -128,31 +152,17 @@ def read_whole(path, int flags):
     """
     cdef bytes bpath = _c_path(path)
     cdef const char* cpath = bpath
-    cdef int fd, rc = 0, err = 0
+    cdef int rc, err = 0
     cdef struct_stat st
     cdef char* buf = NULL
     cdef Py_ssize_t size = 0
-    cdef bint regular = True
     with nogil:
-        fd = c_open(cpath, flags)
-        while fd < 0 and errno == EINTR:
-            fd = c_open(cpath, flags)
-        if fd < 0:
-            rc = -1
-        elif fstat(fd, &st) != 0:
-            rc = -1
-        elif not S_ISREG(st.st_mode):
-            regular = False
-        else:
-            rc = _read_fd(fd, &buf, &size, st.st_size)
-        err = errno
-        if fd >= 0:
-            c_close(fd)
+        rc = _read_path(cpath, flags, &buf, &size, &st, &err)
     if rc == -2:
         raise MemoryError(f"reading {path!r}")
-    if rc != 0:  # OSError picks the subclass of the errno (FileNotFoundError...)
+    if rc == -1:  # OSError picks the subclass of the errno (FileNotFoundError...)
         raise OSError(err, os.strerror(err), path)
-    if not regular:
+    if rc == 1:
         return None, st.st_mode
     try:
         return PyBytes_FromStringAndSize(buf, size), 0
@@ -745,8 +755,9 @@ cdef object _plain_sizes(dict obj, object sizes_cls):
 # ``Storage`` and a ``Sizes``.  :func:`read_plain` does all of that in one
 # call for the usual dataset (both files sealed with one uid, of the kinds
 # _plain_storage and _plain_sizes take), with the same checks as the Python
-# path; for anything else, a failure included, it returns None and the Python
-# path reads the files again, and accepts them or says what is wrong.
+# path; for anything else, a failure included, it hands back the bytes of
+# ``meta/storage`` (None if they could not be read), which the Python path
+# decodes, reading ``meta/sizes`` itself, and accepts or says what is wrong.
 
 #: The token of a non-finite float in a sealed file (``_format/jsonfile.py``).
 cdef const char* _FLOAT_TOKEN = b'"$float"'
@@ -764,20 +775,12 @@ cdef bytes _read_file(bytes path, int flags):
     """The bytes of the regular file at `path`, or None when it cannot be read
     (:func:`read_whole` without its exceptions)."""
     cdef const char* cpath = path
-    cdef int fd, rc = 0
+    cdef int rc, err
     cdef struct_stat st
     cdef char* buf = NULL
     cdef Py_ssize_t size = 0
     with nogil:
-        fd = c_open(cpath, flags)
-        if fd < 0:
-            rc = -1
-        else:
-            if fstat(fd, &st) != 0 or not S_ISREG(st.st_mode):
-                rc = -1
-            else:
-                rc = _read_fd(fd, &buf, &size, st.st_size)
-            c_close(fd)
+        rc = _read_path(cpath, flags, &buf, &size, &st, &err)
     if rc != 0:
         return None
     try:

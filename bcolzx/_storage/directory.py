@@ -364,9 +364,6 @@ class DirectoryStore(ChunkStore):
                 self.storage.uid)
         return self._journal_header
 
-    def _journal_path(self) -> str:
-        return self._journal_file
-
     def _journal_stat(self) -> tuple | None:
         st = _files.stat_file(self._journal_file)
         return None if st is None else st[1:]  # (st_ino, st_size, st_mtime_ns)
@@ -375,7 +372,7 @@ class DirectoryStore(ChunkStore):
         if self._known_journal is None:  # none when this store read its commit: none since
             return b""
         try:
-            data, st = _files.read_regular(self._journal_path())
+            data, st = _files.read_regular(self._journal_file)
         except FileNotFoundError:
             self._known_journal = None
             return b""
@@ -398,7 +395,7 @@ class DirectoryStore(ChunkStore):
         self._check_writable()
         head = journal.header(self._journal_base)
         if self._journal_fd is None:
-            fd = _files.open_own(self._journal_path(), os.O_RDWR | os.O_CREAT)  # never a link
+            fd = _files.open_own(self._journal_file, os.O_RDWR | os.O_CREAT)  # never a link
             try:
                 if self._journal_end < journal.HEADER_SIZE:  # none, or another commit's
                     os.ftruncate(fd, 0)
@@ -413,7 +410,7 @@ class DirectoryStore(ChunkStore):
         data = journal.record(head, first, rows, self._rowbytes)
         written = os.pwrite(self._journal_fd, data, self._journal_end)
         if written != len(data):
-            raise OSError(f"short write to {self._journal_path()} ({written} of {len(data)} "
+            raise OSError(f"short write to {self._journal_file} ({written} of {len(data)} "
                           "bytes)")
         self._journal_end += len(data)
         st = os.fstat(self._journal_fd)
@@ -430,7 +427,7 @@ class DirectoryStore(ChunkStore):
             self._journal_fd = None
         if self._journal_end:
             try:
-                os.unlink(self._journal_path())
+                os.unlink(self._journal_file)
             except FileNotFoundError:
                 pass
             self._journal_end = 0
